@@ -1,0 +1,248 @@
+"""The one small interface every host module implements.
+
+An agent module knows four things about its host and nothing else:
+1. where its hook config lives (user level, project level) and its format;
+2. which events we wire, and the exact shape of one hook entry in that file;
+3. how to turn the host's stdin payload into one normalized `HookEvent`;
+4. what the host accepts on stdout for each event (usually nothing).
+
+Host modules are imported by the hook fast path, so this file and every host module use the
+standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook ~3 ms
+
+if TYPE_CHECKING:  # the hook path must not pay for typing/pathlib/dataclasses imports
+    from pathlib import Path
+    from typing import Any, ClassVar
+
+# Canonical event kinds: what an event *means* to leanctx, whatever the host calls it.
+SESSION_START = "session_start"
+PROMPT = "prompt"
+STOP = "stop"
+PRE_COMPACT = "pre_compact"
+SUBAGENT_START = "subagent_start"
+SUBAGENT_STOP = "subagent_stop"
+SESSION_END = "session_end"
+
+WRAPPER_NAME = "leanctx-hook"
+
+
+def is_our_command(command: object) -> bool:
+    """Our entries are recognised by the wrapper's file name as a word of the command, wherever
+    the data dir was: an entry written from another LEANCTX_HOME (or an older install) is ours."""
+    if not isinstance(command, str) or WRAPPER_NAME not in command:
+        return False
+    for word in command.replace("\\", "/").split():
+        word = word.strip("'\"")
+        if word == WRAPPER_NAME or word.endswith("/" + WRAPPER_NAME):
+            return True
+    return False
+
+
+class EventSpec:
+    """One event we wire: the host's name for it, what it means, and an optional matcher."""
+
+    __slots__ = ("name", "kind", "matcher")
+
+    def __init__(self, name: str, kind: str, matcher: str | None = None) -> None:
+        self.name = name
+        self.kind = kind
+        self.matcher = matcher
+
+    def __repr__(self) -> str:
+        return f"EventSpec({self.name!r}, {self.kind!r}, {self.matcher!r})"
+
+
+class HookEvent:
+    """One host event, normalized. Fields a host does not send stay None/empty.
+
+    A plain class rather than a dataclass: `dataclasses` pulls in `inspect`, which would
+    double the hook's start-up time."""
+
+    FIELDS = (
+        "conversation_id",
+        "session_id",
+        "transcript_path",
+        "cwd",
+        "workspace_roots",
+        "subagent_id",
+        "subagent_type",
+        "subagent_transcript_path",
+        "source",
+        "turn_id",
+        "prompt",
+        "reply",
+    )
+    __slots__ = ("agent", "event", "kind") + FIELDS
+
+    def __init__(self, agent: str, event: str, kind: str, **fields: object) -> None:
+        self.agent = agent
+        self.event = event
+        self.kind = kind
+        for name in self.FIELDS:
+            setattr(self, name, fields.pop(name, None))
+        if fields:
+            raise TypeError(f"unknown HookEvent fields: {sorted(fields)}")
+        if self.workspace_roots is None:
+            self.workspace_roots = []
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in ("agent", "event", "kind") + self.FIELDS}
+
+
+def _str(payload: dict, *keys: str) -> str | None:
+    """First non-empty string among `keys` (hosts disagree on names and send nulls)."""
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+class Agent:
+    """Base class with the behaviour most hosts share; host modules override what differs."""
+
+    name: ClassVar[str]
+    display_name: ClassVar[str]
+    events: ClassVar[tuple[EventSpec, ...]]
+    #: executable names that mean the host is installed (for `--agent all` detection)
+    binaries: ClassVar[tuple[str, ...]] = ()
+    #: where hook groups live inside the config document
+    hooks_key: ClassVar[tuple[str, ...]] = ("hooks",)
+    #: keys a brand-new config file must start with (e.g. Cursor's {"version": 1})
+    new_file_keys: ClassVar[dict[str, Any]] = {}
+    #: per-entry timeout we write, in the host's unit (seconds everywhere we wire)
+    timeout: ClassVar[int] = 10
+    #: host versions whose documented/observed format this module was checked against
+    checked_against: ClassVar[str] = ""
+
+    # -- where ---------------------------------------------------------------------------
+    def config_dir(self, home: Path) -> Path:
+        raise NotImplementedError
+
+    def user_config_path(self, home: Path) -> Path:
+        raise NotImplementedError
+
+    def project_config_path(self, project: Path) -> Path | None:
+        return None
+
+    def detect(self, home: Path) -> bool:
+        """Installed on this machine: its config folder exists or its CLI is on PATH."""
+        import shutil
+
+        return self.config_dir(home).is_dir() or any(shutil.which(b) for b in self.binaries)
+
+    # -- what ----------------------------------------------------------------------------
+    def event(self, name: str) -> EventSpec | None:
+        for spec in self.events:
+            if spec.name == name:
+                return spec
+        return None
+
+    def hook_group(self, command: str, spec: EventSpec) -> dict:
+        """The JSON value appended to the event's list in the config file."""
+        raise NotImplementedError
+
+    def group_commands(self, group: object) -> list[str]:
+        """Every command string in one element of an event's list (for ownership checks)."""
+        raise NotImplementedError
+
+    def is_our_group(self, group: object) -> bool:
+        commands = self.group_commands(group)
+        return bool(commands) and all(is_our_command(c) for c in commands)
+
+    # -- payloads ------------------------------------------------------------------------
+    def normalize(self, event: str, payload: dict) -> HookEvent:
+        """Turn the host's stdin payload into one HookEvent (missing/ill-typed fields -> None)."""
+        spec = self.event(event)
+        kind = spec.kind if spec else event
+        session_id = _str(payload, "session_id", "sessionId")
+        return HookEvent(
+            agent=self.name,
+            event=event,
+            kind=kind,
+            conversation_id=_str(payload, "conversation_id") or session_id,
+            session_id=session_id,
+            transcript_path=_str(payload, "transcript_path", "transcriptPath"),
+            cwd=_str(payload, "cwd"),
+            workspace_roots=_roots(payload),
+            subagent_id=_str(payload, "agent_id", "agentId", "subagent_id"),
+            subagent_type=_str(payload, "agent_type", "agentType", "subagent_type"),
+            subagent_transcript_path=_str(payload, "agent_transcript_path"),
+            source=_str(payload, "source"),
+            turn_id=_str(payload, "turn_id"),
+            prompt=_str(payload, "prompt"),
+            reply=_str(payload, "last_assistant_message"),
+        )
+
+    def output(self, event: HookEvent) -> str:
+        """What to print on stdout after handling `event`. Empty = no opinion."""
+        return self.no_opinion(event.event)
+
+    def no_opinion(self, event: str) -> str:
+        """What the host accepts as 'no opinion' for `event` (also printed on every error)."""
+        return ""
+
+    def check_output(self, event: str, stdout: str) -> str | None:
+        """None when `stdout` is a valid answer for `event`, else the reason it is not."""
+        if stdout.strip() and stdout != self.no_opinion(event):
+            return f"unexpected stdout {stdout[:80]!r}"
+        return None
+
+    def synthetic_payload(self, event: str, cwd: str) -> dict:
+        """A payload shaped like the host's own, for doctor's live smoke run."""
+        raise NotImplementedError
+
+
+def _roots(payload: dict) -> list[str]:
+    roots = payload.get("workspace_roots") or payload.get("workspaceRoots")
+    if isinstance(roots, list):
+        return [r for r in roots if isinstance(r, str) and r]
+    return []
+
+
+class ClaudeShapeAgent(Agent):
+    """Hosts using Claude Code's settings shape: event -> [matcher group {matcher?, hooks: [handler]}]."""
+
+    def hook_group(self, command: str, spec: EventSpec) -> dict:
+        group: dict[str, Any] = {}
+        if spec.matcher is not None:
+            group["matcher"] = spec.matcher
+        group["hooks"] = [{"type": "command", "command": command, "timeout": self.timeout}]
+        return group
+
+    def group_commands(self, group: object) -> list[str]:
+        if not isinstance(group, dict):
+            return []
+        handlers = group.get("hooks")
+        if not isinstance(handlers, list):
+            return []
+        return [h.get("command") for h in handlers if isinstance(h, dict) and isinstance(h.get("command"), str)]
+
+    def synthetic_payload(self, event: str, cwd: str) -> dict:
+        session = "leanctx-doctor-00000000-0000-0000-0000-000000000000"
+        payload: dict[str, Any] = {
+            "session_id": session,
+            "transcript_path": os.path.join(cwd, f"{session}.jsonl"),
+            "cwd": cwd,
+            "hook_event_name": event,
+        }
+        spec = self.event(event)
+        kind = spec.kind if spec else ""
+        if kind == SESSION_START:
+            payload["source"] = "startup"
+        elif kind == PROMPT:
+            payload["prompt"] = "leanctx doctor smoke test"
+        elif kind == STOP:
+            payload["stop_hook_active"] = False
+            payload["last_assistant_message"] = "leanctx doctor smoke test"
+        elif kind in (SUBAGENT_START, SUBAGENT_STOP):
+            payload["agent_id"] = "leanctx-doctor-subagent"
+            payload["agent_type"] = "general-purpose"
+        elif kind == PRE_COMPACT:
+            payload["trigger"] = "manual"
+        return payload

@@ -1,0 +1,58 @@
+"""OpenAI Codex CLI: `$CODEX_HOME/hooks.json` (default `~/.codex`), project `.codex/hooks.json`.
+
+Same three-level shape as Claude Code. Codex runs a non-managed hook only after the user trusts
+it in `/hooks`; trust is keyed by the hook's position and a hash of its content, so our command
+text and position must never change once written (the wrapper path is stable for that reason).
+Codex's output schema rejects unknown keys, so we print nothing at all.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+from leanctx.agents.base import (
+    PRE_COMPACT,
+    PROMPT,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    SUBAGENT_START,
+    SUBAGENT_STOP,
+    ClaudeShapeAgent,
+    EventSpec,
+)
+
+
+class Codex(ClaudeShapeAgent):
+    name = "codex"
+    display_name = "Codex CLI"
+    binaries = ("codex",)
+    checked_against = "Codex CLI 0.171.0 (real CLI, end-to-end tests)"
+    events = (
+        EventSpec("SessionStart", SESSION_START),
+        EventSpec("UserPromptSubmit", PROMPT),
+        EventSpec("PreCompact", PRE_COMPACT),
+        EventSpec("SubagentStart", SUBAGENT_START),
+        EventSpec("SubagentStop", SUBAGENT_STOP),
+        EventSpec("Stop", STOP),
+        EventSpec("SessionEnd", SESSION_END),
+    )
+
+    def config_dir(self, home: Path) -> Path:
+        from pathlib import Path  # lazily: the hook path never asks for config paths
+
+        env = os.environ.get("CODEX_HOME")
+        return Path(env) if env else home / ".codex"
+
+    def user_config_path(self, home: Path) -> Path:
+        return self.config_dir(home) / "hooks.json"
+
+    def project_config_path(self, project: Path) -> Path:
+        return project / ".codex" / "hooks.json"
+
+
+AGENT = Codex()

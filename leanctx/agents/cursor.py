@@ -1,0 +1,131 @@
+"""Cursor (IDE and `agent` CLI): `~/.cursor/hooks.json` (user), `<repo>/.cursor/hooks.json`.
+
+Format `{"version": 1, "hooks": {"<event>": [{"command": …, "timeout": …}]}}`. Every event
+carries `conversation_id`; `transcript_path` may be null (then `CURSOR_TRANSCRIPT_PATH`).
+Cursor parses stdout as one JSON object, and has appended hook stdout to edited files on
+post-tool events, so we wire none of those and print nothing except where an event expects an
+answer (`beforeSubmitPrompt` -> `{"continue": true}`). No Cursor CLI installs here: checked
+against the documented format only (hosts.md §4).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+from leanctx.agents.base import (
+    PRE_COMPACT,
+    PROMPT,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    SUBAGENT_START,
+    SUBAGENT_STOP,
+    Agent,
+    EventSpec,
+    HookEvent,
+)
+
+_CONTINUE = '{"continue": true}'
+
+
+class Cursor(Agent):
+    name = "cursor"
+    display_name = "Cursor"
+    binaries = ("cursor", "cursor-agent")
+    new_file_keys = {"version": 1}
+    checked_against = "cursor.com/docs/hooks (hooks.json version 1, Cursor 2.5-3.12 payload captures), not a running host"
+    events = (
+        EventSpec("sessionStart", SESSION_START),
+        EventSpec("beforeSubmitPrompt", PROMPT),
+        EventSpec("preCompact", PRE_COMPACT),
+        EventSpec("subagentStart", SUBAGENT_START),
+        EventSpec("subagentStop", SUBAGENT_STOP),
+        EventSpec("stop", STOP),
+        EventSpec("sessionEnd", SESSION_END),
+    )
+
+    def config_dir(self, home: Path) -> Path:
+        return home / ".cursor"
+
+    def user_config_path(self, home: Path) -> Path:
+        return self.config_dir(home) / "hooks.json"
+
+    def project_config_path(self, project: Path) -> Path:
+        return project / ".cursor" / "hooks.json"
+
+    def hook_group(self, command: str, spec: EventSpec) -> dict:
+        entry: dict[str, Any] = {"command": command, "timeout": self.timeout}
+        if spec.matcher is not None:
+            entry["matcher"] = spec.matcher
+        return entry
+
+    def group_commands(self, group: object) -> list[str]:
+        if isinstance(group, dict) and isinstance(group.get("command"), str):
+            return [group["command"]]
+        return []
+
+    def normalize(self, event: str, payload: dict) -> HookEvent:
+        normalized = super().normalize(event, payload)
+        # A subagent's events name the parent conversation; the subagent is its own window.
+        parent = payload.get("parent_conversation_id")
+        if isinstance(parent, str) and parent:
+            normalized.conversation_id = parent
+        normalized.subagent_id = payload.get("subagent_id") if isinstance(payload.get("subagent_id"), str) else None
+        if not normalized.transcript_path:
+            normalized.transcript_path = os.environ.get("CURSOR_TRANSCRIPT_PATH") or None
+        normalized.turn_id = payload.get("generation_id") if isinstance(payload.get("generation_id"), str) else None
+        if not normalized.cwd and normalized.workspace_roots:
+            normalized.cwd = normalized.workspace_roots[0]
+        return normalized
+
+    def no_opinion(self, event: str) -> str:
+        return _CONTINUE if event == "beforeSubmitPrompt" else ""
+
+    def check_output(self, event: str, stdout: str) -> str | None:
+        text = stdout.strip()
+        if not text:
+            return None if event != "beforeSubmitPrompt" else "beforeSubmitPrompt needs {\"continue\": true}"
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return f"stdout is not one JSON object: {text[:80]!r}"
+        if not isinstance(value, dict):
+            return "stdout JSON is not an object"
+        if event == "beforeSubmitPrompt" and value.get("continue") is not True:
+            return "beforeSubmitPrompt answer does not let the prompt continue"
+        return None
+
+    def synthetic_payload(self, event: str, cwd: str) -> dict:
+        conversation = "leanctx-doctor-00000000-0000-0000-0000-000000000000"
+        payload: dict[str, Any] = {
+            "conversation_id": conversation,
+            "generation_id": "leanctx-doctor-generation",
+            "hook_event_name": event,
+            "cursor_version": "doctor",
+            "workspace_roots": [cwd],
+            "transcript_path": None,
+        }
+        spec = self.event(event)
+        kind = spec.kind if spec else ""
+        if kind == SESSION_START:
+            payload["session_id"] = conversation
+            payload["is_background_agent"] = False
+        elif kind == PROMPT:
+            payload["prompt"] = "leanctx doctor smoke test"
+        elif kind in (SUBAGENT_START, SUBAGENT_STOP):
+            payload["subagent_id"] = "leanctx-doctor-subagent"
+            payload["subagent_type"] = "generalPurpose"
+            payload["parent_conversation_id"] = conversation
+        elif kind == STOP:
+            payload["status"] = "completed"
+            payload["loop_count"] = 0
+        return payload
+
+
+AGENT = Cursor()

@@ -1,0 +1,102 @@
+"""The `leanctx` command (click). Heavy imports live here and below, never on the hook path."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+import leanctx
+from leanctx import agents, paths
+from leanctx.agents.base import Agent
+
+EXIT_REFUSED = 2
+
+
+def _agent_list(name: str, home: Path, for_uninstall: bool = False) -> list[Agent]:
+    if name == "all":
+        if for_uninstall:
+            from leanctx.installer.commands import installed_agents
+
+            return installed_agents(home, paths.data_dir())
+        found = [a for a in agents.all_agents() if a.detect(home)]
+        if not found:
+            raise click.ClickException("no supported agent detected on this machine; name one with --agent")
+        return found
+    try:
+        return [agents.get(name)]
+    except agents.UnknownAgent as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+class _AgentChoice(click.ParamType):
+    """Any known agent name or `all`; an unknown one is a usage error listing the known ones."""
+
+    name = "agent"
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        if value == "all" or value in agents.names():
+            return value
+        self.fail(f"unknown agent {value!r}; known agents: {', '.join(agents.names())}, or all", param, ctx)
+
+
+AGENT_HELP = f"Host to act on: {', '.join(agents.names())}, or all (every host detected here)."
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(leanctx.__version__, prog_name="leanctx")
+def main() -> None:
+    """Hooks, installer and doctor for AI coding agents and always-on bots."""
+
+
+@main.command()
+@click.option("--agent", "agent_name", required=True, type=_AgentChoice(), help=AGENT_HELP)
+@click.option("--project", type=click.Path(file_okay=False, path_type=Path), help="Write the project-level config in DIR instead of the user-level one.")
+@click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; change nothing.")
+def init(agent_name: str, project: Path | None, dry_run: bool) -> None:
+    """Wire leanctx's hooks into a host's config (merging, never replacing)."""
+    from leanctx.installer.commands import run_init
+
+    home = paths.home()
+    sys.exit(run_init(_agent_list(agent_name, home), home, paths.data_dir(), project, dry_run))
+
+
+@main.command()
+@click.option("--agent", "agent_name", required=True, type=_AgentChoice(), help=AGENT_HELP)
+@click.option("--project", type=click.Path(file_okay=False, path_type=Path), help="Act on the project-level config in DIR.")
+@click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; change nothing.")
+def uninstall(agent_name: str, project: Path | None, dry_run: bool) -> None:
+    """Take out exactly what init put in."""
+    from leanctx.installer.commands import run_uninstall
+
+    home = paths.home()
+    sys.exit(run_uninstall(_agent_list(agent_name, home, for_uninstall=True), home, paths.data_dir(), project, dry_run, all_agents=agent_name == "all"))
+
+
+@main.command()
+@click.option("--agent", "agent_name", type=_AgentChoice(), default="all", show_default=True, help=AGENT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in the README).")
+@click.option("--fix", is_flag=True, help="Re-run init for every agent whose checks fail, then check again.")
+def doctor(agent_name: str, as_json: bool, fix: bool) -> None:
+    """Prove, per agent, that the hooks are wired and working; say how to fix what is not."""
+    from leanctx import doctor as doctor_mod
+
+    home = paths.home()
+    report = doctor_mod.run(home, paths.data_dir(), None if agent_name == "all" else agent_name, fix=fix)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(doctor_mod.render(report))
+    sys.exit(0 if report["ok"] else 1)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("agent_name", metavar="AGENT")
+@click.argument("event", metavar="EVENT")
+def hook(agent_name: str, event: str) -> None:
+    """Run a hook by hand: the payload on stdin, exactly what the wrapper does."""
+    from leanctx.hooks import main as hook_main
+
+    sys.exit(hook_main([agent_name, event]))

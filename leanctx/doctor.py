@@ -1,0 +1,271 @@
+"""`leanctx doctor`: prove, per agent, that the hooks are wired and work, and say how to fix them.
+
+Nothing is assumed from what init once wrote: hosts rewrite their own settings (Claude Code's
+`/model` save has reverted hooks), wrappers outlive their interpreter, and Codex silently skips
+hooks the user has not trusted. So doctor re-reads every config, runs the wrapper for every wired
+event exactly as the host would (`sh -c <command>` with a host-shaped payload, into a scratch data
+dir so the real records are not disturbed), and reports what was last published for real.
+
+The `--json` report is stable (schema 1); see the README for its fields.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import leanctx
+from leanctx import agents
+from leanctx.agents.base import Agent
+from leanctx.hooks.publish import read_json, record_path
+from leanctx.installer import files, hookconfig, wrapper
+from leanctx.installer.files import ConfigError
+from leanctx.installer.install import display
+
+SCHEMA = 1
+SMOKE_TIMEOUT_S = 10.0
+OK, FAIL, WARN, INFO = "ok", "fail", "warn", "info"
+
+
+def _check(name: str, status: str, detail: str, fix: str | None = None) -> dict:
+    return {"name": name, "status": status, "detail": detail, "fix": fix}
+
+
+def _init_fix(agent: Agent) -> str:
+    return f"leanctx init --agent {agent.name}   (or: leanctx doctor --fix)"
+
+
+def wired_commands(agent: Agent, doc_value: dict) -> dict[str, list[str]]:
+    """Event name -> our hook commands found for it in a parsed config."""
+    found: dict[str, list[str]] = {}
+    hooks = doc_value.get(agent.hooks_key[0]) if isinstance(doc_value, dict) else None
+    if not isinstance(hooks, dict):
+        return found
+    for event, groups in hooks.items():
+        if isinstance(groups, list):
+            cmds = [c for g in groups if agent.is_our_group(g) for c in agent.group_commands(g)]
+            if cmds:
+                found[event] = cmds
+    return found
+
+
+def _wrapper_checks(data_dir: Path) -> tuple[list[dict], bool]:
+    path = wrapper.wrapper_path(data_dir)
+    fix = "leanctx init --agent <name>   (rewrites the wrapper)"
+    info = wrapper.read_info(path)
+    if not info:
+        return [_check("wrapper", FAIL, f"{path} is missing", fix)], False
+    if info.get("foreign"):
+        return [_check("wrapper", FAIL, f"{path} is not a leanctx wrapper", "move it away, then " + fix)], False
+    checks = []
+    if not os.access(path, os.X_OK):
+        return [_check("wrapper", FAIL, f"{path} is not executable", f"chmod +x {path}")], False
+    checks.append(_check("wrapper", OK, f"{path} (written by leanctx {info.get('version')})"))
+    python = info.get("python") or ""
+    if not (python and os.access(python, os.X_OK)):
+        checks.append(_check("wrapper interpreter", FAIL, f"{python or '?'} no longer exists", fix))
+        return checks, False
+    probe = subprocess.run(
+        [python, "-I", "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import leanctx.hooks, leanctx; print(leanctx.__version__)", str(wrapper.package_root())],
+        capture_output=True,
+        text=True,
+        timeout=SMOKE_TIMEOUT_S,
+    )
+    if probe.returncode != 0:
+        checks.append(_check("wrapper interpreter", FAIL, f"{python} cannot import leanctx: {probe.stderr.strip()[-200:]}", fix))
+        return checks, False
+    checks.append(_check("wrapper interpreter", OK, f"{python} imports leanctx {probe.stdout.strip()}"))
+    if info.get("version") != leanctx.__version__:
+        checks.append(_check("wrapper version", FAIL, f"wrapper from leanctx {info.get('version')}, installed leanctx is {leanctx.__version__}", fix))
+    else:
+        checks.append(_check("wrapper version", OK, f"wrapper and installed leanctx are both {leanctx.__version__}"))
+    return checks, True
+
+
+def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
+    """Run one hook command as the host would, into a scratch data dir; check exit, output, record."""
+    payload = agent.synthetic_payload(event, str(cwd))
+    with tempfile.TemporaryDirectory(prefix="leanctx-doctor-") as scratch:
+        env = dict(os.environ, LEANCTX_HOME=scratch)
+        env.pop("LEANCTX_DISABLED", None)
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command],
+                input=json.dumps(payload).encode(),
+                capture_output=True,
+                env=env,
+                cwd=str(cwd),
+                timeout=SMOKE_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            return _check(f"smoke {event}", FAIL, f"did not finish within {SMOKE_TIMEOUT_S:.0f} s", "leanctx doctor --fix; see the hook log")
+        ms = (time.perf_counter() - started) * 1000
+        stdout = proc.stdout.decode("utf-8", "replace")
+        problem = None
+        if proc.returncode != 0:
+            problem = f"exit code {proc.returncode}: {proc.stderr.decode('utf-8', 'replace').strip()[-200:]}"
+        else:
+            problem = agent.check_output(event, stdout)
+        normalized = agent.normalize(event, payload)
+        conv = normalized.conversation_id
+        if problem is None and conv:
+            published = read_json(record_path(Path(scratch), agent.name, conv))
+            if not published or published.get("last_event") != event:
+                log = Path(scratch) / "logs" / "hooks.log"
+                detail = log.read_text(errors="replace").strip()[-200:] if log.exists() else "no record, no log"
+                problem = f"nothing published ({detail})"
+    if problem:
+        return _check(f"smoke {event}", FAIL, problem, "leanctx doctor --fix")
+    return {**_check(f"smoke {event}", OK, f"exit 0, valid output, published, {ms:.0f} ms"), "ms": round(ms, 1)}
+
+
+def last_published(agent: Agent, data_dir: Path) -> dict | None:
+    folder = data_dir / "conversations" / agent.name
+    newest: dict | None = None
+    for path in folder.glob("*.json"):
+        record = read_json(path)
+        if record and (newest is None or record.get("updated_ts", 0) > newest.get("updated_ts", 0)):
+            newest = record
+    if newest is None:
+        return None
+    return {
+        "conversation_id": newest.get("conversation_id"),
+        "session_id": newest.get("session_id"),
+        "transcript_path": newest.get("transcript_path"),
+        "last_event": newest.get("last_event"),
+        "updated_at": newest.get("updated_at"),
+        "age_s": round(time.time() - float(newest.get("updated_ts") or 0), 1),
+        "compactions": newest.get("compactions", 0),
+        "active_subagents": sorted(newest.get("active_subagents") or {}),
+    }
+
+
+def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, explicit: bool) -> dict:
+    path = agent.user_config_path(home)
+    result: dict = {
+        "agent": agent.name,
+        "display_name": agent.display_name,
+        "detected": agent.detect(home),
+        "config_path": display(path, home),
+        "installed": False,
+        "checks": [],
+        "last_published": None,
+    }
+    checks: list[dict] = result["checks"]
+    try:
+        target = files.resolve_target(path, home)
+        data = files.read_bytes(target.real)
+        if data is None:
+            raise ConfigError(f"{display(path, home)} does not exist")
+        value = hookconfig.parse(path, files.decode(path, data)).value
+    except ConfigError as exc:
+        status = FAIL if explicit else INFO
+        checks.append(_check("config", status, str(exc), _init_fix(agent)))
+        result["ok"] = status != FAIL
+        return result
+    checks.append(_check("config", OK, f"{display(path, home)} parses"))
+    wired = wired_commands(agent, value)
+    result["installed"] = bool(wired)
+    if not wired and not explicit:
+        checks.append(_check("events", INFO, "detected, but leanctx is not wired here", _init_fix(agent)))
+        result["ok"] = True
+        return result
+    expected = wrapper.wrapper_path(data_dir)
+    for spec in agent.events:
+        cmds = wired.get(spec.name, [])
+        want = wrapper.command(expected, agent.name, spec.name)
+        if not cmds:
+            checks.append(_check(f"event {spec.name}", FAIL, "not wired", _init_fix(agent)))
+        elif want not in cmds:
+            checks.append(_check(f"event {spec.name}", FAIL, f"wired to another wrapper: {cmds[0]}", _init_fix(agent)))
+        else:
+            checks.append(_check(f"event {spec.name}", OK, "wired to our wrapper"))
+            if wrapper_ok:
+                checks.append(smoke(agent, spec.name, want, home))
+    checks.extend(agent_specific_checks(agent, home))
+    result["last_published"] = last_published(agent, data_dir)
+    lp = result["last_published"]
+    if lp:
+        checks.append(_check("last published", INFO, f"{lp['last_event']} of {lp['conversation_id']}, {lp['age_s']:.0f} s ago"))
+    else:
+        checks.append(_check("last published", INFO, f"nothing yet: start {agent.display_name} once (hooks load at session start)"))
+    result["ok"] = all(c["status"] != FAIL for c in checks)
+    return result
+
+
+def agent_specific_checks(agent: Agent, home: Path) -> list[dict]:
+    extra = getattr(agent, "doctor_checks", None)
+    if extra is None:
+        return []
+    return [_check(c["name"], c["status"], c["detail"], c.get("fix")) for c in extra(home)]
+
+
+def _data_dir_check(data_dir: Path) -> dict:
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return _check("data dir", FAIL, f"{data_dir} is not writable: {exc.strerror}", "set LEANCTX_HOME to a writable folder")
+    return _check("data dir", OK, f"{data_dir} is writable")
+
+
+def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -> dict:
+    report = build(home, data_dir, agent_name)
+    if fix and not report["ok"]:
+        from leanctx.installer.commands import run_init
+
+        broken = [agents.get(a["agent"]) for a in report["agents"] if not a["ok"]]
+        if not broken and any(c["status"] == FAIL for c in report["checks"]):
+            broken = [agents.get(a["agent"]) for a in report["agents"] if a["installed"]]
+        report_fix = run_init(broken, home, data_dir, None, dry_run=False) if broken else 0
+        report = build(home, data_dir, agent_name)
+        report["fixed"] = [a.name for a in broken]
+        report["fix_exit_code"] = report_fix
+    return report
+
+
+def build(home: Path, data_dir: Path, agent_name: str | None) -> dict:
+    checks = [_data_dir_check(data_dir)]
+    wrapper_checks, wrapper_ok = _wrapper_checks(data_dir)
+    selected = [agents.get(agent_name)] if agent_name else agents.all_agents()
+    results = [check_agent(a, home, data_dir, wrapper_ok, explicit=agent_name is not None) for a in selected]
+    any_installed = any(r["installed"] for r in results)
+    if any_installed or agent_name:
+        checks.extend(wrapper_checks)
+    return {
+        "schema": SCHEMA,
+        "leanctx_version": leanctx.__version__,
+        "data_dir": display(data_dir, home),
+        "ok": all(c["status"] != FAIL for c in checks) and all(r["ok"] for r in results),
+        "checks": checks,
+        "agents": results,
+    }
+
+
+_MARK = {OK: "ok  ", FAIL: "FAIL", WARN: "warn", INFO: "info"}
+
+
+def render(report: dict) -> str:
+    lines = [f"leanctx {report['leanctx_version']}  data dir {report['data_dir']}"]
+    for c in report["checks"]:
+        lines.append(_line(c, "  "))
+    for a in report["agents"]:
+        state = "ok" if a["ok"] else "FAILING"
+        lines.append(f"{a['display_name']} ({a['agent']}): {state}  {a['config_path']}")
+        for c in a["checks"]:
+            lines.append(_line(c, "  "))
+    lines.append("All good." if report["ok"] else "Some checks failed; each says how to fix it.")
+    return "\n".join(lines)
+
+
+def _line(check: dict, indent: str) -> str:
+    text = f"{indent}[{_MARK[check['status']]}] {check['name']}: {check['detail']}"
+    if check["status"] in (FAIL, WARN) and check.get("fix"):
+        text += f"\n{indent}       fix: {check['fix']}"
+    return text

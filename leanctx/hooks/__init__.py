@@ -1,0 +1,117 @@
+"""The hook fast path: what runs inside the host on every event.
+
+`run()` is what the wrapper script calls (`python -I -S`, standard library only). It must never
+break the host: every path exits 0, prints only what the host accepts for that event, and logs
+problems to `<data dir>/logs/hooks.log` instead of stdout/stderr. Nothing here may import
+click, jsonschema, tiktoken, psutil or mcp (a test pins that with `python -X importtime`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+LOG_MAX_BYTES = 1 << 20
+
+
+def _data_dir() -> str:
+    """The wrapper always exports LEANCTX_HOME; only a manual `leanctx hook` needs platformdirs."""
+    env = os.environ.get("LEANCTX_HOME")
+    if env:
+        return os.path.expanduser(env)
+    from leanctx.paths import data_dir
+
+    return str(data_dir())
+
+
+def log(data_dir: str | None, agent: str, event: str, message: str) -> None:
+    """Append one line to the hook log (rotated at 1 MiB); never raises."""
+    try:
+        folder = os.path.join(data_dir or _data_dir(), "logs")
+        path = os.path.join(folder, "hooks.log")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        try:
+            if os.stat(path).st_size > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        line = f"{stamp} pid={os.getpid()} {agent} {event}: {message}".replace("\n", " ")[:2000]
+        with open(path, "a", encoding="utf-8", errors="replace") as f:
+            f.write(line + "\n")
+    except Exception:  # noqa: BLE001 - the log is best effort; the host must not notice
+        pass
+
+
+def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str) -> str:
+    """Process one payload; returns what to print. Raises on bad input (the caller logs)."""
+    from leanctx import agents
+    from leanctx.hooks.publish import publish
+
+    agent = agents.get(agent_name)
+    if agent.event(event_name) is None:
+        raise ValueError(f"event {event_name!r} is not wired for {agent_name}")
+    text = raw.decode("utf-8")
+    if text.startswith("\ufeff"):  # Cursor on Windows sends a BOM
+        text = text[1:]
+    if not text.strip():
+        raise ValueError("empty stdin")
+    payload = json.loads(text)
+    if not isinstance(payload, dict):
+        raise ValueError(f"payload is a JSON {type(payload).__name__}, not an object")
+    event = agent.normalize(event_name, payload)
+    publish(data_dir, event)
+    return agent.output(event)
+
+
+def _no_opinion(agent_name: str, event_name: str) -> str:
+    try:
+        from leanctx import agents
+
+        return agents.get(agent_name).no_opinion(event_name)
+    except Exception:  # noqa: BLE001 - unknown agent: print nothing
+        return ""
+
+
+def main(argv: list[str]) -> int:
+    """`leanctx-hook AGENT EVENT` < payload. Always returns 0."""
+    agent_name = argv[0] if len(argv) > 0 else "?"
+    event_name = argv[1] if len(argv) > 1 else "?"
+    data_dir: str | None = None
+    out = ""
+    try:
+        if os.environ.get("LEANCTX_DISABLED", "") not in ("", "0"):
+            return _emit(_no_opinion(agent_name, event_name))
+        from leanctx.hooks.stdin import read_stdin
+
+        raw = read_stdin()
+        data_dir = _data_dir()
+        if len(argv) != 2:
+            raise ValueError(f"expected AGENT EVENT arguments, got {argv!r}")
+        out = handle(agent_name, event_name, raw, data_dir)
+    except BaseException as exc:  # noqa: BLE001 - includes KeyboardInterrupt/SystemExit: exit 0 anyway
+        log(data_dir, agent_name, event_name, f"{type(exc).__name__}: {exc}")
+        out = _no_opinion(agent_name, event_name)
+    return _emit(out)
+
+
+def _emit(out: str) -> int:
+    if out:
+        try:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+    return 0
+
+
+def run() -> None:
+    """Entry point for the wrapper script: exits 0 whatever happens."""
+    code = main(sys.argv[1:])
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)

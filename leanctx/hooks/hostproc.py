@@ -1,0 +1,45 @@
+"""Which host process fired this hook.
+
+A CLI host (Claude Code, Codex) runs one process per session and spawns both its hooks and its
+MCP servers, so the host's pid (plus its start time, against pid reuse) lets the cache service
+match an MCP connection to the hook records of the same session. Hooks run under `sh -c`, so we
+walk up past shells. Linux reads /proc; elsewhere we only know our parent pid.
+"""
+
+from __future__ import annotations
+
+import os
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox", "env", "leanctx-hook", "timeout"})
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(command name, parent pid, start time in clock ticks) from /proc, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    open_paren, close_paren = raw.find("("), raw.rfind(")")
+    if open_paren < 0 or close_paren < 0:
+        return None
+    name = raw[open_paren + 1 : close_paren]
+    fields = raw[close_paren + 2 :].split()
+    try:
+        return name, int(fields[1]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def host_process() -> dict:
+    """{"pid", "name", "start_ticks"} of the nearest ancestor that is not a shell."""
+    pid = os.getppid()
+    for _ in range(6):
+        info = _stat(pid)
+        if info is None:
+            return {"pid": pid, "name": None, "start_ticks": None}
+        name, ppid, start = info
+        if name not in _SHELLS or ppid <= 1:
+            return {"pid": pid, "name": name, "start_ticks": start}
+        pid = ppid
+    return {"pid": pid, "name": None, "start_ticks": None}

@@ -1,0 +1,195 @@
+"""Publish who is talking: one record per conversation, plus the last-writer slot.
+
+Layout in the data dir:
+  conversations/<agent>/<conversation key>.json   one record per conversation (see RECORD_FIELDS)
+  active_transcript.json                          {transcript_path, conversation_id, session_id,
+                                                   updated_at, agent}: the last writer, for tools
+                                                   that only understand one slot
+Every write is a temp file in the same folder + rename, so a reader never sees half a record.
+Records are rebuilt from the next event if lost, so we skip fsync to keep the hook fast; a torn
+file after a power cut only parses as absent, which makes the cache withhold stubs (safe side).
+A short lock serialises read-modify-write of one agent's records (parallel subagent events).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+from leanctx.agents.base import (
+    PRE_COMPACT,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    SUBAGENT_START,
+    SUBAGENT_STOP,
+    HookEvent,
+)
+from leanctx.hooks.hostproc import host_process
+
+SCHEMA = 1
+LOCK_WAIT_S = 1.0
+# Environment the host gives its hooks that identifies the session (never credentials).
+_ID_ENV = ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "CURSOR_TRANSCRIPT_PATH", "CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
+_SAFE_KEY = re.compile(r"[A-Za-z0-9_.-]{1,96}")
+
+
+def now_iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
+
+
+def conversation_key(conversation_id: str) -> str:
+    """A file name for a conversation id: the id itself when it is safe, else its hash."""
+    if _SAFE_KEY.fullmatch(conversation_id) and not conversation_id.startswith("."):
+        return conversation_id
+    import hashlib  # only for ids that are not safe file names (rare)
+
+    return "sha256-" + hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def record_path(data_dir: str | os.PathLike, agent: str, conversation_id: str) -> str:
+    return os.path.join(data_dir, "conversations", agent, f"{conversation_key(conversation_id)}.json")
+
+
+def write_json_atomic(path: str, value: object) -> None:
+    """Temp file in the same folder + rename (paths are strings: pathlib costs the hook ~2 ms)."""
+    folder, name = os.path.split(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+    data = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8", "surrogatepass")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def read_json(path: str | os.PathLike) -> dict | None:
+    try:
+        with open(path, "rb") as f:
+            value = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class _Lock:
+    """flock on a lock file, waiting at most LOCK_WAIT_S; proceeds unlocked rather than block the host."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: int | None = None
+        self.acquired = False
+
+    def __enter__(self) -> _Lock:
+        try:
+            import fcntl
+        except ImportError:  # not on Unix: single writer assumed
+            return self
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.acquired = True
+                return self
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return self
+                time.sleep(0.005)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the flock
+
+
+def apply_event(record: dict, ev: HookEvent, ts: float, host: dict) -> dict:
+    """Fold one event into a conversation record (pure; the caller reads and writes)."""
+    stamp = now_iso(ts)
+    if not record:
+        record = {
+            "schema": SCHEMA,
+            "agent": ev.agent,
+            "conversation_id": ev.conversation_id,
+            "created_at": stamp,
+            "compactions": 0,
+            "last_compaction_at": None,
+            "active_subagents": {},
+            "workspace_roots": [],
+        }
+    for key, value in (
+        ("session_id", ev.session_id),
+        ("transcript_path", ev.transcript_path),
+        ("cwd", ev.cwd),
+        ("turn_id", ev.turn_id),
+    ):
+        if value and not (ev.subagent_id and key == "transcript_path"):
+            record[key] = value
+    if ev.workspace_roots:
+        record["workspace_roots"] = ev.workspace_roots
+    elif ev.cwd and not record.get("workspace_roots"):
+        record["workspace_roots"] = [ev.cwd]
+    record["host"] = host
+    env = {k: os.environ[k] for k in _ID_ENV if os.environ.get(k)}
+    if env:
+        record["host_env"] = env
+    subagents: dict = record.setdefault("active_subagents", {})
+    if ev.kind == SESSION_START:
+        record["source"] = ev.source
+        record.pop("ended_at", None)
+        if ev.source in ("startup", "resume", "clear"):
+            subagents.clear()  # subagents of an earlier process are gone
+        if ev.source == "compact":
+            _compacted(record, stamp, ts)
+    elif ev.kind == PRE_COMPACT:
+        _compacted(record, stamp, ts)
+    elif ev.kind == SUBAGENT_START and ev.subagent_id:
+        subagents[ev.subagent_id] = {"type": ev.subagent_type, "started_at": stamp, "started_ts": ts}
+    elif ev.kind == SUBAGENT_STOP and ev.subagent_id:
+        subagents.pop(ev.subagent_id, None)
+        record["last_subagent_stop_at"] = stamp
+    elif ev.kind == STOP:
+        record["stopped_at"] = stamp
+    elif ev.kind == SESSION_END:
+        record["ended_at"] = stamp
+        subagents.clear()
+    record["last_event"] = ev.event
+    record["updated_at"] = stamp
+    record["updated_ts"] = ts
+    return record
+
+
+def _compacted(record: dict, stamp: str, ts: float) -> None:
+    # Counted on PreCompact and again on SessionStart(compact): over-counting only costs one
+    # extra full re-send, while a missed compaction would let a stub through.
+    record["compactions"] = int(record.get("compactions") or 0) + 1
+    record["last_compaction_at"] = stamp
+    record["last_compaction_ts"] = ts
+
+
+def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
+    """Update the conversation record and the last-writer slot. Returns the record path."""
+    if not ev.conversation_id:
+        return None
+    ts = time.time()
+    host = host_process()
+    path = record_path(data_dir, ev.agent, ev.conversation_id)
+    with _Lock(os.path.join(os.path.dirname(path), ".lock")):
+        record = apply_event(read_json(path) or {}, ev, ts, host)
+        write_json_atomic(path, record)
+    write_json_atomic(
+        os.path.join(data_dir, "active_transcript.json"),
+        {
+            "agent": ev.agent,
+            "transcript_path": record.get("transcript_path"),
+            "conversation_id": ev.conversation_id,
+            "session_id": record.get("session_id"),
+            "updated_at": now_iso(ts),
+            "updated_ts": ts,
+        },
+    )
+    return path

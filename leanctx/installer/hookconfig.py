@@ -1,0 +1,102 @@
+"""Adding and removing our hook entries in one host config's text (pure functions).
+
+The rules the tests pin:
+- foreign entries (other tools' hooks, the user's own) are never touched or reordered;
+- our entry is recognised by the wrapper name in its command, so an entry written by an older
+  install or another data dir is updated in place (same position: Codex trust is positional);
+- adding twice changes nothing the second time;
+- removal takes out exactly our entries, then the containers we created if they are empty.
+The text is edited in place (jsonc.Document), so comments, key order and formatting survive.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from leanctx.agents.base import Agent
+from leanctx.installer import jsonc
+from leanctx.installer.files import ConfigError
+
+Container = tuple  # a path of keys/indexes inside the JSON document
+
+
+def parse(path: Path, text: str) -> jsonc.Document:
+    """Parse a host config; a parse error becomes a ConfigError naming file, line and column."""
+    try:
+        doc = jsonc.Document(text)
+    except jsonc.JsoncError as exc:
+        raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse: {exc.msg}; left untouched") from None
+    if not isinstance(doc.value, dict):
+        raise ConfigError(f"{path}: top level is a JSON {type(doc.value).__name__}, expected an object; left untouched")
+    return doc
+
+
+def new_file_text(agent: Agent) -> str:
+    """What a config we create starts as, before our entries are appended."""
+    if agent.new_file_keys:
+        return json.dumps(agent.new_file_keys, indent=2) + "\n"
+    return "{}\n"
+
+
+def _event_list(path: Path, doc: jsonc.Document, key: Container) -> list:
+    if not doc.has(key):
+        return []
+    value = doc.get(key)
+    if not isinstance(value, list):
+        where = ".".join(str(k) for k in key)
+        raise ConfigError(f"{path}: {where} is a JSON {type(value).__name__}, expected a list; left untouched")
+    return value
+
+
+def add_hooks(agent: Agent, path: Path, text: str | None, command_for: Callable[[str], str]) -> tuple[str, list[Container]]:
+    """Return (new text, containers created) with our entry present once for every event."""
+    doc = parse(path, text if text is not None and text.strip() else new_file_text(agent))
+    hooks_parent = agent.hooks_key
+    if doc.has(hooks_parent) and not isinstance(doc.get(hooks_parent), dict):
+        where = ".".join(hooks_parent)
+        raise ConfigError(f"{path}: {where} is not an object; left untouched")
+    created: list[Container] = []
+    for spec in agent.events:
+        key = hooks_parent + (spec.name,)
+        want = agent.hook_group(command_for(spec.name), spec)
+        groups = _event_list(path, doc, key)
+        ours = [i for i, g in enumerate(groups) if agent.is_our_group(g)]
+        if not ours:
+            created += [c for c in doc.append(key, want) if c not in created]
+            continue
+        first, extra = ours[0], ours[1:]
+        if groups[first] != want:
+            doc.set_key(key + (first,), want)  # same position, new content
+        for index in reversed(extra):  # duplicates from a broken earlier install: keep the first
+            doc.remove_index(key, index)
+    return doc.text, created
+
+
+def remove_hooks(agent: Agent, path: Path, text: str, created: list[Container] | None) -> str:
+    """Return the text without our entries and without the (now empty) containers we created.
+
+    `created` is what the install manifest recorded; None means unknown (manifest lost), in
+    which case an event list or hooks object is dropped only when our removal emptied it."""
+    doc = parse(path, text)
+    hooks_parent = agent.hooks_key
+    if not doc.has(hooks_parent) or not isinstance(doc.get(hooks_parent), dict):
+        return text
+    emptied: list[Container] = []
+    for event in list(doc.get(hooks_parent)):
+        key = hooks_parent + (event,)
+        groups = doc.get(key)
+        if not isinstance(groups, list):
+            continue
+        if doc.remove_items(key, agent.is_our_group) and not doc.get(key):
+            emptied.append(key)
+    if created is not None:
+        candidates = sorted({tuple(c) for c in created}, key=len, reverse=True)
+    else:
+        candidates = emptied + ([hooks_parent] if emptied else [])
+    for key in candidates:
+        if doc.has(key) and doc.is_empty_container(key):
+            doc.remove_key(key)
+    return doc.text
+

@@ -1,0 +1,199 @@
+"""`leanctx init` / `leanctx uninstall`: plan every file change first, then write.
+
+Planning reads and parses every config involved; any refusal (unparseable file, symlink out of
+HOME, read-only file, wrong shape) raises ConfigError before a single byte is written, so a
+multi-agent run is never half-applied. Writing happens under the install lock, and each file is
+re-read right before its rename; if a running host rewrote it meanwhile, that file is re-planned.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from leanctx.agents.base import Agent
+from leanctx.installer import files, hookconfig, manifest, wrapper
+from leanctx.installer.files import ConfigError, Target
+
+MAX_ATTEMPTS = 5
+
+
+@dataclass
+class Change:
+    """One file we would write (`new`) or delete (`new is None`), planned from `old`."""
+
+    agent: Agent | None
+    target: Target
+    old: bytes | None
+    new: bytes | None
+    created: list = field(default_factory=list)
+    replan: Callable[[], Change | None] | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.target.path
+
+
+def display(path: Path | str, home: Path) -> str:
+    """A path for humans and notes: `~/…` under HOME."""
+    text = str(path)
+    home_text = str(home)
+    if text == home_text:
+        return "~"
+    if text.startswith(home_text.rstrip("/") + "/"):
+        return "~/" + text[len(home_text.rstrip("/")) + 1 :]
+    return text
+
+
+def config_path(agent: Agent, home: Path, project: Path | None) -> Path:
+    if project is None:
+        return agent.user_config_path(home)
+    path = agent.project_config_path(project)
+    if path is None:
+        raise ConfigError(f"{agent.display_name} has no project-level hook config; run without --project")
+    return path
+
+
+def _sha(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _commands(data_dir: Path, agent: Agent) -> Callable[[str], str]:
+    wrapper_file = wrapper.wrapper_path(data_dir)
+    return lambda event: wrapper.command(wrapper_file, agent.name, event)
+
+
+def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
+    target = files.resolve_target(config_path(agent, home, project), home)
+    old = files.read_bytes(target.real)
+    text = files.decode(target.path, old) if old is not None else None
+    new_text, created = hookconfig.add_hooks(agent, target.path, text, _commands(data_dir, agent))
+    new = new_text.encode("utf-8")
+    if new == old:
+        return None
+    files.check_writable(target.real)
+    return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project))
+
+
+def plan_uninstall(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
+    target = files.resolve_target(config_path(agent, home, project), home)
+    old = files.read_bytes(target.real)
+    if old is None:
+        return None
+    record = manifest.load(data_dir, target.real)
+    again = lambda: plan_uninstall(agent, home, data_dir, project)  # noqa: E731
+    if record is not None and record.baseline_sha256 != "changed" and _sha(old) == record.installed_sha256:
+        # Nothing but us touched the file since we wrote it: give back the exact old bytes.
+        if not record.existed_before:
+            files.check_writable(target.real)
+            return Change(agent, target, old, None, replan=again)
+        baseline = record.baseline_bytes()
+        if baseline is not None:
+            files.check_writable(target.real)
+            return Change(agent, target, old, baseline, replan=again)
+    text = files.decode(target.path, old)
+    new_text = hookconfig.remove_hooks(agent, target.path, text, record.created if record else None)
+    new: bytes | None = new_text.encode("utf-8")
+    if record is not None and not record.existed_before:
+        leftover = hookconfig.parse(target.path, new_text).value
+        if leftover in ({}, agent.new_file_keys):
+            new = None  # we created the file and nothing else lives in it
+    if new == old:
+        return None
+    files.check_writable(target.real)
+    return Change(agent, target, old, new, replan=again)
+
+
+def plan_wrapper(data_dir: Path) -> Change | None:
+    path = wrapper.wrapper_path(data_dir)
+    old = files.read_bytes(path)
+    new = wrapper.render(data_dir).encode("utf-8")
+    if old == new:
+        return None
+    if old is not None and not wrapper.is_ours(old.decode("utf-8", "replace")):
+        raise ConfigError(f"{path}: exists and is not a leanctx wrapper; move it away and run init again")
+    return Change(None, Target(path, path), old, new)
+
+
+def plan_wrapper_removal(data_dir: Path) -> Change | None:
+    path = wrapper.wrapper_path(data_dir)
+    old = files.read_bytes(path)
+    if old is None or not wrapper.is_ours(old.decode("utf-8", "replace")):
+        return None
+    return Change(None, Target(path, path), old, None)
+
+
+def unified_diff(change: Change, home: Path) -> str:
+    name = display(change.path, home)
+    old = change.old.decode("utf-8", "replace").splitlines(keepends=True) if change.old is not None else []
+    new = change.new.decode("utf-8", "replace").splitlines(keepends=True) if change.new is not None else []
+    lines = difflib.unified_diff(
+        old,
+        new,
+        fromfile=f"a/{name}" if change.old is not None else "/dev/null",
+        tofile=f"b/{name}" if change.new is not None else "/dev/null",
+    )
+    out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    return out
+
+
+def apply_install(change: Change, data_dir: Path) -> None:
+    real = change.target.real
+    record = manifest.load(data_dir, real)
+    backup_path = files.backup(data_dir, real, change.old) if change.old is not None else None
+    if change.agent is None:  # the wrapper: no manifest, it is ours entirely
+        files.atomic_write(real, change.new or b"", change.old, new_file_mode=0o755)
+        os.chmod(real, 0o755)
+        return
+    if record is None:
+        record = manifest.Manifest(
+            path=str(real),
+            agent=change.agent.name,
+            existed_before=change.old is not None,
+            baseline_sha256=_sha(change.old),
+            baseline_backup=str(backup_path) if backup_path else None,
+        )
+    elif record.installed_sha256 != _sha(change.old):
+        record.baseline_sha256 = "changed"  # someone else edited it since: only surgical removal is safe now
+    dirs = files.atomic_write(real, change.new or b"", change.old)
+    record.installed_sha256 = _sha(change.new)
+    record.created += [list(c) for c in change.created if list(c) not in record.created]
+    record.created_dirs += [str(d) for d in dirs]
+    manifest.save(data_dir, record)
+
+
+def apply_uninstall(change: Change, data_dir: Path) -> None:
+    real = change.target.real
+    if change.old is not None and change.agent is not None:
+        files.backup(data_dir, real, change.old)
+    record = manifest.load(data_dir, real) if change.agent is not None else None
+    if change.new is None:
+        files.atomic_remove(real, change.old or b"")
+    else:
+        files.atomic_write(real, change.new, change.old)
+    if record is not None:
+        for folder in sorted(record.created_dirs, key=len, reverse=True):
+            try:
+                Path(folder).rmdir()  # only if empty
+            except OSError:
+                pass
+    if change.agent is not None:
+        manifest.delete(data_dir, real)
+
+
+def apply_with_retry(change: Change, apply: Callable[[Change, Path], None], data_dir: Path) -> Change | None:
+    """Apply; if the file changed under us, re-plan from the fresh bytes (a host rewrote it)."""
+    current: Change | None = change
+    for _ in range(MAX_ATTEMPTS):
+        if current is None:
+            return None
+        try:
+            apply(current, data_dir)
+            return current
+        except files.ChangedUnderUs:
+            current = current.replan() if current.replan else None
+    raise ConfigError(f"{change.path}: keeps changing while we write it; close the host and try again")

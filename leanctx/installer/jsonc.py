@@ -1,0 +1,570 @@
+"""Text-preserving editor for JSON with comments (JSONC).
+
+The installer adds and removes its own hook entries in config files that users also edit by hand
+(Claude Code settings.json, Cursor and Codex hooks.json). Re-serializing such a file would destroy
+the user's comments, key order and layout, so this module parses to a tree that remembers where
+every value sits in the text and edits by splicing: every byte outside a spliced span survives.
+
+Dialect: strict JSON plus `//` and `/* */` comments, trailing commas in objects and arrays and a
+leading UTF-8 BOM. Duplicate keys are allowed and the last one wins, as with `json.loads`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["Document", "JsoncError", "Path", "has_comments", "loads"]
+
+Path = tuple[str | int, ...]
+"""A location in the document: object keys (str) and array indexes (int), outermost first."""
+
+_BOM = "\ufeff"
+_WS = re.compile(r"[ \t\r\n]*")
+_HSPACE = re.compile(r"[ \t]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_PLAIN = re.compile(r'[^"\\\x00-\x1f]*')
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_INDENTED_LINE = re.compile(r"\n([ \t]+)[^ \t\r\n]")
+_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|(/[/*])', re.S)
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_LITERALS: dict[str, object] = {"true": True, "false": False, "null": None}
+
+
+class JsoncError(ValueError):
+    """Parse failure, located so the installer can point the user at the exact spot.
+
+    `pos` is the 0-based offset in the text; `line` and `col` are 1-based, and `col` does not
+    count a leading BOM (editors do not show it)."""
+
+    def __init__(self, msg: str, text: str, pos: int) -> None:
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        if line == 1 and text.startswith(_BOM) and pos > 0:
+            col -= 1
+        super().__init__(f"{msg} at line {line} column {col}")
+        self.msg, self.line, self.col, self.pos = msg, line, col, pos
+
+
+@dataclass(slots=True)
+class _Node:
+    """A parsed value and its span [start, end) in the text. Containers also keep their entries,
+    so an edit knows where each child, its key and its separating comma are."""
+
+    start: int
+    end: int
+    value: object
+    entries: list[_Entry] = field(default_factory=list)  # empty for scalars
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One array element or object member: the text from `start` to `node.end`."""
+
+    start: int  # the element's first character, or the key's opening quote for a member
+    node: _Node
+    key: str | None  # None for array elements
+    comma: int | None = None  # offset of the comma that follows it, if any
+
+
+class _Parser:
+    """Recursive-descent parser that records spans, comments, commas and colons."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.comments: list[tuple[int, int]] = []
+        self.commas: list[int] = []
+        self.colons: list[int] = []
+
+    def parse(self) -> _Node:
+        text = self.text
+        pos = self._skip(1 if text.startswith(_BOM) else 0)
+        if pos == len(text):
+            raise JsoncError("empty document", text, pos)
+        root = self._value(pos)
+        pos = self._skip(root.end)
+        if pos != len(text):
+            raise JsoncError("extra data after the document", text, pos)
+        return root
+
+    def _error(self, expected: str, pos: int) -> JsoncError:
+        if pos >= len(self.text):
+            return JsoncError("unexpected end of input", self.text, pos)
+        return JsoncError(f"expected {expected}, found {self.text[pos]!r}", self.text, pos)
+
+    def _skip(self, pos: int) -> int:
+        """Skip whitespace and comments, recording each comment's span."""
+        text = self.text
+        while True:
+            pos = _WS.match(text, pos).end()
+            if text.startswith("//", pos):
+                end = text.find("\n", pos)
+                end = len(text) if end == -1 else end
+            elif text.startswith("/*", pos):
+                end = text.find("*/", pos + 2)
+                if end == -1:
+                    raise JsoncError("unterminated comment", text, pos)
+                end += 2
+            else:
+                return pos
+            self.comments.append((pos, end))
+            pos = end
+
+    def _value(self, pos: int) -> _Node:
+        text = self.text
+        char = text[pos : pos + 1]
+        if char in ("{", "["):
+            return self._container(pos)
+        if char == '"':
+            string, end = self._string(pos)
+            return _Node(pos, end, string)
+        if number := _NUMBER.match(text, pos):
+            literal = number.group()
+            value = float(literal) if number.group(1) or number.group(2) else int(literal)
+            return _Node(pos, number.end(), value)
+        if word := _WORD.match(text, pos):
+            if word.group() not in _LITERALS:
+                raise JsoncError(f"invalid literal {word.group()!r}", text, pos)
+            return _Node(pos, word.end(), _LITERALS[word.group()])
+        raise self._error("a value", pos)
+
+    def _container(self, start: int) -> _Node:
+        text = self.text
+        is_object = text[start] == "{"
+        close = "}" if is_object else "]"
+        entries: list[_Entry] = []
+        pos = self._skip(start + 1)
+        while not text.startswith(close, pos):
+            entry_start, key = pos, None
+            if is_object:
+                if not text.startswith('"', pos):
+                    raise self._error("a property name in double quotes", pos)
+                key, pos = self._string(pos)
+                pos = self._skip(pos)
+                if not text.startswith(":", pos):
+                    raise self._error("':'", pos)
+                self.colons.append(pos)
+                pos = self._skip(pos + 1)
+            entry = _Entry(entry_start, self._value(pos), key)
+            entries.append(entry)
+            pos = self._skip(entry.node.end)
+            if text.startswith(",", pos):
+                entry.comma = pos
+                self.commas.append(pos)
+                pos = self._skip(pos + 1)
+            elif not text.startswith(close, pos):
+                raise self._error(f"',' or '{close}'", pos)
+        value: object
+        if is_object:
+            value = {entry.key: entry.node.value for entry in entries}
+        else:
+            value = [entry.node.value for entry in entries]
+        return _Node(start, pos + 1, value, entries)
+
+    def _string(self, start: int) -> tuple[str, int]:
+        """Decode the string literal opening at `start`; return it and the offset after it."""
+        text = self.text
+        chunks: list[str] = []
+        pos = start + 1
+        while True:
+            plain = _PLAIN.match(text, pos)
+            chunks.append(plain.group())
+            pos = plain.end()
+            char = text[pos : pos + 1]
+            if char == '"':
+                return "".join(chunks), pos + 1
+            if char in ("", "\n", "\r"):  # a raw line break almost always means a missing quote
+                raise JsoncError("unterminated string", text, start)
+            if char != "\\":
+                raise JsoncError("invalid control character in string", text, pos)
+            escape = text[pos + 1 : pos + 2]
+            if escape == "u":
+                code, pos = self._unicode_escape(pos)
+                if 0xD800 <= code < 0xDC00 and text.startswith("\\u", pos) and _HEX4.match(text, pos + 2):
+                    low = int(text[pos + 2 : pos + 6], 16)
+                    if 0xDC00 <= low < 0xE000:
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                        pos += 6
+                chunks.append(chr(code))
+            elif escape in _ESCAPES:
+                chunks.append(_ESCAPES[escape])
+                pos += 2
+            else:
+                raise JsoncError("invalid escape in string", text, pos)
+
+    def _unicode_escape(self, pos: int) -> tuple[int, int]:
+        if not _HEX4.match(self.text, pos + 2):
+            raise JsoncError("invalid \\u escape in string", self.text, pos)
+        return int(self.text[pos + 2 : pos + 6], 16), pos + 6
+
+
+def loads(text: str) -> object:
+    """Parse JSONC text into Python values, like `json.loads` for the JSON subset."""
+    return _Parser(text).parse().value
+
+
+def has_comments(text: str) -> bool:
+    """True if the text has a `//` or `/* */` comment outside strings; works on invalid text too,
+    so callers can warn before touching a file whose comments a plain JSON tool would drop."""
+    return any(match.group(1) for match in _STRING_OR_COMMENT.finditer(text))
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"
+
+
+def _wrong_type(where: Path, value: object, expected: str) -> TypeError:
+    return TypeError(f"{where!r} is {_kind(value)}, expected {expected}")
+
+
+def _child_index(node: _Node, step: object, where: Path) -> int | None:
+    """Index of the entry `step` addresses in `node`, None if absent.
+
+    A step of the wrong kind for the container is a TypeError, never "absent": silently creating
+    a sibling structure would hide a broken config from the user."""
+    if isinstance(step, str):
+        if not isinstance(node.value, dict):
+            raise _wrong_type(where, node.value, "an object")
+        indexes = [i for i, entry in enumerate(node.entries) if entry.key == step]
+        return indexes[-1] if indexes else None  # the last duplicate is the one `value` shows
+    if isinstance(step, int) and not isinstance(step, bool):
+        if not isinstance(node.value, list):
+            raise _wrong_type(where, node.value, "an array")
+        return step if 0 <= step < len(node.value) else None
+    raise TypeError(f"path steps must be str or int, got {step!r}")
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal as JSON text, so True != 1 and key order counts."""
+    return json.dumps(a) == json.dumps(b)
+
+
+class Document:
+    """A JSONC text plus its parse tree, edited by splicing text so untouched bytes survive.
+
+    Inserted text follows the file's own style: indent unit (first indented line, default two
+    spaces), newline style, and separator spacing for one-line containers. After every edit the
+    whole text is parsed again, so `value` always matches `text` and a broken splice can never be
+    stored. `value` is the parsed tree itself: treat it as read-only.
+
+    Removing the only entry of a container leaves `[]` / `{}` with no whitespace inside (comments
+    inside it are kept), so append-then-remove restores the text byte for byte only when the
+    container was non-empty before (or was written exactly `[]` / `{}`)."""
+
+    def __init__(self, text: str) -> None:
+        parser = self._load(text)
+        first_newline = text.find("\n")
+        self._nl = "\r\n" if first_newline > 0 and text[first_newline - 1] == "\r" else "\n"
+        self._unit = self._detect_unit()
+        spaced_items, spaced_keys = self._spacing(parser.commas), self._spacing(parser.colons)
+        spaced_items = spaced_keys if spaced_items is None else spaced_items
+        spaced_keys = spaced_items if spaced_keys is None else spaced_keys
+        self._item_sep = ", " if spaced_items in (True, None) else ","
+        self._key_sep = ": " if spaced_keys in (True, None) else ":"
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def value(self) -> object:
+        return self._root.value
+
+    def get(self, path: Path) -> object:
+        """Value at `path`: KeyError/IndexError if absent, TypeError if a step meets the wrong type."""
+        path = tuple(path)
+        nodes = self._locate(path)
+        if len(nodes) <= len(path):
+            missing = path[len(nodes) - 1]
+            raise (IndexError if isinstance(missing, int) else KeyError)(path[: len(nodes)])
+        return nodes[-1].value
+
+    def has(self, path: Path) -> bool:
+        """True if `get(path)` would succeed."""
+        try:
+            self.get(path)
+        except (KeyError, IndexError, TypeError):
+            return False
+        return True
+
+    def is_empty_container(self, path: Path) -> bool:
+        """True for an existing `{}` or `[]` (comments inside do not count); False otherwise."""
+        if not self.has(path):
+            return False
+        value = self.get(path)
+        return isinstance(value, (dict, list)) and not value
+
+    def append(self, path: Path, item: object) -> list[Path]:
+        """Append `item` to the array at `path`, creating missing containers on the way.
+
+        The missing part becomes one member of the deepest existing object (objects for every
+        missing key, an array for the last), so it is a single splice. Returns the created
+        container paths, outermost first, so an uninstall can drop exactly those again."""
+        path = tuple(path)
+        nodes = self._locate(path)
+        if len(nodes) > len(path):
+            if not isinstance(nodes[-1].value, list):
+                raise _wrong_type(path, nodes[-1].value, "an array")
+            self._insert(nodes, None, item)
+            return []
+        return self._create(path, nodes, [item])
+
+    def set_key(self, path: Path, value: object) -> None:
+        """Replace the value at `path` in place (an object member or an array element), or add
+        the member at the end of its object, creating missing parent objects like `append`.
+        Setting a value equal to the current one leaves the text untouched."""
+        path = tuple(path)
+        if not path:
+            raise ValueError("set_key needs a non-empty path")
+        nodes = self._locate(path)
+        if len(nodes) <= len(path):
+            self._create(path, nodes, value)
+            return
+        old = nodes[-1]
+        if _same(old.value, value):
+            return
+        new = self._render(value, self._line_indent(old.start), compact=self._one_line(nodes[-2]))
+        self._splice([(old.start, old.end, new)])
+
+    def remove_key(self, path: Path) -> bool:
+        """Remove the object member at `path` (every duplicate of it), its value's comments
+        included. False if it is absent."""
+        path = tuple(path)
+        if not path or not isinstance(path[-1], str):
+            raise TypeError(f"remove_key needs a path ending in a key, got {path!r}")
+        removed = False
+        while len(nodes := self._locate(path)) > len(path):
+            self._remove_entry(nodes[-2], self._index_of(nodes[-2], nodes[-1]))
+            removed = True
+        return removed
+
+    def remove_index(self, path: Path, index: int) -> None:
+        """Remove element `index` of the array at `path` (IndexError if it does not exist)."""
+        path = tuple(path)
+        node = self._array(path)
+        if node is None or not 0 <= index < len(node.entries):
+            raise IndexError(path + (index,))
+        self._remove_entry(node, index)
+
+    def remove_items(self, path: Path, predicate: Callable[[object], bool]) -> int:
+        """Remove every element of the array at `path` whose value satisfies `predicate`.
+        Returns how many were removed; a missing array counts as none."""
+        path = tuple(path)
+        node = self._array(path)
+        if node is None:
+            return 0
+        doomed = [i for i, element in enumerate(node.entries) if predicate(element.node.value)]
+        for index in reversed(doomed):  # from the end, so earlier indexes stay valid
+            self._remove_entry(self._locate(path)[-1], index)
+        return len(doomed)
+
+    # -- locating -------------------------------------------------------------------------
+
+    def _load(self, text: str) -> _Parser:
+        parser = _Parser(text)
+        root = parser.parse()
+        self._text, self._root = text, root
+        self._comments = parser.comments
+        self._comment_starts = [start for start, _ in parser.comments]
+        return parser
+
+    def _locate(self, path: Path) -> list[_Node]:
+        """Nodes along `path` from the root, stopping before the first missing step."""
+        nodes = [self._root]
+        for depth, step in enumerate(path):
+            index = _child_index(nodes[-1], step, path[:depth])
+            if index is None:
+                break
+            nodes.append(nodes[-1].entries[index].node)
+        return nodes
+
+    def _array(self, path: Path) -> _Node | None:
+        nodes = self._locate(path)
+        if len(nodes) <= len(path):
+            return None
+        if not isinstance(nodes[-1].value, list):
+            raise _wrong_type(path, nodes[-1].value, "an array")
+        return nodes[-1]
+
+    @staticmethod
+    def _index_of(parent: _Node, child: _Node) -> int:
+        return next(i for i, entry in enumerate(parent.entries) if entry.node is child)
+
+    # -- style ----------------------------------------------------------------------------
+
+    def _detect_unit(self) -> str:
+        """Indent unit from the first indented line that is not inside a block comment."""
+        for match in _INDENTED_LINE.finditer(self._text):
+            token = match.end() - 1
+            i = bisect_right(self._comment_starts, token) - 1
+            if i >= 0 and self._comment_starts[i] < token < self._comments[i][1]:
+                continue
+            indent = match.group(1)
+            return "\t" if indent[0] == "\t" else " " * (len(indent) - len(indent.lstrip(" ")))
+        return "  "
+
+    def _spacing(self, offsets: list[int]) -> bool | None:
+        """Whether the first comma/colon followed by something on the same line has a space after
+        it; None if there is no such separator."""
+        for offset in offsets:
+            after = self._text[offset + 1 : offset + 2]
+            if after not in ("\r", "\n"):
+                return after in (" ", "\t")
+        return None
+
+    def _render(self, value: object, indent: str, compact: bool) -> str:
+        """Serialize a new value; continuation lines start with `indent`."""
+        if compact:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(self._item_sep, self._key_sep))
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=self._unit, separators=(",", self._key_sep))
+        return text.replace("\n", self._nl + indent)
+
+    def _entry_text(self, key: str | None, value: object, indent: str, compact: bool) -> str:
+        body = self._render(value, indent, compact)
+        return body if key is None else json.dumps(key, ensure_ascii=False) + self._key_sep + body
+
+    # -- text geometry --------------------------------------------------------------------
+
+    def _line_start(self, pos: int) -> int:
+        return self._text.rfind("\n", 0, pos) + 1
+
+    def _line_indent(self, pos: int) -> str:
+        return _HSPACE.match(self._text, self._line_start(pos)).group()
+
+    def _starts_line(self, pos: int) -> bool:
+        return not self._text[self._line_start(pos) : pos].strip(" \t")
+
+    def _one_line(self, node: _Node) -> bool:
+        return self._text.find("\n", node.start, node.end) == -1
+
+    def _has_comment(self, start: int, end: int) -> bool:
+        """True if a comment starts in [start, end) (callers pass gaps between tokens)."""
+        i = bisect_left(self._comment_starts, start)
+        return i < len(self._comment_starts) and self._comment_starts[i] < end
+
+    def _comments_end_line(self, start: int, newline: int) -> bool:
+        """True if [start, newline) holds a comment and none runs past the line end."""
+        first = bisect_left(self._comment_starts, start)
+        last = bisect_left(self._comment_starts, newline)
+        return last > first and self._comments[last - 1][1] <= newline
+
+    # -- editing --------------------------------------------------------------------------
+
+    def _splice(self, edits: list[tuple[int, int, str]]) -> None:
+        """Replace non-overlapping [start, end) spans and re-parse; on a parse failure nothing changes."""
+        text = self._text
+        for start, end, new in sorted(edits, reverse=True):
+            text = text[:start] + new + text[end:]
+        self._load(text)
+
+    def _create(self, path: Path, nodes: list[_Node], leaf: object) -> list[Path]:
+        """Insert `leaf` at `path`, wrapping it in one object per missing key after the first."""
+        depth = len(nodes) - 1
+        missing = path[depth:]
+        if not all(isinstance(step, str) for step in missing):
+            raise IndexError(f"{path[: depth + 1]!r} does not exist and array slots are never created")
+        value = leaf
+        for key in reversed(missing[1:]):
+            value = {key: value}
+        self._insert(nodes, str(missing[0]), value)
+        return [path[:end] for end in range(depth + 1, len(path) + 1)]
+
+    def _insert(self, nodes: list[_Node], key: str | None, value: object) -> None:
+        """Add an element (key None) or member as the last entry of `nodes[-1]`, in its layout."""
+        node, text = nodes[-1], self._text
+        close = node.end - 1
+        entries = node.entries
+        if not entries:
+            # Filled compactly only inside a one-line parent; a lone `{}` file gets expanded.
+            if len(nodes) > 1 and self._one_line(nodes[-2]):
+                new = self._entry_text(key, value, "", compact=True)
+            else:
+                outer = self._line_indent(node.start)
+                inner = outer + self._unit
+                new = self._nl + inner + self._entry_text(key, value, inner, compact=False) + self._nl + outer
+            kept = text[node.start + 1 : close].rstrip(" \t\r\n")  # comments stay, blank tail goes
+            self._splice([(node.start + 1, close, kept + new)])
+            return
+        last = entries[-1]
+        end = last.node.end
+        indent = self._line_indent(last.start)
+        newline = text.find("\n", end)
+        if self._one_line(node):
+            edits = [(end, end, self._item_sep + self._entry_text(key, value, "", compact=True))]
+        elif (
+            end <= newline < close
+            and (last.comma is None or last.comma < newline)
+            and self._comments_end_line(end, newline)
+        ):
+            # `last, // note`: the comment stays with `last`, the new entry goes on a line of its own.
+            line = indent + self._entry_text(key, value, indent, compact=False)
+            edits = [(newline + 1, newline + 1, line + ("," if last.comma is not None else "") + self._nl)]
+            if last.comma is None:
+                edits.append((end, end, ","))
+        elif self._starts_line(last.start):
+            edits = [(end, end, "," + self._nl + indent + self._entry_text(key, value, indent, compact=False))]
+        else:  # e.g. `[{ ... }]`: continue on the line where the last entry ends
+            new = self._entry_text(key, value, self._line_indent(end), compact=False)
+            edits = [(end, end, self._item_sep + new)]
+        self._splice(edits)
+
+    def _remove_entry(self, node: _Node, index: int) -> None:
+        """Remove entry `index` of `node`, undoing exactly what `_insert` added when possible."""
+        entries = node.entries
+        entry = entries[index]
+        start, end = entry.start, entry.node.end
+        close = node.end - 1
+        if len(entries) == 1:
+            if self._has_comment(node.start + 1, start) or self._has_comment(end, close):
+                edits = self._cut(start, end, entry.comma)
+            else:
+                edits = [(node.start + 1, close, "")]
+        else:
+            if index > 0:
+                comma = entries[index - 1].comma
+                assert comma is not None
+                gap, span = (comma, start), (comma, end)
+            else:
+                gap, span = (end, entries[1].start), (start, entries[1].start)
+            if self._has_comment(*gap):
+                edits = self._cut(start, end, entry.comma if entry.comma is not None else entries[index - 1].comma)
+            else:
+                edits = [(span[0], span[1], "")]
+        self._splice(edits)
+
+    def _cut(self, start: int, end: int, comma: int | None) -> list[tuple[int, int, str]]:
+        """Edits that delete an entry and one adjacent comma but keep the comments around it.
+
+        An entry alone on its line(s) takes its line with it; otherwise the blanks on one side go,
+        so no stray spaces or empty lines are left behind."""
+        text = self._text
+        edits: list[tuple[int, int, str]] = []
+        if comma is not None:
+            if comma > end and not text[end:comma].strip(" \t\r\n"):
+                end = comma + 1
+            else:
+                edits.append((comma, comma + 1, ""))
+        line_start = self._line_start(start)
+        line_end = text.find("\n", end)
+        blank_before = not text[line_start:start].strip(" \t")
+        blank_after = line_end != -1 and not text[end:line_end].strip(" \t\r")
+        if blank_before and blank_after:
+            start, end = line_start, line_end + 1
+        elif blank_after:
+            start = line_start + len(text[line_start:start].rstrip(" \t"))
+        else:
+            end = _HSPACE.match(text, end).end()
+        edits.append((start, end, ""))
+        return edits

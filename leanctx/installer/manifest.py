@@ -1,0 +1,73 @@
+"""What we changed in each host config, so uninstall can take exactly that back out.
+
+One JSON file per config in `<data dir>/installed/`. It remembers whether the config existed
+before our first install, a backup of its bytes then (the baseline), the hash of the bytes we
+last wrote, and the containers and folders we created. Uninstall restores the baseline
+byte-for-byte when the file still holds exactly what we wrote; otherwise it removes our entries
+surgically and keeps everything anyone else changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Manifest:
+    path: str
+    agent: str
+    existed_before: bool
+    baseline_sha256: str | None
+    baseline_backup: str | None
+    installed_sha256: str | None = None
+    created: list[list] = field(default_factory=list)
+    created_dirs: list[str] = field(default_factory=list)
+
+    def baseline_bytes(self) -> bytes | None:
+        """The bytes from before our first install, if still provably available."""
+        if not self.existed_before or not self.baseline_backup or not self.baseline_sha256:
+            return None
+        try:
+            data = Path(self.baseline_backup).read_bytes()
+        except OSError:
+            return None
+        return data if hashlib.sha256(data).hexdigest() == self.baseline_sha256 else None
+
+
+def manifest_path(data_dir: Path, config: Path) -> Path:
+    digest = hashlib.sha256(str(config).encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    return data_dir / "installed" / f"{digest}.json"
+
+
+def load(data_dir: Path, config: Path) -> Manifest | None:
+    try:
+        raw = json.loads(manifest_path(data_dir, config).read_text(encoding="utf-8"))
+        return Manifest(**raw)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def save(data_dir: Path, manifest: Manifest) -> None:
+    path = manifest_path(data_dir, Path(manifest.path))
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(asdict(manifest), indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def delete(data_dir: Path, config: Path) -> None:
+    manifest_path(data_dir, config).unlink(missing_ok=True)
+
+
+def all_manifests(data_dir: Path) -> list[Manifest]:
+    out = []
+    for path in sorted((data_dir / "installed").glob("*.json")):
+        try:
+            out.append(Manifest(**json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):
+            continue
+    return out

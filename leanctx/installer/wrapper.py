@@ -1,0 +1,67 @@
+"""The hook wrapper script: the one command every host config points at.
+
+Like pre-commit's hook-tmpl: a marker line identifies the file as ours, the absolute interpreter
+path is baked in (hosts run hooks under a non-login `sh -c` where `leanctx` may not be on PATH),
+and the script degrades to "exit 0 with a message on stderr" when that interpreter or the package
+is gone. Its path is stable (`<data dir>/bin/leanctx-hook`), so upgrading leanctx rewrites this
+file only, never the hosts' configs (Codex trusts hooks by a hash of their command text).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from importlib import resources
+from pathlib import Path
+
+import leanctx
+from leanctx import paths
+
+MARKER = "# leanctx-wrapper: 1"
+_VERSION_LINE = re.compile(r"^# leanctx-version: (\S+)$", re.M)
+_PYTHON_LINE = re.compile(r"^LEANCTX_PYTHON=(.+)$", re.M)
+
+
+def package_root() -> Path:
+    """The folder to put on sys.path so `import leanctx` finds this installation."""
+    return Path(leanctx.__file__).resolve().parent.parent
+
+
+def render(data_dir: Path, python: str | None = None) -> str:
+    template = resources.files("leanctx").joinpath("templates/hook-wrapper.sh").read_text(encoding="utf-8")
+    return (
+        template.replace("@VERSION@", leanctx.__version__)
+        .replace("@PYTHON@", shlex.quote(python or sys.executable))
+        .replace("@SRC@", shlex.quote(str(package_root())))
+        .replace("@DATA_DIR@", shlex.quote(str(data_dir)))
+    )
+
+
+def command(wrapper: Path, agent: str, event: str) -> str:
+    """The hook command written into a host config: quoted absolute wrapper path + agent + event."""
+    return f"{shlex.quote(str(wrapper))} {agent} {event}"
+
+
+def is_ours(text: str) -> bool:
+    return MARKER in text
+
+
+def read_info(path: Path) -> dict:
+    """What doctor needs to know about an installed wrapper (empty dict if absent or foreign)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if not is_ours(text):
+        return {"foreign": True}
+    version = _VERSION_LINE.search(text)
+    python = _PYTHON_LINE.search(text)
+    return {
+        "version": version.group(1) if version else None,
+        "python": shlex.split(python.group(1))[0] if python else None,
+    }
+
+
+def wrapper_path(data_dir: Path) -> Path:
+    return data_dir / "bin" / paths.WRAPPER_NAME

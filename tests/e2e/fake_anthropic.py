@@ -1,0 +1,377 @@
+"""Scripted fake of the Anthropic Messages API, enough to drive a real ``claude -p`` offline.
+
+Usage::
+
+    from tests.e2e.fake_anthropic import FakeAnthropic, text, tool_use
+
+    with FakeAnthropic(script=[tool_use("Read", {"file_path": str(p)}), text("The file says hello.")]) as srv:
+        env["ANTHROPIC_BASE_URL"] = srv.base_url
+        ...run claude -p...
+        srv.requests          # every parsed JSON body, in arrival order (main + side + count_tokens)
+        srv.main_requests     # only the bodies that consumed (or would consume) a scripted turn
+        srv.log               # RequestRecord(path, kind, body, response) for every request
+
+The server listens on 127.0.0.1 on a random free port, in a background thread; every
+request is handled in its own thread (``ThreadingHTTPServer``).
+
+Endpoints
+---------
+* ``POST /v1/messages`` (Claude Code adds ``?beta=true``): answered as an SSE stream when the
+  body says ``"stream": true`` (always the case for Claude Code), else as one JSON message.
+* ``POST /v1/messages/count_tokens``: ``{"input_tokens": 10}``.
+* anything else (GET/POST/HEAD ...): ``{}`` with status 200.
+
+Script items
+------------
+Each item of ``script`` is one assistant message, served for one *main* request, in order:
+
+* ``"some text"`` or ``text("...")``               -> one text block, ``stop_reason: end_turn``
+* ``tool_use(name, input_dict)``                    -> one tool_use block, ``stop_reason: tool_use``
+* a list of the above (``[text("x"), tool_use(...), tool_use(...)]``) -> several blocks in one
+  message (parallel tool calls); the stop reason is ``tool_use`` if any block is a tool_use.
+* a callable ``f(body) -> item``                   -> computed from the request body.
+
+When the script is exhausted every further main request gets ``text(default_text)``
+(``"done"``).
+
+Main vs side requests (rule verified against Claude Code 2.1.197 by recording bodies)
+-----------------------------------------------------------------------------------
+Besides the conversation turns, ``claude -p`` sends small side requests that must NOT consume
+scripted turns, otherwise the scripted tool call ends up answering e.g. the title generator.
+Recorded in 2.1.197, headless:
+
+* main conversation turns: the body has a non-empty ``tools`` list (Read, Bash, Agent, ... and the
+  MCP tools), ``system`` is a list of text blocks whose text includes the large agent prompt
+  ("You are Claude Code, ..." / "You are an interactive agent ..."), and ``messages`` is the
+  conversation so far.  A *subagent* (the ``Agent``/``Task`` tool) also sends requests with
+  ``tools`` -- they are main requests and consume scripted turns in order, which is what a test
+  wants (the script is simply the interleaved sequence the host asks for).
+* side requests: no ``tools`` key (or an empty list) -- e.g. the quota probe
+  (``max_tokens: 1``, message ``"quota"``), the session title / topic generator
+  (``system`` asks for a title, ``output_format``/json schema), prompt-suggestion and
+  summarisation helpers.  They are answered with ``text(side_text)`` (default ``"ok"``).
+
+So the rule is: ``is_main = bool(body.get("tools"))``.  It can be overridden with
+``FakeAnthropic(classify=lambda body: ...)`` returning ``True`` for main requests.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable, Optional, Union
+
+__all__ = [
+    "FakeAnthropic",
+    "RequestRecord",
+    "text",
+    "tool_use",
+    "default_classify",
+    "tool_results",
+]
+
+Block = dict
+ScriptItem = Union[str, Block, list, Callable[[dict], Any]]
+
+
+def text(s: str) -> Block:
+    """A text content block for the script."""
+    return {"type": "text", "text": s}
+
+
+_tool_ids = itertools.count()
+
+
+def tool_use(name: str, input: Optional[dict] = None, id: Optional[str] = None) -> Block:
+    """A tool_use content block for the script (the id is generated if not given)."""
+    return {
+        "type": "tool_use",
+        "id": id or f"toolu_fake{next(_tool_ids):04d}",
+        "name": name,
+        "input": dict(input or {}),
+    }
+
+
+def default_classify(body: dict) -> bool:
+    """True if a /v1/messages body is a main conversation turn (it offers tools)."""
+    return bool(body.get("tools"))
+
+
+def tool_results(body: dict) -> list:
+    """All tool_result blocks sent in the *last* user message of a request body."""
+    msgs = body.get("messages") or []
+    if not msgs:
+        return []
+    content = msgs[-1].get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+@dataclass
+class RequestRecord:
+    method: str
+    path: str
+    kind: str  # "main" | "side" | "count_tokens" | "other"
+    body: Any
+    headers: dict
+    response: Any = None  # the blocks served (for /v1/messages)
+
+
+def _normalize(item: Any, body: dict) -> list:
+    if callable(item) and not isinstance(item, (dict, list, str)):
+        item = item(body)
+    if isinstance(item, str):
+        return [text(item)]
+    if isinstance(item, dict):
+        return [item]
+    if isinstance(item, (list, tuple)):
+        out = []
+        for x in item:
+            out.extend(_normalize(x, body))
+        return out
+    raise TypeError(f"bad script item: {item!r}")
+
+
+class FakeAnthropic:
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        default_text: str = "done",
+        side_text: str = "ok",
+        classify: Callable[[dict], bool] = default_classify,
+        model: str = "claude-fake",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.script = list(script)
+        self.default_text = default_text
+        self.side_text = side_text
+        self.classify = classify
+        self.model = model
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._next = 0
+        self._msg_ids = itertools.count()
+        self.log: list[RequestRecord] = []
+        self._server: Optional[ThreadingHTTPServer] = None
+        self._thread: Optional[threading.Thread] = None
+
+    # ---- inspection -------------------------------------------------------------------
+    @property
+    def requests(self) -> list:
+        """Every parsed request body (all endpoints), in arrival order."""
+        with self._lock:
+            return [r.body for r in self.log]
+
+    @property
+    def main_requests(self) -> list:
+        with self._lock:
+            return [r.body for r in self.log if r.kind == "main"]
+
+    @property
+    def side_requests(self) -> list:
+        with self._lock:
+            return [r.body for r in self.log if r.kind == "side"]
+
+    @property
+    def turns_served(self) -> int:
+        return self._next
+
+    def all_text(self) -> str:
+        """JSON dump of every main request body (handy for `assert "x" in srv.all_text()`)."""
+        return "\n".join(json.dumps(b) for b in self.main_requests)
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "FakeAnthropic":
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer((self._host, self._port), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "FakeAnthropic":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ---- behaviour ----------------------------------------------------------------------
+    def _answer(self, body: dict) -> tuple[str, list]:
+        is_main = False
+        try:
+            is_main = bool(self.classify(body))
+        except Exception:
+            is_main = False
+        if not is_main:
+            return "side", [text(self.side_text)]
+        with self._lock:
+            idx = self._next
+            self._next += 1
+        item = self.script[idx] if idx < len(self.script) else self.default_text
+        return "main", _normalize(item, body)
+
+    def _next_msg_id(self) -> str:
+        return f"msg_fake{next(self._msg_ids):05d}"
+
+
+def _sse(event: str, data: dict) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _make_handler(srv: FakeAnthropic):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):  # silence
+            pass
+
+        def _read_body(self) -> Any:
+            n = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            if not raw:
+                return None
+            try:
+                return json.loads(raw)
+            except ValueError:
+                return raw.decode("utf-8", "replace")
+
+        def _json(self, obj: Any, status: int = 200) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _record(self, kind: str, body: Any, response: Any = None) -> RequestRecord:
+            rec = RequestRecord(self.command, self.path, kind, body, dict(self.headers.items()), response)
+            with srv._lock:
+                srv.log.append(rec)
+            return rec
+
+        def do_GET(self):
+            self._record("other", None)
+            self._json({})
+
+        def do_HEAD(self):
+            self._record("other", None)
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def do_POST(self):
+            body = self._read_body()
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if path.endswith("/v1/messages/count_tokens"):
+                self._record("count_tokens", body)
+                return self._json({"input_tokens": 10})
+            if path.endswith("/v1/messages") and isinstance(body, dict):
+                kind, blocks = srv._answer(body)
+                self._record(kind, body, blocks)
+                model = body.get("model") or srv.model
+                if body.get("stream"):
+                    return self._stream(blocks, model)
+                return self._json(self._message(blocks, model))
+            self._record("other", body)
+            return self._json({})
+
+        # --- message rendering ---
+        def _message(self, blocks: list, model: str) -> dict:
+            stop = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
+            return {
+                "id": srv._next_msg_id(),
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": blocks,
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
+
+        def _stream(self, blocks: list, model: str) -> None:
+            stop = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            out = [
+                _sse(
+                    "message_start",
+                    {
+                        "type": "message_start",
+                        "message": {
+                            "id": srv._next_msg_id(),
+                            "type": "message",
+                            "role": "assistant",
+                            "model": model,
+                            "content": [],
+                            "stop_reason": None,
+                            "stop_sequence": None,
+                            "usage": {"input_tokens": 1, "output_tokens": 1},
+                        },
+                    },
+                )
+            ]
+            for i, b in enumerate(blocks):
+                if b.get("type") == "tool_use":
+                    start = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
+                    delta = {"type": "input_json_delta", "partial_json": json.dumps(b.get("input") or {})}
+                else:
+                    start = {"type": "text", "text": ""}
+                    delta = {"type": "text_delta", "text": b.get("text", "")}
+                out.append(_sse("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}))
+                out.append(_sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
+                out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": i}))
+            out.append(
+                _sse(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": 1},
+                    },
+                )
+            )
+            out.append(_sse("message_stop", {"type": "message_stop"}))
+            self.wfile.write(b"".join(out))
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
+
+
+if __name__ == "__main__":  # manual use: python -m tests.e2e.fake_anthropic
+    import sys
+    import time
+
+    items = [json.loads(a) if a.startswith(("{", "[")) else a for a in sys.argv[1:]]
+    with FakeAnthropic(script=items) as s:
+        print(s.base_url, flush=True)
+        try:
+            while True:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass

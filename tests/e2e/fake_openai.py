@@ -1,0 +1,369 @@
+"""Scripted fake of the OpenAI Responses API, enough to drive a real ``codex exec`` offline.
+
+Usage::
+
+    from tests.e2e.fake_openai import FakeOpenAI, text, function_call, shell_call
+
+    with FakeOpenAI(script=[shell_call("cat a.txt"), text("The file says hello.")]) as srv:
+        # ~/.codex/config.toml:  see hostcli.codex_config_toml(srv.base_url)
+        ...run codex exec...
+        srv.requests        # every parsed JSON body, in arrival order
+        srv.main_requests   # bodies that consumed (or would consume) a scripted turn
+        srv.log             # RequestRecord(method, path, kind, body, headers, response)
+
+Codex must be configured with a custom provider whose ``base_url`` is ``srv.base_url`` (it ends
+in ``/v1``) and ``wire_api = "responses"``; Codex then POSTs ``<base_url>/responses`` with
+``"stream": true``.
+
+Endpoints
+---------
+* ``POST .../responses``: answered as SSE (``content-type: text/event-stream``) with the event
+  sequence ``response.created`` -> per output item ``response.output_item.added`` /
+  (``response.output_text.delta``) / ``response.output_item.done`` -> ``response.completed``
+  (with ``usage``); non-streaming bodies get the plain response object.
+* ``GET .../models``: ``{"object": "list", "data": [], "models": []}``.
+* anything else: ``{}``.
+
+Script items
+------------
+One item per main request, in order (``default_text`` -- ``"done"`` -- once exhausted):
+
+* ``"text"`` or ``text("...")``                      -> an assistant ``message`` item
+* ``function_call(name, arguments_dict)``             -> a ``function_call`` item (Codex runs the
+  tool and sends the result back as ``function_call_output`` in the next request)
+* ``shell_call("cat a.txt")``                          -> a ``function_call`` to Codex's shell tool;
+  the tool name and argument shape are picked *from the request's ``tools`` list*
+  (``exec_command`` {"cmd": ...} / ``shell_command`` {"command": "..."} /
+  ``shell`` {"command": ["bash","-lc", ...]}), so the same script works across Codex versions.
+* a list of the above                                 -> several output items in one response
+* a callable ``f(body) -> item``
+
+Main vs side requests
+---------------------
+Codex 0.171 ``exec`` sends one ``/responses`` request per model turn; every one carries ``tools``
+and ``input``.  A request is "main" when ``classify(body)`` is true; the default treats every
+``/responses`` body that has a non-empty ``tools`` list as main, everything else (e.g. a
+title / summary / memory helper without tools, if a Codex version sends one) as side, answered
+with ``text(side_text)``.  Verified behaviour is recorded in ``tests/e2e/HOSTS_VERIFIED.md``.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable, Optional
+
+__all__ = [
+    "FakeOpenAI",
+    "RequestRecord",
+    "text",
+    "function_call",
+    "shell_call",
+    "default_classify",
+    "function_outputs",
+]
+
+_ids = itertools.count()
+
+
+def _nid(prefix: str) -> str:
+    return f"{prefix}_fake{next(_ids):05d}"
+
+
+def text(s: str) -> dict:
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": s, "annotations": []}]}
+
+
+def function_call(name: str, arguments: Any = None, call_id: Optional[str] = None) -> dict:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return {"type": "function_call", "name": name, "arguments": args, "call_id": call_id or _nid("call")}
+
+
+def shell_call(command: str, workdir: Optional[str] = None, call_id: Optional[str] = None) -> Callable[[dict], dict]:
+    """A call to Codex's shell tool, shaped after whichever shell tool the request offers."""
+    cid = call_id or _nid("call")
+
+    def build(body: dict) -> dict:
+        names = {_tool_name(t) for t in body.get("tools") or []}
+        if "exec_command" in names:
+            args: dict = {"cmd": command}
+            if workdir:
+                args["workdir"] = workdir
+            return function_call("exec_command", args, cid)
+        if "shell_command" in names:
+            args = {"command": command}
+            if workdir:
+                args["workdir"] = workdir
+            return function_call("shell_command", args, cid)
+        args = {"command": ["bash", "-lc", command]}
+        if workdir:
+            args["workdir"] = workdir
+        return function_call("shell", args, cid)
+
+    build.__name__ = f"shell_call({command!r})"
+    return build
+
+
+def _tool_name(t: Any) -> Optional[str]:
+    if not isinstance(t, dict):
+        return None
+    return t.get("name") or (t.get("function") or {}).get("name")
+
+
+def default_classify(body: dict) -> bool:
+    return bool(body.get("tools"))
+
+
+def function_outputs(body: dict) -> list:
+    """The ``function_call_output`` items in a request's ``input``."""
+    return [i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type") == "function_call_output"]
+
+
+@dataclass
+class RequestRecord:
+    method: str
+    path: str
+    kind: str  # "main" | "side" | "other"
+    body: Any
+    headers: dict
+    response: Any = None
+
+
+def _normalize(item: Any, body: dict) -> list:
+    if callable(item) and not isinstance(item, (dict, list, str)):
+        item = item(body)
+    if isinstance(item, str):
+        return [text(item)]
+    if isinstance(item, dict):
+        return [item]
+    if isinstance(item, (list, tuple)):
+        out: list = []
+        for x in item:
+            out.extend(_normalize(x, body))
+        return out
+    raise TypeError(f"bad script item: {item!r}")
+
+
+class FakeOpenAI:
+    def __init__(
+        self,
+        script: Iterable[Any] = (),
+        *,
+        default_text: str = "done",
+        side_text: str = "ok",
+        classify: Callable[[dict], bool] = default_classify,
+        model: str = "gpt-5",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.script = list(script)
+        self.default_text = default_text
+        self.side_text = side_text
+        self.classify = classify
+        self.model = model
+        self._host, self._port = host, port
+        self._lock = threading.Lock()
+        self._next = 0
+        self.log: list[RequestRecord] = []
+        self._server: Optional[ThreadingHTTPServer] = None
+
+    # inspection
+    @property
+    def requests(self) -> list:
+        with self._lock:
+            return [r.body for r in self.log]
+
+    @property
+    def main_requests(self) -> list:
+        with self._lock:
+            return [r.body for r in self.log if r.kind == "main"]
+
+    @property
+    def side_requests(self) -> list:
+        with self._lock:
+            return [r.body for r in self.log if r.kind == "side"]
+
+    @property
+    def turns_served(self) -> int:
+        return self._next
+
+    def all_text(self) -> str:
+        return "\n".join(json.dumps(b) for b in self.main_requests)
+
+    # lifecycle
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """Provider base URL for config.toml (``.../v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "FakeOpenAI":
+        self._server = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "FakeOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _answer(self, body: dict) -> tuple[str, list]:
+        try:
+            is_main = bool(self.classify(body))
+        except Exception:
+            is_main = False
+        if not is_main:
+            return "side", [text(self.side_text)]
+        with self._lock:
+            idx = self._next
+            self._next += 1
+        item = self.script[idx] if idx < len(self.script) else self.default_text
+        return "main", _normalize(item, body)
+
+
+def _sse(data: dict) -> bytes:
+    return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _make_handler(srv: FakeOpenAI):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def _read_body(self) -> Any:
+            n = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            if not raw and (self.headers.get("transfer-encoding") or "").lower() == "chunked":
+                raw = self._read_chunked()
+            if not raw:
+                return None
+            if (self.headers.get("content-encoding") or "").lower() == "zstd":
+                return {"_undecoded_zstd_bytes": len(raw)}
+            try:
+                return json.loads(raw)
+            except ValueError:
+                return raw.decode("utf-8", "replace")
+
+        def _read_chunked(self) -> bytes:
+            out = b""
+            while True:
+                line = self.rfile.readline().strip()
+                size = int(line.split(b";")[0] or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return out
+                out += self.rfile.read(size)
+                self.rfile.readline()
+
+        def _json(self, obj: Any, status: int = 200) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _record(self, kind: str, body: Any, response: Any = None) -> None:
+            with srv._lock:
+                srv.log.append(RequestRecord(self.command, self.path, kind, body, dict(self.headers.items()), response))
+
+        def do_GET(self):
+            self._record("other", None)
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if path.endswith("/models"):
+                return self._json({"object": "list", "data": [], "models": []})
+            return self._json({})
+
+        def do_POST(self):
+            body = self._read_body()
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if path.endswith("/responses") and isinstance(body, dict):
+                kind, items = srv._answer(body)
+                self._record(kind, body, items)
+                model = body.get("model") or srv.model
+                if body.get("stream", False):
+                    return self._stream(items, model)
+                return self._json(self._response_obj(items, model, "completed"))
+            self._record("other", body)
+            return self._json({})
+
+        def _response_obj(self, items: list, model: str, status: str, rid: Optional[str] = None) -> dict:
+            return {
+                "id": rid or _nid("resp"),
+                "object": "response",
+                "created_at": int(time.time()),
+                "status": status,
+                "model": model,
+                "output": items,
+                "usage": {
+                    "input_tokens": 10,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": 5,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": 15,
+                },
+            }
+
+        def _stream(self, items: list, model: str) -> None:
+            rid = _nid("resp")
+            full = []
+            for it in items:
+                it = dict(it)
+                it.setdefault("id", _nid("msg" if it.get("type") == "message" else "fc"))
+                it.setdefault("status", "completed")
+                full.append(it)
+            ev = []
+            created = self._response_obj([], model, "in_progress", rid)
+            created.pop("usage")
+            ev.append(_sse({"type": "response.created", "response": created}))
+            ev.append(_sse({"type": "response.in_progress", "response": created}))
+            for idx, it in enumerate(full):
+                added = dict(it, status="in_progress")
+                if it.get("type") == "message":
+                    added["content"] = []
+                ev.append(_sse({"type": "response.output_item.added", "output_index": idx, "item": added}))
+                if it.get("type") == "message":
+                    for cidx, part in enumerate(it.get("content") or []):
+                        t = part.get("text", "")
+                        ev.append(_sse({"type": "response.content_part.added", "item_id": it["id"], "output_index": idx,
+                                        "content_index": cidx, "part": {"type": "output_text", "text": "", "annotations": []}}))
+                        ev.append(_sse({"type": "response.output_text.delta", "item_id": it["id"], "output_index": idx,
+                                        "content_index": cidx, "delta": t}))
+                        ev.append(_sse({"type": "response.output_text.done", "item_id": it["id"], "output_index": idx,
+                                        "content_index": cidx, "text": t}))
+                        ev.append(_sse({"type": "response.content_part.done", "item_id": it["id"], "output_index": idx,
+                                        "content_index": cidx, "part": part}))
+                elif it.get("type") == "function_call":
+                    ev.append(_sse({"type": "response.function_call_arguments.delta", "item_id": it["id"],
+                                    "output_index": idx, "delta": it.get("arguments", "")}))
+                    ev.append(_sse({"type": "response.function_call_arguments.done", "item_id": it["id"],
+                                    "output_index": idx, "arguments": it.get("arguments", "")}))
+                ev.append(_sse({"type": "response.output_item.done", "output_index": idx, "item": it}))
+            ev.append(_sse({"type": "response.completed", "response": self._response_obj(full, model, "completed", rid)}))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.wfile.write(b"".join(ev))
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler

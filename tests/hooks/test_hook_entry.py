@@ -1,0 +1,261 @@
+"""The hook fast path, run the way a host runs it: the real wrapper script under `sh -c`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from leanctx import hooks
+from leanctx.hooks.publish import read_json, record_path
+from leanctx.installer import wrapper
+from tests.conftest import PAYLOADS, REPO
+
+DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
+RECORDED = [
+    ("claude", p.stem, p) for p in sorted((PAYLOADS / "claude").glob("*.json")) if p.stem not in ("PreToolUse", "PostToolUse")
+] + [("codex", p.stem, p) for p in sorted((PAYLOADS / "codex").glob("*.json"))]
+DOCUMENTED_CASES = [("cursor", p.stem, p) for p in sorted((DOCUMENTED / "cursor").glob("*.json"))] + [
+    ("codebuddy", p.stem, p) for p in sorted((DOCUMENTED / "codebuddy").glob("*.json"))
+]
+
+
+@pytest.fixture
+def hook_wrapper(data_dir: Path) -> Path:
+    path = wrapper.wrapper_path(data_dir)
+    path.parent.mkdir(parents=True)
+    path.write_text(wrapper.render(data_dir))
+    path.chmod(0o755)
+    return path
+
+
+def run_hook(wrapper_path: Path, agent: str, event: str, stdin: bytes, env: dict | None = None) -> subprocess.CompletedProcess:
+    command = wrapper.command(wrapper_path, agent, event)
+    return subprocess.run(["/bin/sh", "-c", command], input=stdin, capture_output=True, env=env or dict(os.environ), timeout=30)
+
+
+@pytest.mark.parametrize(("agent", "event", "path"), RECORDED + DOCUMENTED_CASES, ids=lambda v: str(v) if not isinstance(v, Path) else "")
+def test_real_payload_is_published(hook_wrapper: Path, data_dir: Path, agent: str, event: str, path: Path) -> None:
+    body = json.loads(path.read_text())
+    proc = run_hook(hook_wrapper, agent, event, path.read_bytes())
+    assert proc.returncode == 0, proc.stderr
+    expected_out = '{"continue": true}' if event == "beforeSubmitPrompt" else ""
+    assert proc.stdout.decode() == expected_out
+    conversation = body.get("parent_conversation_id") or body.get("conversation_id") or body["session_id"]
+    record = read_json(record_path(data_dir, agent, conversation))
+    assert record is not None, (data_dir / "logs" / "hooks.log").read_text() if (data_dir / "logs" / "hooks.log").exists() else ""
+    assert record["agent"] == agent
+    assert record["conversation_id"] == conversation
+    assert record["last_event"] == event
+    if body.get("transcript_path"):
+        assert record["transcript_path"] == body["transcript_path"]
+    if agent in ("claude", "codex", "codebuddy"):
+        assert record["session_id"] == body["session_id"]
+    slot = read_json(data_dir / "active_transcript.json")
+    assert slot["conversation_id"] == conversation
+    assert set(slot) >= {"transcript_path", "conversation_id", "session_id", "updated_at"}
+    # the host process is the nearest non-shell ancestor: here, this pytest process
+    assert record["host"]["pid"] == os.getpid()
+
+
+def test_claude_session_lifecycle_record(hook_wrapper: Path, data_dir: Path) -> None:
+    base = json.loads((PAYLOADS / "claude" / "SessionStart.json").read_text())
+    sid = base["session_id"]
+
+    def fire(event: str, **extra: object) -> None:
+        body = dict(base, hook_event_name=event, **extra)
+        assert run_hook(hook_wrapper, "claude", event, json.dumps(body).encode()).returncode == 0
+
+    fire("SessionStart", source="startup")
+    fire("SubagentStart", agent_id="a1", agent_type="Explore")
+    fire("SubagentStart", agent_id="a2", agent_type="Plan")
+    record = read_json(record_path(data_dir, "claude", sid))
+    assert sorted(record["active_subagents"]) == ["a1", "a2"]
+    assert record["active_subagents"]["a1"]["type"] == "Explore"
+    fire("SubagentStop", agent_id="a1", agent_type="Explore", agent_transcript_path="/x/agent-a1.jsonl")
+    fire("PreCompact", trigger="manual")
+    fire("SessionStart", source="compact")
+    record = read_json(record_path(data_dir, "claude", sid))
+    assert sorted(record["active_subagents"]) == ["a2"]
+    # PreCompact and SessionStart(compact) both count: over-counting is the safe direction
+    assert record["compactions"] == 2
+    assert record["last_compaction_at"]
+    # the subagent's events must not replace the parent's transcript path
+    assert record["transcript_path"] == base["transcript_path"]
+    fire("Stop", last_assistant_message="ok")
+    fire("SessionEnd", reason="other")
+    record = read_json(record_path(data_dir, "claude", sid))
+    assert record["stopped_at"] and record["ended_at"]
+    assert record["active_subagents"] == {}
+
+
+def test_cursor_subagent_is_recorded_under_parent(hook_wrapper: Path, data_dir: Path) -> None:
+    for event in ("sessionStart", "subagentStart"):
+        assert run_hook(hook_wrapper, "cursor", event, (DOCUMENTED / "cursor" / f"{event}.json").read_bytes()).returncode == 0
+    record = read_json(record_path(data_dir, "cursor", "6f1c2a4e-1b2c-4d3e-8f90-a1b2c3d4e5f6"))
+    assert record["active_subagents"]["sa-7788"]["type"] == "explore"
+    assert record["workspace_roots"] == ["/home/user/proj"]
+    assert run_hook(hook_wrapper, "cursor", "subagentStop", (DOCUMENTED / "cursor" / "subagentStop.json").read_bytes()).returncode == 0
+    assert read_json(record_path(data_dir, "cursor", "6f1c2a4e-1b2c-4d3e-8f90-a1b2c3d4e5f6"))["active_subagents"] == {}
+
+
+def test_cursor_transcript_from_env(hook_wrapper: Path, data_dir: Path) -> None:
+    env = dict(os.environ, CURSOR_TRANSCRIPT_PATH="/t/x.jsonl")
+    proc = run_hook(hook_wrapper, "cursor", "beforeSubmitPrompt", (DOCUMENTED / "cursor" / "beforeSubmitPrompt.json").read_bytes(), env)
+    assert proc.returncode == 0
+    assert read_json(record_path(data_dir, "cursor", "6f1c2a4e-1b2c-4d3e-8f90-a1b2c3d4e5f6"))["transcript_path"] == "/t/x.jsonl"
+
+
+BAD_STDIN = {
+    "empty": b"",
+    "not json": b"hello, world",
+    "json array": b"[1, 2, 3]",
+    "json string": b'"x"',
+    "binary": bytes(range(256)) * 40,
+    "invalid utf-8": b'{"session_id": "\xff\xfe"}',
+    "ten megabytes": b'{"session_id": "' + b"a" * (10 * 1024 * 1024) + b'"}',
+    "truncated": b'{"session_id": "abc", "transcript_',
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_STDIN))
+@pytest.mark.parametrize(("agent", "event"), [("claude", "SessionStart"), ("cursor", "beforeSubmitPrompt"), ("codex", "UserPromptSubmit")])
+def test_bad_stdin_exits_0_with_no_opinion(hook_wrapper: Path, data_dir: Path, name: str, agent: str, event: str) -> None:
+    proc = run_hook(hook_wrapper, agent, event, BAD_STDIN[name])
+    assert proc.returncode == 0
+    assert proc.stdout.decode() == ('{"continue": true}' if agent == "cursor" else "")
+    assert proc.stderr == b""
+    log = (data_dir / "logs" / "hooks.log").read_text()
+    assert log.count("\n") == 1 and f"{agent} {event}:" in log
+    assert not (data_dir / "conversations").exists()
+
+
+@pytest.mark.parametrize(("agent", "event"), [("nosuchhost", "SessionStart"), ("claude", "NoSuchEvent"), ("claude", "PreToolUse")])
+def test_unknown_agent_or_event_exits_0_silently(hook_wrapper: Path, data_dir: Path, agent: str, event: str) -> None:
+    proc = run_hook(hook_wrapper, agent, event, (PAYLOADS / "claude" / "SessionStart.json").read_bytes())
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    assert "hooks.log" in os.listdir(data_dir / "logs")
+    assert not (data_dir / "conversations").exists()
+
+
+def test_wrong_argument_count(hook_wrapper: Path, data_dir: Path) -> None:
+    proc = subprocess.run([str(hook_wrapper), "claude"], input=b"{}", capture_output=True, timeout=30)
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert "expected AGENT EVENT" in (data_dir / "logs" / "hooks.log").read_text()
+
+
+def test_stdin_left_open_does_not_hang(hook_wrapper: Path, data_dir: Path) -> None:
+    """A host that never closes the pipe: the hook gives up after its read timeout."""
+    proc = subprocess.Popen(["/bin/sh", "-c", wrapper.command(hook_wrapper, "claude", "SessionStart")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(b'{"session_id": "open-pipe", "hook_event_name": "SessionStart"}')
+    proc.stdin.flush()
+    try:
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.stdin.close()
+    assert read_json(record_path(data_dir, "claude", "open-pipe")) is not None
+
+
+def test_disabled_kill_switch(hook_wrapper: Path, data_dir: Path) -> None:
+    env = dict(os.environ, LEANCTX_DISABLED="1")
+    proc = run_hook(hook_wrapper, "cursor", "beforeSubmitPrompt", (DOCUMENTED / "cursor" / "beforeSubmitPrompt.json").read_bytes(), env)
+    assert (proc.returncode, proc.stdout) == (0, b'{"continue": true}')
+    assert not (data_dir / "conversations").exists()
+
+
+def test_interpreter_gone(data_dir: Path) -> None:
+    path = wrapper.wrapper_path(data_dir)
+    path.parent.mkdir(parents=True)
+    path.write_text(wrapper.render(data_dir, python="/nonexistent/venv/bin/python3"))
+    path.chmod(0o755)
+    proc = run_hook(path, "claude", "SessionStart", (PAYLOADS / "claude" / "SessionStart.json").read_bytes())
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert b"the Python that installed leanctx is gone" in proc.stderr
+
+
+def test_package_gone(data_dir: Path, tmp_path: Path) -> None:
+    path = wrapper.wrapper_path(data_dir)
+    path.parent.mkdir(parents=True)
+    path.write_text(wrapper.render(data_dir).replace(str(wrapper.package_root()), str(tmp_path / "empty")))
+    path.chmod(0o755)
+    proc = run_hook(path, "claude", "SessionStart", (PAYLOADS / "claude" / "SessionStart.json").read_bytes())
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert b"cannot import leanctx" in proc.stderr
+
+
+def test_unwritable_data_dir_still_exits_0(hook_wrapper: Path, data_dir: Path) -> None:
+    if os.geteuid() == 0:
+        # root ignores permission bits: make the data dir path unusable instead
+        env = dict(os.environ, LEANCTX_HOME=str(hook_wrapper))  # a file, not a folder
+    else:
+        data_dir.chmod(0o500)
+        env = dict(os.environ)
+    try:
+        proc = run_hook(hook_wrapper, "claude", "Stop", (PAYLOADS / "claude" / "Stop.json").read_bytes(), env)
+    finally:
+        data_dir.chmod(0o700)
+    assert (proc.returncode, proc.stdout) == (0, b"")
+
+
+def test_leanctx_hook_command_same_behaviour(home: Path, data_dir: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "leanctx", "hook", "claude", "SessionStart"],
+        input=(PAYLOADS / "claude" / "SessionStart.json").read_bytes(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert read_json(record_path(data_dir, "claude", "b2fc16b1-a97b-483b-a92c-3cdcadcb7a86"))["last_event"] == "SessionStart"
+    bad = subprocess.run([sys.executable, "-m", "leanctx", "hook", "claude", "SessionStart"], input=b"\x00\x01", capture_output=True, timeout=60)
+    assert (bad.returncode, bad.stdout) == (0, b"")
+
+
+HEAVY = ("click", "jsonschema", "tiktoken", "psutil", "mcp", "platformdirs", "tomlkit")
+
+
+@pytest.mark.parametrize(("agent", "event"), [("claude", "SessionStart"), ("cursor", "beforeSubmitPrompt"), ("codex", "UserPromptSubmit")])
+def test_hook_path_imports_only_stdlib(hook_wrapper: Path, data_dir: Path, agent: str, event: str) -> None:
+    """`python -X importtime` on the real wrapper: nothing heavy, nothing third-party."""
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
+    stdin = (PAYLOADS / "claude" / "SessionStart.json").read_bytes()
+    # -I ignores PYTHON* variables, so pass -X importtime through the wrapper's own command line
+    script = hook_wrapper.read_text().replace('-I -S -c', '-I -S -X importtime -c')
+    hook_wrapper.write_text(script)
+    proc = run_hook(hook_wrapper, agent, event, stdin, env)
+    assert proc.returncode == 0
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines() if line.startswith("import time:")} - {"imported package"}
+    assert "leanctx.hooks" in imported  # the measurement really saw our imports
+    top_level = {name.split(".")[0] for name in imported}
+    assert not top_level & set(HEAVY), top_level & set(HEAVY)
+    ours = {n for n in imported if n.startswith("leanctx")}
+    assert ours <= {"leanctx", "leanctx.hooks", "leanctx.hooks.stdin", "leanctx.hooks.publish", "leanctx.hooks.hostproc",
+                    "leanctx.agents", "leanctx.agents.base", f"leanctx.agents.{agent}"}, ours
+    stdlib = set(sys.stdlib_module_names)
+    assert all(name in stdlib or name.startswith("_") for name in top_level - {"leanctx"}), top_level - stdlib
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(agent=st.sampled_from(["claude", "codex", "cursor", "codebuddy", "other"]),
+       event=st.sampled_from(["SessionStart", "Stop", "beforeSubmitPrompt", "stop", "SubagentStart", "x"]),
+       raw=st.one_of(st.binary(max_size=2000), st.text(max_size=500).map(str.encode),
+                     st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                                  lambda c: st.lists(c, max_size=4) | st.dictionaries(st.sampled_from(
+                                      ["session_id", "conversation_id", "transcript_path", "cwd", "agent_id", "subagent_id",
+                                       "workspace_roots", "source", "prompt", "parent_conversation_id", "x"]), c, max_size=6),
+                                  max_leaves=12).map(lambda v: json.dumps(v).encode())))
+def test_any_stdin_exits_0_with_valid_output(home: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+                                             agent: str, event: str, raw: bytes) -> None:
+    monkeypatch.setattr("leanctx.hooks.stdin.read_stdin", lambda: raw)
+    assert hooks.main([agent, event]) == 0
+    out = capsys.readouterr().out
+    if agent == "cursor":
+        assert out == ('{"continue": true}' if event == "beforeSubmitPrompt" else "")
+    else:
+        assert out == ""
