@@ -144,7 +144,8 @@ def unified_diff(change: Change, home: Path) -> str:
 def apply_install(change: Change, data_dir: Path) -> None:
     real = change.target.real
     record = manifest.load(data_dir, real)
-    backup_path = files.backup(data_dir, real, change.old) if change.old is not None else None
+    if change.old is not None:
+        files.backup(data_dir, real, change.old)
     if change.agent is None:  # the wrapper: no manifest, it is ours entirely
         files.atomic_write(real, change.new or b"", change.old, new_file_mode=0o755)
         os.chmod(real, 0o755)
@@ -155,7 +156,7 @@ def apply_install(change: Change, data_dir: Path) -> None:
             agent=change.agent.name,
             existed_before=change.old is not None,
             baseline_sha256=_sha(change.old),
-            baseline_backup=str(backup_path) if backup_path else None,
+            baseline_backup=str(manifest.keep_baseline(data_dir, real, change.old)) if change.old is not None else None,
         )
     elif record.installed_sha256 != _sha(change.old):
         record.baseline_sha256 = "changed"  # someone else edited it since: only surgical removal is safe now

@@ -552,7 +552,7 @@ class Document:
         text = self._text
         edits: list[tuple[int, int, str]] = []
         if comma is not None:
-            if comma > end and not text[end:comma].strip(" \t\r\n"):
+            if comma >= end and not text[end:comma].strip(" \t\r\n"):
                 end = comma + 1
             else:
                 edits.append((comma, comma + 1, ""))

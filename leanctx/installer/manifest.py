@@ -43,6 +43,15 @@ def manifest_path(data_dir: Path, config: Path) -> Path:
     return data_dir / "installed" / f"{digest}.json"
 
 
+def keep_baseline(data_dir: Path, config: Path, data: bytes) -> Path:
+    """Keep the pre-install bytes beside the manifest (rolling backups may be pruned)."""
+    path = manifest_path(data_dir, config).with_suffix(".orig")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.write_bytes(data)
+    path.chmod(0o600)
+    return path
+
+
 def load(data_dir: Path, config: Path) -> Manifest | None:
     try:
         raw = json.loads(manifest_path(data_dir, config).read_text(encoding="utf-8"))
@@ -60,7 +69,9 @@ def save(data_dir: Path, manifest: Manifest) -> None:
 
 
 def delete(data_dir: Path, config: Path) -> None:
-    manifest_path(data_dir, config).unlink(missing_ok=True)
+    path = manifest_path(data_dir, config)
+    path.unlink(missing_ok=True)
+    path.with_suffix(".orig").unlink(missing_ok=True)
 
 
 def all_manifests(data_dir: Path) -> list[Manifest]:
