@@ -10,7 +10,6 @@ against the documented format only (hosts.md §4).
 
 from __future__ import annotations
 
-import json
 import os
 
 TYPE_CHECKING = False
@@ -88,6 +87,8 @@ class Cursor(Agent):
         return _CONTINUE if event == "beforeSubmitPrompt" else ""
 
     def check_output(self, event: str, stdout: str) -> str | None:
+        import json
+
         text = stdout.strip()
         if not text:
             return None if event != "beforeSubmitPrompt" else "beforeSubmitPrompt needs {\"continue\": true}"

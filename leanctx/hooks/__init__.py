@@ -8,7 +8,6 @@ click, jsonschema, tiktoken, psutil or mcp (a test pins that with `python -X imp
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -48,6 +47,7 @@ def log(data_dir: str | None, agent: str, event: str, message: str) -> None:
 def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str) -> str:
     """Process one payload; returns what to print. Raises on bad input (the caller logs)."""
     from leanctx import agents
+    from leanctx.hooks import fastjson
     from leanctx.hooks.publish import publish
 
     agent = agents.get(agent_name)
@@ -58,7 +58,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str) -> str:
         text = text[1:]
     if not text.strip():
         raise ValueError("empty stdin")
-    payload = json.loads(text)
+    payload = fastjson.loads(text)
     if not isinstance(payload, dict):
         raise ValueError(f"payload is a JSON {type(payload).__name__}, not an object")
     event = agent.normalize(event_name, payload)

@@ -13,9 +13,7 @@ A short lock serialises read-modify-write of one agent's records (parallel subag
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
 
 from leanctx.agents.base import (
@@ -27,13 +25,14 @@ from leanctx.agents.base import (
     SUBAGENT_STOP,
     HookEvent,
 )
+from leanctx.hooks import fastjson
 from leanctx.hooks.hostproc import host_process
 
 SCHEMA = 1
 LOCK_WAIT_S = 1.0
 # Environment the host gives its hooks that identifies the session (never credentials).
 _ID_ENV = ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "CURSOR_TRANSCRIPT_PATH", "CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
-_SAFE_KEY = re.compile(r"[A-Za-z0-9_.-]{1,96}")
+_SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 
 def now_iso(ts: float) -> str:
@@ -42,7 +41,7 @@ def now_iso(ts: float) -> str:
 
 def conversation_key(conversation_id: str) -> str:
     """A file name for a conversation id: the id itself when it is safe, else its hash."""
-    if _SAFE_KEY.fullmatch(conversation_id) and not conversation_id.startswith("."):
+    if 0 < len(conversation_id) <= 96 and not conversation_id.startswith(".") and _SAFE_CHARS.issuperset(conversation_id):
         return conversation_id
     import hashlib  # only for ids that are not safe file names (rare)
 
@@ -58,7 +57,7 @@ def write_json_atomic(path: str, value: object) -> None:
     folder, name = os.path.split(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-    data = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8", "surrogatepass")
+    data = fastjson.dumps(value).encode("utf-8", "surrogatepass")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, data)
@@ -70,7 +69,7 @@ def write_json_atomic(path: str, value: object) -> None:
 def read_json(path: str | os.PathLike) -> dict | None:
     try:
         with open(path, "rb") as f:
-            value = json.loads(f.read())
+            value = fastjson.loads(f.read().decode("utf-8", "surrogatepass"))
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None

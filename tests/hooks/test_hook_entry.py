@@ -236,7 +236,9 @@ def test_hook_path_imports_only_stdlib(hook_wrapper: Path, data_dir: Path, agent
     assert not top_level & set(HEAVY), top_level & set(HEAVY)
     ours = {n for n in imported if n.startswith("leanctx")}
     assert ours <= {"leanctx", "leanctx.hooks", "leanctx.hooks.stdin", "leanctx.hooks.publish", "leanctx.hooks.hostproc",
-                    "leanctx.agents", "leanctx.agents.base", f"leanctx.agents.{agent}"}, ours
+                    "leanctx.hooks.fastjson", "leanctx.agents", "leanctx.agents.base", f"leanctx.agents.{agent}"}, ours
+    # not even the json package: its re/enum imports cost more than the interpreter start-up
+    assert not top_level & {"json", "re", "pathlib", "dataclasses", "typing"}, top_level
     stdlib = set(sys.stdlib_module_names)
     assert all(name in stdlib or name.startswith("_") for name in top_level - {"leanctx"}), top_level - stdlib
 
