@@ -223,7 +223,10 @@ def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -
         broken = [agents.get(a["agent"]) for a in report["agents"] if not a["ok"]]
         if not broken and any(c["status"] == FAIL for c in report["checks"]):
             broken = [agents.get(a["agent"]) for a in report["agents"] if a["installed"]]
-        report_fix = run_init(broken, home, data_dir, None, dry_run=False) if broken else 0
+        import click
+
+        say = lambda message: click.echo(message, err=True)  # noqa: E731 - keep --json stdout clean
+        report_fix = run_init(broken, home, data_dir, None, dry_run=False, say=say) if broken else 0
         report = build(home, data_dir, agent_name)
         report["fixed"] = [a.name for a in broken]
         report["fix_exit_code"] = report_fix

@@ -45,7 +45,8 @@ def _print_diffs(changes: list[Change], home: Path) -> None:
         click.echo(unified_diff(change, home), nl=False)
 
 
-def run_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool) -> int:
+def run_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, say=click.echo) -> int:
+    """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
     try:
         if dry_run:
             changes = [c for c in [plan_wrapper(data_dir)] + [plan_install(a, home, data_dir, project) for a in selected] if c]
@@ -60,12 +61,12 @@ def run_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | 
                 done = apply_with_retry(change, apply_install, data_dir) if change else None
                 where = display(done.path if done else _config(agent, home, project), home)
                 verb = "wired" if done else "already wired"
-                click.echo(f"{agent.display_name}: {verb} {len(agent.events)} events in {where}")
+                say(f"{agent.display_name}: {verb} {len(agent.events)} events in {where}")
                 if agent.name == "codex" and done:
-                    click.echo(f"  {CODEX_TRUST_HINT}")
+                    say(f"  {CODEX_TRUST_HINT}")
     except ConfigError as exc:
         return _refuse(exc)
-    click.echo("Check it with: leanctx doctor")
+    say("Check it with: leanctx doctor")
     return 0
 
 

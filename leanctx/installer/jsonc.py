@@ -498,26 +498,26 @@ class Document:
             self._splice([(node.start + 1, close, kept + new)])
             return
         last = entries[-1]
-        end = last.node.end
+        # New text goes where the last entry's comma is (or would be): an existing trailing comma
+        # then ends the new entry, and the removal span [comma before, entry end) is exactly what
+        # was inserted, so removing the entry again restores the text.
+        anchor = last.node.end if last.comma is None else last.comma
         indent = self._line_indent(last.start)
-        newline = text.find("\n", end)
+        newline = text.find("\n", anchor)
         if self._one_line(node):
-            edits = [(end, end, self._item_sep + self._entry_text(key, value, "", compact=True))]
-        elif (
-            end <= newline < close
-            and (last.comma is None or last.comma < newline)
-            and self._comments_end_line(end, newline)
-        ):
-            # `last, // note`: the comment stays with `last`, the new entry goes on a line of its own.
+            edits = [(anchor, anchor, self._item_sep + self._entry_text(key, value, "", compact=True))]
+        elif anchor <= newline < close and self._comments_end_line(anchor, newline):
+            # `last, // note`: the note stays with `last`; the new entry gets a line of its own,
+            # and removal (which keeps comments) takes exactly that line and one comma.
             line = indent + self._entry_text(key, value, indent, compact=False)
             edits = [(newline + 1, newline + 1, line + ("," if last.comma is not None else "") + self._nl)]
             if last.comma is None:
-                edits.append((end, end, ","))
+                edits.append((anchor, anchor, ","))
         elif self._starts_line(last.start):
-            edits = [(end, end, "," + self._nl + indent + self._entry_text(key, value, indent, compact=False))]
+            edits = [(anchor, anchor, "," + self._nl + indent + self._entry_text(key, value, indent, compact=False))]
         else:  # e.g. `[{ ... }]`: continue on the line where the last entry ends
-            new = self._entry_text(key, value, self._line_indent(end), compact=False)
-            edits = [(end, end, self._item_sep + new)]
+            new = self._entry_text(key, value, self._line_indent(last.node.end), compact=False)
+            edits = [(anchor, anchor, self._item_sep + new)]
         self._splice(edits)
 
     def _remove_entry(self, node: _Node, index: int) -> None:

@@ -1,0 +1,140 @@
+"""`leanctx doctor`: real installs, real wrapper runs, real breakage."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from leanctx import agents
+from leanctx.installer import wrapper
+from tests.conftest import PAYLOADS, run_cli
+
+
+def doctor_json(*args: str) -> tuple[int, dict]:
+    proc = run_cli("doctor", "--json", *args)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def checks_by_name(agent_report: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in agent_report["checks"]}
+
+
+@pytest.mark.parametrize("name", agents.names())
+def test_doctor_passes_after_init(home: Path, data_dir: Path, name: str) -> None:
+    assert run_cli("init", "--agent", name).returncode == 0
+    code, report = doctor_json("--agent", name)
+    assert code == 0, json.dumps(report, indent=1)
+    assert report["ok"] and report["schema"] == 1
+    (agent_report,) = report["agents"]
+    checks = checks_by_name(agent_report)
+    for spec in agents.get(name).events:
+        assert checks[f"event {spec.name}"]["status"] == "ok"
+        smoke = checks[f"smoke {spec.name}"]
+        assert smoke["status"] == "ok" and smoke["ms"] > 0
+    assert agent_report["installed"] is True
+    # the smoke runs went to a scratch dir: nothing real was published
+    assert agent_report["last_published"] is None
+    assert not (data_dir / "conversations").exists()
+
+
+def test_doctor_reports_last_published(home: Path, data_dir: Path) -> None:
+    run_cli("init", "--agent", "claude")
+    command = wrapper.command(wrapper.wrapper_path(data_dir), "claude", "SessionStart")
+    subprocess.run(["/bin/sh", "-c", command], input=(PAYLOADS / "claude" / "SessionStart.json").read_bytes(), check=True)
+    code, report = doctor_json("--agent", "claude")
+    assert code == 0
+    last = report["agents"][0]["last_published"]
+    assert last["session_id"] == "b2fc16b1-a97b-483b-a92c-3cdcadcb7a86"
+    assert last["last_event"] == "SessionStart" and 0 <= last["age_s"] < 60
+    text = run_cli("doctor", "--agent", "claude").stdout
+    assert "last published: SessionStart of b2fc16b1-a97b-483b-a92c-3cdcadcb7a86" in text
+
+
+def test_doctor_fails_when_not_installed(home: Path) -> None:
+    code, report = doctor_json("--agent", "cursor")
+    assert code == 1 and not report["ok"]
+    config = checks_by_name(report["agents"][0])["config"]
+    assert config["status"] == "fail" and "leanctx init --agent cursor" in config["fix"]
+
+
+def test_doctor_all_ignores_hosts_not_wired(home: Path) -> None:
+    (home / ".cursor").mkdir()
+    run_cli("init", "--agent", "claude")
+    code, report = doctor_json()
+    assert code == 0, json.dumps(report, indent=1)
+    by_agent = {a["agent"]: a for a in report["agents"]}
+    assert by_agent["claude"]["installed"] and not by_agent["cursor"]["installed"]
+    assert by_agent["cursor"]["detected"]
+
+
+def test_doctor_detects_removed_event_and_fix_repairs(home: Path, data_dir: Path) -> None:
+    run_cli("init", "--agent", "claude")
+    path = home / ".claude" / "settings.json"
+    value = json.loads(path.read_text())
+    del value["hooks"]["Stop"]  # as a host's own settings rewrite might do
+    path.write_text(json.dumps(value, indent=2))
+    code, report = doctor_json("--agent", "claude")
+    assert code == 1
+    stop = checks_by_name(report["agents"][0])["event Stop"]
+    assert stop["status"] == "fail" and stop["detail"] == "not wired" and "leanctx init --agent claude" in stop["fix"]
+    code, report = doctor_json("--agent", "claude", "--fix")
+    assert code == 0 and report["fixed"] == ["claude"]
+    assert "Stop" in json.loads(path.read_text())["hooks"]
+
+
+def test_doctor_detects_missing_interpreter(home: Path, data_dir: Path) -> None:
+    run_cli("init", "--agent", "codex")
+    path = wrapper.wrapper_path(data_dir)
+    path.write_text(wrapper.render(data_dir, python="/gone/python3"))
+    code, report = doctor_json("--agent", "codex")
+    assert code == 1
+    interp = next(c for c in report["checks"] if c["name"] == "wrapper interpreter")
+    assert interp["status"] == "fail" and "/gone/python3" in interp["detail"]
+    code, report = doctor_json("--agent", "codex", "--fix")
+    assert code == 0, json.dumps(report, indent=1)
+
+
+def test_doctor_detects_old_wrapper_version(home: Path, data_dir: Path) -> None:
+    run_cli("init", "--agent", "cursor")
+    path = wrapper.wrapper_path(data_dir)
+    path.write_text(path.read_text().replace("# leanctx-version: ", "# leanctx-version: 0.0.1-old"))
+    code, report = doctor_json("--agent", "cursor")
+    assert code == 1
+    version = next(c for c in report["checks"] if c["name"] == "wrapper version")
+    assert version["status"] == "fail" and "0.0.1-old" in version["detail"]
+
+
+def test_doctor_detects_broken_hook(home: Path, data_dir: Path) -> None:
+    """A wrapper that prints junk fails the smoke run with the host's own output rule."""
+    run_cli("init", "--agent", "cursor")
+    path = wrapper.wrapper_path(data_dir)
+    path.write_text(path.read_text().replace("exec \"$LEANCTX_PYTHON\"", "echo not-json; exec \"$LEANCTX_PYTHON\""))
+    code, report = doctor_json("--agent", "cursor")
+    assert code == 1
+    smoke = checks_by_name(report["agents"][0])["smoke sessionStart"]
+    assert smoke["status"] == "fail" and "not one JSON object" in smoke["detail"]
+
+
+def test_doctor_unparseable_config(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"hooks": ')
+    code, report = doctor_json("--agent", "claude")
+    assert code == 1
+    config = checks_by_name(report["agents"][0])["config"]
+    assert config["status"] == "fail" and f"{path}:1:11" in config["detail"]
+    assert path.read_text() == '{"hooks": '
+
+
+def test_doctor_unwritable_data_dir(home: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    env = dict(os.environ, LEANCTX_HOME=str(blocker / "sub"))
+    proc = run_cli("doctor", "--json", env=env)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert report["checks"][0]["name"] == "data dir" and report["checks"][0]["status"] == "fail"
