@@ -55,12 +55,13 @@ def main() -> None:
 @click.option("--agent", "agent_name", required=True, type=_AgentChoice(), help=AGENT_HELP)
 @click.option("--project", type=click.Path(file_okay=False, path_type=Path), help="Write the project-level config in DIR instead of the user-level one.")
 @click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; change nothing.")
-def init(agent_name: str, project: Path | None, dry_run: bool) -> None:
+@click.option("--trust", is_flag=True, help="Codex only: mark leanctx's hooks trusted in ~/.codex/config.toml, as its /hooks screen would (for headless machines).")
+def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool) -> None:
     """Wire leanctx's hooks into a host's config (merging, never replacing)."""
     from leanctx.installer.commands import run_init
 
     home = paths.home()
-    sys.exit(run_init(_agent_list(agent_name, home), home, paths.data_dir(), project, dry_run))
+    sys.exit(run_init(_agent_list(agent_name, home), home, paths.data_dir(), project, dry_run, trust=trust))
 
 
 @main.command()

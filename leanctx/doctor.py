@@ -53,6 +53,17 @@ def wired_commands(agent: Agent, doc_value: dict) -> dict[str, list[str]]:
     return found
 
 
+def strict_json_problem(agent: Agent, data: bytes) -> str | None:
+    """Claude Code and Codex silently ignore a whole settings file that is not strict JSON."""
+    if not agent.strict_json:
+        return None
+    try:
+        json.loads(data.decode("utf-8"))
+    except ValueError as exc:
+        return f"{agent.display_name} reads strict JSON and ignores this whole file ({exc}); leanctx keeps your comments, the host does not accept them"
+    return None
+
+
 def _wrapper_checks(data_dir: Path) -> tuple[list[dict], bool]:
     path = wrapper.wrapper_path(data_dir)
     fix = "leanctx init --agent <name>   (rewrites the wrapper)"
@@ -169,6 +180,9 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         result["ok"] = status != FAIL
         return result
     checks.append(_check("config", OK, f"{display(path, home)} parses"))
+    strict = strict_json_problem(agent, data)
+    if strict:
+        checks.append(_check("config is strict JSON", FAIL, strict, f"remove the comments/trailing commas from {display(path, home)}"))
     wired = wired_commands(agent, value)
     result["installed"] = bool(wired)
     if not wired and not explicit:

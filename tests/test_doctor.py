@@ -25,7 +25,7 @@ def checks_by_name(agent_report: dict) -> dict[str, dict]:
 
 @pytest.mark.parametrize("name", agents.names())
 def test_doctor_passes_after_init(home: Path, data_dir: Path, name: str) -> None:
-    assert run_cli("init", "--agent", name).returncode == 0
+    assert run_cli("init", "--agent", name, *(["--trust"] if name == "codex" else [])).returncode == 0
     code, report = doctor_json("--agent", name)
     assert code == 0, json.dumps(report, indent=1)
     assert report["ok"] and report["schema"] == 1
@@ -87,7 +87,7 @@ def test_doctor_detects_removed_event_and_fix_repairs(home: Path, data_dir: Path
 
 
 def test_doctor_detects_missing_interpreter(home: Path, data_dir: Path) -> None:
-    run_cli("init", "--agent", "codex")
+    run_cli("init", "--agent", "codex", "--trust")
     path = wrapper.wrapper_path(data_dir)
     path.write_text(wrapper.render(data_dir, python="/gone/python3"))
     code, report = doctor_json("--agent", "codex")
@@ -138,3 +138,42 @@ def test_doctor_unwritable_data_dir(home: Path, tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert proc.returncode == 1
     assert report["checks"][0]["name"] == "data dir" and report["checks"][0]["status"] == "fail"
+
+
+def test_doctor_reports_untrusted_and_modified_codex_hooks(home: Path, data_dir: Path) -> None:
+    run_cli("init", "--agent", "codex")
+    code, report = doctor_json("--agent", "codex")
+    trust = checks_by_name(report["agents"][0])["codex hook trust"]
+    assert code == 1 and trust["status"] == "fail"
+    assert "SessionStart untrusted" in trust["detail"] and "--trust" in trust["fix"]
+    assert run_cli("init", "--agent", "codex", "--trust").returncode == 0
+    code, report = doctor_json("--agent", "codex")
+    assert code == 0, json.dumps(report, indent=1)
+    # the user edits our Stop hook: Codex now sees it as modified and skips it
+    path = home / ".codex" / "hooks.json"
+    value = json.loads(path.read_text())
+    value["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 99
+    path.write_text(json.dumps(value))
+    code, report = doctor_json("--agent", "codex")
+    trust = checks_by_name(report["agents"][0])["codex hook trust"]
+    assert code == 1 and trust["detail"] == "Codex will skip these hooks: Stop modified"
+
+
+def test_doctor_reports_codex_hooks_feature_off(home: Path, data_dir: Path) -> None:
+    run_cli("init", "--agent", "codex", "--trust")
+    config = home / ".codex" / "config.toml"
+    config.write_text(config.read_text() + "\n[features]\nhooks = false  # I turned them off\n")
+    code, report = doctor_json("--agent", "codex")
+    feature = checks_by_name(report["agents"][0])["codex hooks feature"]
+    assert code == 1 and feature["status"] == "fail" and "hooks = true" in feature["fix"]
+
+
+def test_doctor_flags_comments_the_host_rejects(home: Path, data_dir: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{\n  // my note\n  "model": "opus"\n}\n')
+    run_cli("init", "--agent", "claude")
+    assert "// my note" in path.read_text()  # we never strip them
+    code, report = doctor_json("--agent", "claude")
+    strict = checks_by_name(report["agents"][0])["config is strict JSON"]
+    assert code == 1 and "ignores this whole file" in strict["detail"]

@@ -119,6 +119,8 @@ class Agent:
     timeout: ClassVar[int] = 10
     #: host versions whose documented/observed format this module was checked against
     checked_against: ClassVar[str] = ""
+    #: the host rejects the whole file on comments/trailing commas (we keep them; doctor warns)
+    strict_json: ClassVar[bool] = True
 
     # -- where ---------------------------------------------------------------------------
     def config_dir(self, home: Path) -> Path:

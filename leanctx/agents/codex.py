@@ -54,5 +54,18 @@ class Codex(ClaudeShapeAgent):
     def project_config_path(self, project: Path) -> Path:
         return project / ".codex" / "hooks.json"
 
+    def hook_group(self, command: str, spec: EventSpec) -> dict:
+        group = super().hook_group(command, spec)
+        if spec.name == "SessionEnd":
+            # Codex clamps SessionEnd to 3 s and warns on every run when asked for more.
+            group["hooks"][0]["timeout"] = 3
+        return group
+
+    def doctor_checks(self, home: Path) -> list[dict]:
+        """Codex silently skips hooks when [features] hooks = false or when not trusted."""
+        from leanctx.agents.codex_doctor import checks
+
+        return checks(self, home)
+
 
 AGENT = Codex()

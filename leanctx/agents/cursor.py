@@ -38,6 +38,7 @@ class Cursor(Agent):
     display_name = "Cursor"
     binaries = ("cursor", "cursor-agent")
     new_file_keys = {"version": 1}
+    strict_json = False  # not verified against a running Cursor either way
     checked_against = "cursor.com/docs/hooks (hooks.json version 1, Cursor 2.5-3.12 payload captures), not a running host"
     events = (
         EventSpec("sessionStart", SESSION_START),

@@ -45,24 +45,43 @@ def _print_diffs(changes: list[Change], home: Path) -> None:
         click.echo(unified_diff(change, home), nl=False)
 
 
-def run_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, say=click.echo) -> int:
+def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool) -> list[tuple[Agent, Change | None, Change | None]]:
+    """(agent, hooks change, Codex trust change) for every agent; raises before any write."""
+    planned = []
+    for agent in selected:
+        change = plan_install(agent, home, data_dir, project)
+        trust_change = None
+        if trust and agent.name == "codex":
+            from leanctx.installer.trust import plan_trust
+
+            hooks_text = (change.new if change else files.read_bytes(_config(agent, home, project)) or b"").decode("utf-8")
+            trust_change = plan_trust(agent, home, data_dir, project, hooks_text)
+        planned.append((agent, change, trust_change))
+    return planned
+
+
+def run_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, say=click.echo, trust: bool = False) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
     try:
         if dry_run:
-            changes = [c for c in [plan_wrapper(data_dir)] + [plan_install(a, home, data_dir, project) for a in selected] if c]
-            _print_diffs(changes, home)
+            planned = _plan_init(selected, home, data_dir, project, trust)
+            changes = [plan_wrapper(data_dir)] + [c for _, change, trust_change in planned for c in (change, trust_change)]
+            _print_diffs([c for c in changes if c], home)
             return 0
         with files.install_lock(data_dir):
-            planned = [(a, plan_install(a, home, data_dir, project)) for a in selected]
+            planned = _plan_init(selected, home, data_dir, project, trust)
             wrapper_change = plan_wrapper(data_dir)
             if wrapper_change:  # first, so no host ever calls a missing wrapper
                 apply_install(wrapper_change, data_dir)
-            for agent, change in planned:
+            for agent, change, trust_change in planned:
                 done = apply_with_retry(change, apply_install, data_dir) if change else None
                 where = display(done.path if done else _config(agent, home, project), home)
                 verb = "wired" if done else "already wired"
                 say(f"{agent.display_name}: {verb} {len(agent.events)} events in {where}")
-                if agent.name == "codex" and done:
+                if trust_change is not None:
+                    apply_with_retry(trust_change, apply_install, data_dir)
+                    say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")
+                elif agent.name == "codex" and done and not trust:
                     say(f"  {CODEX_TRUST_HINT}")
     except ConfigError as exc:
         return _refuse(exc)
@@ -78,7 +97,7 @@ def _config(agent: Agent, home: Path, project: Path | None) -> Path:
 
 def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, all_agents: bool) -> int:
     try:
-        planned = [(a, plan_uninstall(a, home, data_dir, project)) for a in selected]
+        planned = _plan_uninstall(selected, home, data_dir, project)
         if dry_run:
             changes = [c for _, c in planned if c]
             if all_agents and (w := plan_wrapper_removal(data_dir)):
@@ -86,22 +105,37 @@ def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Pa
             _print_diffs(changes, home)
             return 0
         with files.install_lock(data_dir):
-            planned = [(a, plan_uninstall(a, home, data_dir, project)) for a in selected]
+            planned = _plan_uninstall(selected, home, data_dir, project)
+            changed = {agent.name for agent, change in planned if change}
             for agent, change in planned:
-                done = apply_with_retry(change, apply_uninstall, data_dir) if change else None
-                where = display(_config(agent, home, project), home)
-                if done is None:
-                    click.echo(f"{agent.display_name}: nothing of ours in {where}")
-                elif done.new is None:
-                    click.echo(f"{agent.display_name}: removed {where} (leanctx had created it)")
-                else:
-                    click.echo(f"{agent.display_name}: removed our hooks from {where}")
+                if change is None:
+                    if agent.name not in changed:
+                        click.echo(f"{agent.display_name}: nothing of ours in {display(_config(agent, home, project), home)}")
+                    continue
+                done = apply_with_retry(change, apply_uninstall, data_dir)
+                if done is not None:
+                    what = display(done.path, home)
+                    click.echo(f"{agent.display_name}: " + (f"removed {what} (leanctx had created it)" if done.new is None else f"took our entries out of {what}"))
             if not manifest.all_manifests(data_dir) and (w := plan_wrapper_removal(data_dir)):
                 apply_uninstall(w, data_dir)
                 click.echo(f"Removed the hook wrapper {display(w.path, home)}")
     except ConfigError as exc:
         return _refuse(exc)
     return 0
+
+
+def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Path | None) -> list[tuple[Agent, Change | None]]:
+    """Every file to change, planned before any write (Codex trust keys need hooks.json as it is now)."""
+    planned: list[tuple[Agent, Change | None]] = []
+    for agent in selected:
+        if agent.name == "codex":
+            from leanctx.installer.trust import plan_untrust
+
+            trust_change = plan_untrust(agent, home, data_dir, project)
+            if trust_change is not None:
+                planned.append((agent, trust_change))
+        planned.append((agent, plan_uninstall(agent, home, data_dir, project)))
+    return planned
 
 
 def installed_agents(home: Path, data_dir: Path) -> list[Agent]:

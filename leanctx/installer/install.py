@@ -81,27 +81,38 @@ def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None)
 
 def plan_uninstall(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
     target = files.resolve_target(config_path(agent, home, project), home)
+
+    def surgical(text: str, record: manifest.Manifest | None) -> str | None:
+        new_text = hookconfig.remove_hooks(agent, target.path, text, record.created if record else None)
+        if record is not None and not record.existed_before:
+            if hookconfig.parse(target.path, new_text).value in ({}, agent.new_file_keys):
+                return None  # we created the file and nothing else lives in it
+        return new_text
+
+    return plan_removal(agent, target, data_dir, surgical, lambda: plan_uninstall(agent, home, data_dir, project))
+
+
+def plan_removal(
+    agent: Agent,
+    target: Target,
+    data_dir: Path,
+    surgical: Callable[[str, manifest.Manifest | None], str | None],
+    again: Callable[[], Change | None],
+) -> Change | None:
+    """Plan taking our changes out of one file: the exact old bytes when nobody else touched it
+    since our last write, else `surgical(text, manifest)` (None = delete the file)."""
     old = files.read_bytes(target.real)
     if old is None:
         return None
     record = manifest.load(data_dir, target.real)
-    again = lambda: plan_uninstall(agent, home, data_dir, project)  # noqa: E731
-    if record is not None and record.baseline_sha256 != "changed" and _sha(old) == record.installed_sha256:
-        # Nothing but us touched the file since we wrote it: give back the exact old bytes.
-        if not record.existed_before:
-            files.check_writable(target.real)
-            return Change(agent, target, old, None, replan=again)
-        baseline = record.baseline_bytes()
-        if baseline is not None:
-            files.check_writable(target.real)
-            return Change(agent, target, old, baseline, replan=again)
-    text = files.decode(target.path, old)
-    new_text = hookconfig.remove_hooks(agent, target.path, text, record.created if record else None)
-    new: bytes | None = new_text.encode("utf-8")
-    if record is not None and not record.existed_before:
-        leftover = hookconfig.parse(target.path, new_text).value
-        if leftover in ({}, agent.new_file_keys):
-            new = None  # we created the file and nothing else lives in it
+    new: bytes | None
+    if record is not None and record.baseline_sha256 != "changed" and _sha(old) == record.installed_sha256 and (
+        not record.existed_before or record.baseline_bytes() is not None
+    ):
+        new = record.baseline_bytes() if record.existed_before else None
+    else:
+        new_text = surgical(files.decode(target.path, old), record)
+        new = None if new_text is None else new_text.encode("utf-8")
     if new == old:
         return None
     files.check_writable(target.real)

@@ -34,32 +34,43 @@ Each item of ``script`` is one assistant message, served for one *main* request,
 When the script is exhausted every further main request gets ``text(default_text)``
 (``"done"``).
 
-Main vs side requests (rule verified against Claude Code 2.1.197 by recording bodies)
------------------------------------------------------------------------------------
-Besides the conversation turns, ``claude -p`` sends small side requests that must NOT consume
-scripted turns, otherwise the scripted tool call ends up answering e.g. the title generator.
-Recorded in 2.1.197, headless:
+Main vs side vs compaction requests (verified against Claude Code 2.1.197, headless)
+----------------------------------------------------------------------------------
+Recorded bodies of ``claude -p`` runs (Read / Bash / MCP tool calls, an ``Agent`` subagent,
+``/compact``) show three kinds of ``POST /v1/messages``:
 
-* main conversation turns: the body has a non-empty ``tools`` list (Read, Bash, Agent, ... and the
-  MCP tools), ``system`` is a list of text blocks whose text includes the large agent prompt
-  ("You are Claude Code, ..." / "You are an interactive agent ..."), and ``messages`` is the
-  conversation so far.  A *subagent* (the ``Agent``/``Task`` tool) also sends requests with
-  ``tools`` -- they are main requests and consume scripted turns in order, which is what a test
-  wants (the script is simply the interleaved sequence the host asks for).
-* side requests: no ``tools`` key (or an empty list) -- e.g. the quota probe
-  (``max_tokens: 1``, message ``"quota"``), the session title / topic generator
-  (``system`` asks for a title, ``output_format``/json schema), prompt-suggestion and
-  summarisation helpers.  They are answered with ``text(side_text)`` (default ``"ok"``).
+* main conversation turns: non-empty ``tools`` (24 built-ins such as Agent, Bash, Read, Edit ...
+  plus ``mcp__<server>__<tool>``), ``system`` = list of text blocks (billing header,
+  "You are a Claude agent, built on Anthropic's Claude Agent SDK.", the big agent prompt),
+  ``model`` = ``claude-opus-4-8``, ``max_tokens`` 64000, ``stream`` true.
+* subagent turns (model called the ``Agent`` tool): same shape (``tools`` has 21 entries -- no
+  Agent/SendMessage...), ``system[0]`` is ``x-anthropic-billing-header: ...; cc_is_subagent=true;``
+  and the agent prompt starts "You are an agent for Claude Code ...".  They are *main* requests
+  here and consume scripted turns in arrival order, which is the order the host needs them
+  (parent's Agent call -> subagent turns -> parent's next turn); ``is_subagent(body)`` tells
+  them apart if a test wants a callable script item that routes on it.
+* compaction (``claude -p --continue /compact``): the conversation so far + ``tools`` (so it looks
+  like a main turn) and a last user text block starting "CRITICAL: Respond with TEXT ONLY. Do NOT
+  call any tools." / "Your task is to create a detailed summary of the conversation so far".
+  It is classified ``compact`` and answered with ``text(compact_text)`` without consuming a
+  scripted turn.  (Claude Code reports it as a SubagentStop with ``agent_type: ""``.)
+* anything without ``tools`` is a side request (``side``) answered with ``text(side_text)``.
+  With ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` (what hostcli.claude_env sets) 2.1.197 sent
+  no such request at all in ``-p`` mode (no title/quota/haiku calls were observed, even without that
+  variable); the rule is kept as a safety net for other versions.
 
-So the rule is: ``is_main = bool(body.get("tools"))``.  It can be overridden with
-``FakeAnthropic(classify=lambda body: ...)`` returning ``True`` for main requests.
+Rule: ``kind = "compact" if is_compaction(body) else "main" if body.get("tools") else "side"``.
+Override with ``FakeAnthropic(classify=lambda body: "main" | "side" | "compact")`` (a bool is
+accepted too: True -> main, False -> side).
+
+Besides ``/v1/messages?beta=true`` the CLI sends one ``HEAD /`` at start-up (answered 200).
 """
 from __future__ import annotations
 
 import itertools
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Optional, Union
 
@@ -70,6 +81,8 @@ __all__ = [
     "tool_use",
     "default_classify",
     "tool_results",
+    "is_subagent",
+    "is_compaction",
 ]
 
 Block = dict
@@ -94,9 +107,39 @@ def tool_use(name: str, input: Optional[dict] = None, id: Optional[str] = None) 
     }
 
 
-def default_classify(body: dict) -> bool:
-    """True if a /v1/messages body is a main conversation turn (it offers tools)."""
-    return bool(body.get("tools"))
+def _last_user_text(body: dict) -> str:
+    for msg in reversed(body.get("messages") or []):
+        if msg.get("role") != "user":
+            continue
+        c = msg.get("content")
+        if isinstance(c, str):
+            return c
+        return "\n".join(b.get("text", "") for b in c or [] if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def is_compaction(body: dict) -> bool:
+    """The summarisation request of /compact (or auto-compaction)."""
+    t = _last_user_text(body)
+    return "create a detailed summary of the conversation so far" in t or (
+        t.lstrip().startswith("CRITICAL: Respond with TEXT ONLY") and "summary" in t
+    )
+
+
+def is_subagent(body: dict) -> bool:
+    """A turn of a subagent spawned through the Agent/Task tool."""
+    sys_blocks = body.get("system")
+    if isinstance(sys_blocks, list) and sys_blocks:
+        first = sys_blocks[0].get("text", "") if isinstance(sys_blocks[0], dict) else ""
+        return "cc_is_subagent=true" in first
+    return False
+
+
+def default_classify(body: dict) -> str:
+    """"compact" | "main" | "side" for a /v1/messages body (see the module docstring)."""
+    if is_compaction(body):
+        return "compact"
+    return "main" if body.get("tools") else "side"
 
 
 def tool_results(body: dict) -> list:
@@ -114,7 +157,7 @@ def tool_results(body: dict) -> list:
 class RequestRecord:
     method: str
     path: str
-    kind: str  # "main" | "side" | "count_tokens" | "other"
+    kind: str  # "main" | "side" | "compact" | "count_tokens" | "other"
     body: Any
     headers: dict
     response: Any = None  # the blocks served (for /v1/messages)
@@ -142,7 +185,8 @@ class FakeAnthropic:
         *,
         default_text: str = "done",
         side_text: str = "ok",
-        classify: Callable[[dict], bool] = default_classify,
+        compact_text: str = "<summary>Compacted by the fake server.</summary>",
+        classify: Callable[[dict], Any] = default_classify,
         model: str = "claude-fake",
         host: str = "127.0.0.1",
         port: int = 0,
@@ -150,6 +194,7 @@ class FakeAnthropic:
         self.script = list(script)
         self.default_text = default_text
         self.side_text = side_text
+        self.compact_text = compact_text
         self.classify = classify
         self.model = model
         self._host = host
@@ -177,6 +222,11 @@ class FakeAnthropic:
     def side_requests(self) -> list:
         with self._lock:
             return [r.body for r in self.log if r.kind == "side"]
+
+    @property
+    def compaction_requests(self) -> list:
+        with self._lock:
+            return [r.body for r in self.log if r.kind == "compact"]
 
     @property
     def turns_served(self) -> int:
@@ -218,12 +268,17 @@ class FakeAnthropic:
 
     # ---- behaviour ----------------------------------------------------------------------
     def _answer(self, body: dict) -> tuple[str, list]:
-        is_main = False
         try:
-            is_main = bool(self.classify(body))
+            kind = self.classify(body)
         except Exception:
-            is_main = False
-        if not is_main:
+            kind = "side"
+        if kind is True:
+            kind = "main"
+        elif kind is False or kind not in ("main", "side", "compact"):
+            kind = "side"
+        if kind == "compact":
+            return "compact", [text(self.compact_text)]
+        if kind == "side":
             return "side", [text(self.side_text)]
         with self._lock:
             idx = self._next

@@ -38,13 +38,35 @@ One item per main request, in order (``default_text`` -- ``"done"`` -- once exha
 * a list of the above                                 -> several output items in one response
 * a callable ``f(body) -> item``
 
-Main vs side requests
----------------------
-Codex 0.171 ``exec`` sends one ``/responses`` request per model turn; every one carries ``tools``
-and ``input``.  A request is "main" when ``classify(body)`` is true; the default treats every
-``/responses`` body that has a non-empty ``tools`` list as main, everything else (e.g. a
-title / summary / memory helper without tools, if a Codex version sends one) as side, answered
-with ``text(side_text)``.  Verified behaviour is recorded in ``tests/e2e/HOSTS_VERIFIED.md``.
+Main vs side vs compaction requests (verified against Codex 0.171.0 ``exec``)
+----------------------------------------------------------------------------
+* main turns: one ``POST /v1/responses`` per model turn, with ``tools`` (exec_command,
+  write_stdin, request_user_input, view_image, get_goal/create_goal/update_goal, web_search and
+  ``namespace`` tools: ``multi_agent_v1`` {spawn_agent, wait_agent, send_input, close_agent,
+  resume_agent} and one ``mcp__<server>`` namespace per MCP server), ``input`` (developer
+  instructions, environment context, the user prompt, then function_call /
+  function_call_output items), ``stream: true``, ``store: false`` and ``client_metadata``
+  (``session_id``, ``thread_id``, ``turn_id``, ``x-codex-turn-metadata`` JSON string).
+* subagent turns (after a ``multi_agent_v1.spawn_agent`` call): same shape with one tool less;
+  ``client_metadata.thread_id`` != ``session_id`` and turn metadata ``thread_source`` is
+  ``"subagent"`` -> ``is_subagent(body)``.  They are main requests and consume scripted turns in
+  arrival order (they run concurrently with the parent, so route with a callable script item
+  that checks ``is_subagent`` when order matters).
+* compaction (auto-compaction when reported ``usage`` exceeds ``model_auto_compact_token_limit``):
+  ``/v1/responses`` *without* ``tools`` whose last user input starts "You are performing a
+  CONTEXT CHECKPOINT COMPACTION" -> kind ``compact``, answered with ``text(compact_text)``.
+  Use ``FakeOpenAI(usage={"input_tokens": 50000, "total_tokens": 50005})`` and
+  ``model_auto_compact_token_limit = 1000`` in config.toml to trigger it.
+* anything else without ``tools`` -> ``side`` (none observed in 0.171 ``exec``).
+
+Rule: ``"compact" if is_compaction(body) else "main" if body.get("tools") else "side"``; override
+with ``classify=`` (returning a kind string or a bool).
+
+Function calls to namespaced tools need ``"namespace"`` on the item:
+``function_call("ping", {"x": "hi"}, namespace="mcp__x")`` (Codex reports it to hooks as
+``tool_name: "mcp__x__ping"``).  An MCP tool call only runs in
+``exec`` when the server entry has ``default_tools_approval_mode = "approve"`` (otherwise the
+tool output is "MCP tool call requires approval, but approval policy is never").
 """
 from __future__ import annotations
 
@@ -64,6 +86,9 @@ __all__ = [
     "shell_call",
     "default_classify",
     "function_outputs",
+    "is_subagent",
+    "is_compaction",
+    "turn_metadata",
 ]
 
 _ids = itertools.count()
@@ -77,9 +102,15 @@ def text(s: str) -> dict:
     return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": s, "annotations": []}]}
 
 
-def function_call(name: str, arguments: Any = None, call_id: Optional[str] = None) -> dict:
+def function_call(name: str, arguments: Any = None, call_id: Optional[str] = None,
+                  namespace: Optional[str] = None) -> dict:
+    """A ``function_call`` output item; ``namespace`` for namespaced tools (``mcp__<server>``,
+    ``multi_agent_v1``)."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
-    return {"type": "function_call", "name": name, "arguments": args, "call_id": call_id or _nid("call")}
+    item = {"type": "function_call", "name": name, "arguments": args, "call_id": call_id or _nid("call")}
+    if namespace:
+        item["namespace"] = namespace
+    return item
 
 
 def shell_call(command: str, workdir: Optional[str] = None, call_id: Optional[str] = None) -> Callable[[dict], dict]:
@@ -113,8 +144,40 @@ def _tool_name(t: Any) -> Optional[str]:
     return t.get("name") or (t.get("function") or {}).get("name")
 
 
-def default_classify(body: dict) -> bool:
-    return bool(body.get("tools"))
+def turn_metadata(body: dict) -> dict:
+    """The parsed ``client_metadata["x-codex-turn-metadata"]`` of a request ({} if absent)."""
+    try:
+        return json.loads((body.get("client_metadata") or {}).get("x-codex-turn-metadata") or "{}")
+    except ValueError:
+        return {}
+
+
+def is_subagent(body: dict) -> bool:
+    cm = body.get("client_metadata") or {}
+    if cm.get("thread_id") and cm.get("session_id") and cm["thread_id"] != cm["session_id"]:
+        return True
+    return turn_metadata(body).get("thread_source") == "subagent"
+
+
+def _input_texts(body: dict) -> list:
+    out = []
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
+            for c in item.get("content") or []:
+                if isinstance(c, dict) and c.get("type") == "input_text":
+                    out.append(c.get("text", ""))
+    return out
+
+
+def is_compaction(body: dict) -> bool:
+    texts = _input_texts(body)
+    return bool(texts) and "CONTEXT CHECKPOINT COMPACTION" in texts[-1] and not body.get("tools")
+
+
+def default_classify(body: dict) -> str:
+    if is_compaction(body):
+        return "compact"
+    return "main" if body.get("tools") else "side"
 
 
 def function_outputs(body: dict) -> list:
@@ -126,7 +189,7 @@ def function_outputs(body: dict) -> list:
 class RequestRecord:
     method: str
     path: str
-    kind: str  # "main" | "side" | "other"
+    kind: str  # "main" | "side" | "compact" | "other"
     body: Any
     headers: dict
     response: Any = None
@@ -154,14 +217,18 @@ class FakeOpenAI:
         *,
         default_text: str = "done",
         side_text: str = "ok",
-        classify: Callable[[dict], bool] = default_classify,
+        compact_text: str = "Summary: compacted by the fake server.",
+        classify: Callable[[dict], Any] = default_classify,
         model: str = "gpt-5",
+        usage: Optional[dict] = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         self.script = list(script)
+        self.usage = usage
         self.default_text = default_text
         self.side_text = side_text
+        self.compact_text = compact_text
         self.classify = classify
         self.model = model
         self._host, self._port = host, port
@@ -185,6 +252,11 @@ class FakeOpenAI:
     def side_requests(self) -> list:
         with self._lock:
             return [r.body for r in self.log if r.kind == "side"]
+
+    @property
+    def compaction_requests(self) -> list:
+        with self._lock:
+            return [r.body for r in self.log if r.kind == "compact"]
 
     @property
     def turns_served(self) -> int:
@@ -224,10 +296,16 @@ class FakeOpenAI:
 
     def _answer(self, body: dict) -> tuple[str, list]:
         try:
-            is_main = bool(self.classify(body))
+            kind = self.classify(body)
         except Exception:
-            is_main = False
-        if not is_main:
+            kind = "side"
+        if kind is True:
+            kind = "main"
+        elif kind is False or kind not in ("main", "side", "compact"):
+            kind = "side"
+        if kind == "compact":
+            return "compact", [text(self.compact_text)]
+        if kind == "side":
             return "side", [text(self.side_text)]
         with self._lock:
             idx = self._next
@@ -305,6 +383,15 @@ def _make_handler(srv: FakeOpenAI):
             return self._json({})
 
         def _response_obj(self, items: list, model: str, status: str, rid: Optional[str] = None) -> dict:
+            usage = {
+                "input_tokens": 10,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 5,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": 15,
+            }
+            if srv.usage:
+                usage.update(srv.usage)
             return {
                 "id": rid or _nid("resp"),
                 "object": "response",
@@ -312,13 +399,7 @@ def _make_handler(srv: FakeOpenAI):
                 "status": status,
                 "model": model,
                 "output": items,
-                "usage": {
-                    "input_tokens": 10,
-                    "input_tokens_details": {"cached_tokens": 0},
-                    "output_tokens": 5,
-                    "output_tokens_details": {"reasoning_tokens": 0},
-                    "total_tokens": 15,
-                },
+                "usage": usage,
             }
 
         def _stream(self, items: list, model: str) -> None:

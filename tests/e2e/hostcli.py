@@ -392,7 +392,6 @@ def codex_app_server(home: PathLike, cwd: PathLike, calls: Sequence[tuple], *, t
         proc.stdin.flush()
 
     def recv(want_id):
-        buf = ""
         while time.monotonic() < deadline:
             r, _, _ = select.select([proc.stdout], [], [], 0.2)
             if not r:

@@ -410,3 +410,80 @@ def test_property_surgical_uninstall_keeps_everything_else(home: Path, data_dir:
                 assert "// note " + line.split("// note ")[1] in path.read_text()
     finally:
         path.unlink(missing_ok=True)
+
+
+# -- Codex trust (--trust) ---------------------------------------------------------------------
+
+CODEX_TOML = """# my codex config
+model = "gpt-5"  # keep this comment
+
+[profiles.fast]
+model = "o4-mini"
+
+[hooks.state."/somewhere/else/hooks.json:stop:0:0"]
+trusted_hash = "sha256:0000"  # someone else's hook: never touched
+"""
+
+
+def test_trust_writes_only_our_keys_and_uninstall_restores(home: Path, data_dir: Path) -> None:
+    config = write(home / ".codex" / "config.toml", CODEX_TOML)
+    assert run_init([agents.get("codex")], home, data_dir, None, dry_run=False, trust=True) == 0
+    text = config.read_text()
+    assert text.startswith(CODEX_TOML)  # appended, nothing of the user's moved
+    from leanctx.agents import codex_trust
+    from leanctx.installer.trust import trust_report
+
+    hooks_path = home / ".codex" / "hooks.json"
+    report = trust_report(agents.get("codex"), home, hooks_path, hooks_path.read_text())
+    assert {r["status"] for r in report} == {"trusted"} and len(report) == len(agents.get("codex").events)
+    assert all(r["key"].startswith(f"{hooks_path}:") for r in report)
+    assert codex_trust.event_label("UserPromptSubmit") == "user_prompt_submit"
+    # init --trust twice changes nothing
+    before = config.read_bytes()
+    run_init([agents.get("codex")], home, data_dir, None, dry_run=False, trust=True)
+    assert config.read_bytes() == before
+    uninstall(home, data_dir, "codex")
+    assert config.read_text() == CODEX_TOML
+
+
+def test_untrust_is_surgical_after_user_edit(home: Path, data_dir: Path) -> None:
+    config = write(home / ".codex" / "config.toml", CODEX_TOML)
+    run_init([agents.get("codex")], home, data_dir, None, dry_run=False, trust=True)
+    config.write_text(config.read_text().replace('model = "o4-mini"', 'model = "o3"'))
+    uninstall(home, data_dir, "codex")
+    assert config.read_text() == CODEX_TOML.replace('model = "o4-mini"', 'model = "o3"')
+
+
+def test_hand_trusted_hooks_are_untrusted_on_uninstall(home: Path, data_dir: Path) -> None:
+    """Trust the user gave in /hooks would otherwise dangle after our hooks are gone."""
+    config = write(home / ".codex" / "config.toml", CODEX_TOML)
+    init(home, data_dir, "codex")
+    from leanctx.agents import codex_trust
+    from leanctx.installer.trust import our_entries
+
+    hooks_path = home / ".codex" / "hooks.json"
+    entries = our_entries(agents.get("codex"), hooks_path, hooks_path.read_text())
+    config.write_text(codex_trust.trust(config.read_text(), entries))  # what Codex's /hooks writes
+    uninstall(home, data_dir, "codex")
+    assert config.read_text() == CODEX_TOML
+
+
+def test_user_disabled_hook_stays_disabled(home: Path, data_dir: Path) -> None:
+    hooks_path = home / ".codex" / "hooks.json"
+    init(home, data_dir, "codex")
+    key = f"{hooks_path}:stop:0:0"
+    config = write(home / ".codex" / "config.toml", f'[hooks.state."{key}"]\nenabled = false\n')
+    run_init([agents.get("codex")], home, data_dir, None, dry_run=False, trust=True)
+    assert f'[hooks.state."{key}"]\nenabled = false\n' in config.read_text()
+    from leanctx.installer.trust import trust_report
+
+    statuses = {r["event"]: r["status"] for r in trust_report(agents.get("codex"), home, hooks_path, hooks_path.read_text())}
+    assert statuses["Stop"] == "disabled" and statuses["SessionStart"] == "trusted"
+
+
+def test_trust_refuses_bad_toml(home: Path, data_dir: Path) -> None:
+    config = write(home / ".codex" / "config.toml", "model = \n[oops")
+    proc = run_cli("init", "--agent", "codex", "--trust")
+    assert proc.returncode == 2 and f"{config}:1:" in proc.stderr
+    assert config.read_text() == "model = \n[oops"
+    assert not (home / ".codex" / "hooks.json").exists()

@@ -7,7 +7,6 @@ they own — an append followed by removing the same item must give the original
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 from collections.abc import Callable, Iterator
@@ -18,8 +17,13 @@ from hypothesis import strategies as st
 
 from leanctx.installer.jsonc import Document, JsoncError, Path, has_comments, loads
 
-PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=int(__import__("os").environ.get("JSONC_EXAMPLES", 200)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MARK = "leanctx-test"  # generated keys never contain "-", so this key only appears in our items
+
+
+def clone(value: object) -> object:
+    """Deep copy that never shares subtrees (copy.deepcopy keeps generated aliasing)."""
+    return json.loads(json.dumps(value))
 
 
 def same(a: object, b: object) -> bool:
@@ -535,16 +539,19 @@ GAPS = [
 class Renderer:
     """Renders a value as JSONC with drawn layout, indentation, trailing commas and comments.
 
-    Every comment is numbered, so tests can check that each one survives."""
+    The choices are drawn up front as two lists and cycled (cheap to generate, and they shrink
+    towards plain JSON). Every comment is numbered `#n#`, so tests can check that each survives."""
 
-    def __init__(self, draw: Callable[[st.SearchStrategy], object]) -> None:
-        self.draw = draw
-        self.nl = str(draw(st.sampled_from(["\n", "\r\n"])))
-        self.unit = str(draw(st.sampled_from(["  ", "    ", "\t", " "])))
+    def __init__(self, nl: str, unit: str, gaps: list[str], flags: list[bool]) -> None:
+        self.nl, self.unit = nl, unit
+        self.gaps, self.flags = itertools.cycle(gaps), itertools.cycle(flags)
         self.counter = itertools.count()
 
+    def __repr__(self) -> str:
+        return f"Renderer(nl={self.nl!r}, unit={self.unit!r})"
+
     def gap(self) -> str:
-        return str(self.draw(st.sampled_from(GAPS))).format(n=f"#{next(self.counter)}#").replace("\n", self.nl)
+        return next(self.gaps).format(n=f"#{next(self.counter)}#").replace("\n", self.nl)
 
     def document(self, value: object) -> str:
         return self.gap() + self.render(value, 0) + self.gap()
@@ -563,9 +570,9 @@ class Renderer:
             return json.dumps(value, ensure_ascii=False)
         if not items:
             return opener + self.gap() + closer
-        trailing = self.draw(st.booleans())
+        trailing = next(self.flags)
         parts = [opener, self.gap()]
-        if self.draw(st.booleans()):  # one entry per line
+        if next(self.flags):  # one entry per line
             for i, item in enumerate(items):
                 parts += [self.nl, self.unit * (depth + 1), item, self.gap()]
                 if i < len(items) - 1 or trailing:
@@ -578,6 +585,15 @@ class Renderer:
                     parts += [",", self.gap()]
             parts.append(closer)
         return "".join(parts)
+
+
+RENDERERS = st.builds(
+    Renderer,
+    st.sampled_from(["\n", "\r\n"]),
+    st.sampled_from(["  ", "    ", "\t", " "]),
+    st.lists(st.sampled_from(GAPS), min_size=1, max_size=30),
+    st.lists(st.booleans(), min_size=1, max_size=8),
+)
 
 
 def container_paths(value: object, kind: type, path: Path = ()) -> Iterator[Path]:
@@ -593,9 +609,8 @@ def container_paths(value: object, kind: type, path: Path = ()) -> Iterator[Path
 
 
 @PROPERTY
-@given(st.data(), VALUES)
-def test_loads_matches_json_on_commented_renderings(data: st.DataObject, value: object) -> None:
-    renderer = Renderer(data.draw)
+@given(RENDERERS, VALUES)
+def test_loads_matches_json_on_commented_renderings(renderer: Renderer, value: object) -> None:
     text = renderer.document(value)
     assert same(loads(text), json.loads(json.dumps(value)))
     assert same(Document(text).value, value)
@@ -608,12 +623,14 @@ def value_at(root: object, path: Path) -> object:
 
 
 @PROPERTY
-@given(st.data(), st.dictionaries(KEYS, VALUES, max_size=3), KEYS, st.lists(VALUES, min_size=1, max_size=3), VALUES)
+@given(
+    st.data(), RENDERERS, st.dictionaries(KEYS, VALUES, max_size=3), KEYS, st.lists(VALUES, min_size=1, max_size=3), VALUES
+)
 def test_append_then_remove_restores_text(
-    data: st.DataObject, root: dict, key: str, array: list, payload: object
+    data: st.DataObject, renderer: Renderer, root: dict, key: str, array: list, payload: object
 ) -> None:
     root[key] = array
-    text = Renderer(data.draw).document(root)
+    text = renderer.document(root)
     path = data.draw(st.sampled_from(list(container_paths(root, list))))
     item = {MARK: payload}
     doc = Document(text)
@@ -625,9 +642,11 @@ def test_append_then_remove_restores_text(
 
 
 @PROPERTY
-@given(st.data(), st.dictionaries(KEYS, VALUES, min_size=1, max_size=4), VALUES)
-def test_set_key_then_remove_key_restores_text(data: st.DataObject, root: dict, payload: object) -> None:
-    text = Renderer(data.draw).document(root)
+@given(st.data(), RENDERERS, st.dictionaries(KEYS, VALUES, min_size=1, max_size=4), VALUES)
+def test_set_key_then_remove_key_restores_text(
+    data: st.DataObject, renderer: Renderer, root: dict, payload: object
+) -> None:
+    text = renderer.document(root)
     path = data.draw(st.sampled_from(list(container_paths(root, dict)))) + (MARK,)
     doc = Document(text)
     doc.set_key(path, payload)
@@ -653,7 +672,7 @@ class Model:
     """The edit API on a plain Python value, written the obvious way."""
 
     def __init__(self, value: dict) -> None:
-        self.value = copy.deepcopy(value)
+        self.value = clone(value)
 
     def _walk(self, path: Path) -> tuple[object, int]:
         """Deepest existing node along `path` and how many steps reached it."""
@@ -735,12 +754,12 @@ OPERATIONS = st.one_of(
 
 
 @PROPERTY
-@given(st.data(), st.dictionaries(SMALL_KEYS, SMALL_VALUES, max_size=3), st.lists(OPERATIONS, max_size=8))
-def test_edit_sequences_agree_with_a_model(data: st.DataObject, root: dict, operations: list) -> None:
-    doc = Document(Renderer(data.draw).document(root))
+@given(RENDERERS, st.dictionaries(SMALL_KEYS, SMALL_VALUES, max_size=3), st.lists(OPERATIONS, max_size=8))
+def test_edit_sequences_agree_with_a_model(renderer: Renderer, root: dict, operations: list) -> None:
+    doc = Document(renderer.document(root))
     model = Model(root)
     for name, *arguments in operations:
-        before_text, before_value = doc.text, copy.deepcopy(model.value)
+        before_text, before_value = doc.text, clone(model.value)
         try:
             expected = getattr(model, name)(*arguments)
         except (TypeError, IndexError, ValueError) as error:
@@ -756,9 +775,8 @@ def test_edit_sequences_agree_with_a_model(data: st.DataObject, root: dict, oper
 
 
 @PROPERTY
-@given(st.data(), st.dictionaries(SMALL_KEYS, SMALL_VALUES, max_size=3), st.lists(PATHS, max_size=5))
-def test_appends_keep_every_comment(data: st.DataObject, root: dict, paths: list) -> None:
-    renderer = Renderer(data.draw)
+@given(RENDERERS, st.dictionaries(SMALL_KEYS, SMALL_VALUES, max_size=3), st.lists(PATHS, max_size=5))
+def test_appends_keep_every_comment(renderer: Renderer, root: dict, paths: list) -> None:
     text = renderer.document(root)
     doc = Document(text)
     for path in paths:

@@ -1,0 +1,41 @@
+"""Doctor checks only Codex needs: the feature switch and hook trust (both fail silently in Codex)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from leanctx.agents.base import Agent
+from leanctx.installer import files
+from leanctx.installer.files import ConfigError
+from leanctx.installer.trust import _parse, config_toml, trust_report
+
+TRUST_FIX = "start `codex`, open /hooks and trust the leanctx hooks; on a headless machine: leanctx init --agent codex --trust"
+
+
+def checks(agent: Agent, home: Path) -> list[dict]:
+    out: list[dict] = []
+    toml_path = config_toml(agent, home)
+    try:
+        data = files.read_bytes(files.resolve_target(toml_path, home).real)
+        config = _parse(toml_path, files.decode(toml_path, data)) if data is not None else {}
+    except ConfigError as exc:
+        return [{"name": "codex config.toml", "status": "fail", "detail": str(exc), "fix": f"fix the TOML syntax in {toml_path}"}]
+    features = config.get("features") or {}
+    off = [k for k in ("hooks", "codex_hooks") if features.get(k) is False]
+    if off:
+        out.append({"name": "codex hooks feature", "status": "fail", "detail": f"[features] {off[0]} = false in {toml_path}: Codex runs no hooks",
+                    "fix": f"set hooks = true under [features] in {toml_path}"})
+    else:
+        out.append({"name": "codex hooks feature", "status": "ok", "detail": "hooks are enabled"})
+    hooks_path = agent.user_config_path(home)
+    hooks_data = files.read_bytes(hooks_path)
+    report = trust_report(agent, home, hooks_path, hooks_data.decode("utf-8") if hooks_data else "")
+    bad = [r for r in report if r["status"] != "trusted"]
+    if not report:
+        return out
+    if bad:
+        detail = ", ".join(f"{r['event']} {r['status']}" for r in bad)
+        out.append({"name": "codex hook trust", "status": "fail", "detail": f"Codex will skip these hooks: {detail}", "fix": TRUST_FIX})
+    else:
+        out.append({"name": "codex hook trust", "status": "ok", "detail": f"all {len(report)} leanctx hooks trusted"})
+    return out
