@@ -64,21 +64,22 @@ def strict_json_problem(agent: Agent, data: bytes) -> str | None:
     return None
 
 
-def _wrapper_checks(data_dir: Path) -> tuple[list[dict], bool]:
+def _wrapper_checks(data_dir: Path, home: Path) -> tuple[list[dict], bool]:
     path = wrapper.wrapper_path(data_dir)
+    shown = display(path, home)
     fix = "leanctx init --agent <name>   (rewrites the wrapper)"
     info = wrapper.read_info(path)
     if not info:
-        return [_check("wrapper", FAIL, f"{path} is missing", fix)], False
+        return [_check("wrapper", FAIL, f"{shown} is missing", fix)], False
     if info.get("foreign"):
-        return [_check("wrapper", FAIL, f"{path} is not a leanctx wrapper", "move it away, then " + fix)], False
+        return [_check("wrapper", FAIL, f"{shown} is not a leanctx wrapper", "move it away, then " + fix)], False
     checks = []
     if not os.access(path, os.X_OK):
-        return [_check("wrapper", FAIL, f"{path} is not executable", f"chmod +x {path}")], False
-    checks.append(_check("wrapper", OK, f"{path} (written by leanctx {info.get('version')})"))
+        return [_check("wrapper", FAIL, f"{shown} is not executable", f"chmod +x {shown}")], False
+    checks.append(_check("wrapper", OK, f"{shown} (written by leanctx {info.get('version')})"))
     python = info.get("python") or ""
     if not (python and os.access(python, os.X_OK)):
-        checks.append(_check("wrapper interpreter", FAIL, f"{python or '?'} no longer exists", fix))
+        checks.append(_check("wrapper interpreter", FAIL, f"{display(python, home) if python else '?'} no longer exists", fix))
         return checks, False
     probe = subprocess.run(
         [python, "-I", "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import leanctx.hooks, leanctx; print(leanctx.__version__)", str(wrapper.package_root())],
@@ -87,9 +88,9 @@ def _wrapper_checks(data_dir: Path) -> tuple[list[dict], bool]:
         timeout=SMOKE_TIMEOUT_S,
     )
     if probe.returncode != 0:
-        checks.append(_check("wrapper interpreter", FAIL, f"{python} cannot import leanctx: {probe.stderr.strip()[-200:]}", fix))
+        checks.append(_check("wrapper interpreter", FAIL, f"{display(python, home)} cannot import leanctx: {probe.stderr.strip()[-200:]}", fix))
         return checks, False
-    checks.append(_check("wrapper interpreter", OK, f"{python} imports leanctx {probe.stdout.strip()}"))
+    checks.append(_check("wrapper interpreter", OK, f"{display(python, home)} imports leanctx {probe.stdout.strip()}"))
     if info.get("version") != leanctx.__version__:
         checks.append(_check("wrapper version", FAIL, f"wrapper from leanctx {info.get('version')}, installed leanctx is {leanctx.__version__}", fix))
     else:
@@ -219,14 +220,14 @@ def agent_specific_checks(agent: Agent, home: Path) -> list[dict]:
     return [_check(c["name"], c["status"], c["detail"], c.get("fix")) for c in extra(home)]
 
 
-def _data_dir_check(data_dir: Path) -> dict:
+def _data_dir_check(data_dir: Path, home: Path) -> dict:
     try:
         data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
             pass
     except OSError as exc:
-        return _check("data dir", FAIL, f"{data_dir} is not writable: {exc.strerror}", "set LEANCTX_HOME to a writable folder")
-    return _check("data dir", OK, f"{data_dir} is writable")
+        return _check("data dir", FAIL, f"{display(data_dir, home)} is not writable: {exc.strerror}", "set LEANCTX_HOME to a writable folder")
+    return _check("data dir", OK, f"{display(data_dir, home)} is writable")
 
 
 def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -> dict:
@@ -248,8 +249,8 @@ def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -
 
 
 def build(home: Path, data_dir: Path, agent_name: str | None) -> dict:
-    checks = [_data_dir_check(data_dir)]
-    wrapper_checks, wrapper_ok = _wrapper_checks(data_dir)
+    checks = [_data_dir_check(data_dir, home)]
+    wrapper_checks, wrapper_ok = _wrapper_checks(data_dir, home)
     selected = [agents.get(agent_name)] if agent_name else agents.all_agents()
     results = [check_agent(a, home, data_dir, wrapper_ok, explicit=agent_name is not None) for a in selected]
     any_installed = any(r["installed"] for r in results)
