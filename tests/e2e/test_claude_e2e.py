@@ -246,8 +246,7 @@ def test_foreign_settings_and_hooks_survive_init_run_uninstall(claude_cli, host_
         assert rec["session_id"] == session_id and rec["last_event"] == "SessionEnd" and rec["stopped_at"]
         assert rec["transcript_path"] == foreign[0]["transcript_path"]
 
-        un = lean.run("uninstall", "--agent", "claude")
-        assert "removed our hooks" in un.stdout, un.stdout
+        lean.run("uninstall", "--agent", "claude")
         assert settings.read_bytes() == original, "uninstall did not restore the user's exact bytes"
         assert not lean.wrapper.exists(), "the last uninstall should remove the hook wrapper"
 
