@@ -85,7 +85,10 @@ class _Parser:
         pos = self._skip(1 if text.startswith(_BOM) else 0)
         if pos == len(text):
             raise JsoncError("empty document", text, pos)
-        root = self._value(pos)
+        try:
+            root = self._value(pos)
+        except RecursionError:  # a config tool should report garbage, not crash on it
+            raise JsoncError("nesting too deep", text, pos) from None
         pos = self._skip(root.end)
         if pos != len(text):
             raise JsoncError("extra data after the document", text, pos)
@@ -124,7 +127,10 @@ class _Parser:
             return _Node(pos, end, string)
         if number := _NUMBER.match(text, pos):
             literal = number.group()
-            value = float(literal) if number.group(1) or number.group(2) else int(literal)
+            try:
+                value = float(literal) if number.group(1) or number.group(2) else int(literal)
+            except ValueError:  # more digits than int() accepts (sys.get_int_max_str_digits)
+                raise JsoncError("number too long", text, pos) from None
             return _Node(pos, number.end(), value)
         if word := _WORD.match(text, pos):
             if word.group() not in _LITERALS:
@@ -268,11 +274,10 @@ class Document:
         first_newline = text.find("\n")
         self._nl = "\r\n" if first_newline > 0 and text[first_newline - 1] == "\r" else "\n"
         self._unit = self._detect_unit()
-        spaced_items, spaced_keys = self._spacing(parser.commas), self._spacing(parser.colons)
-        spaced_items = spaced_keys if spaced_items is None else spaced_items
-        spaced_keys = spaced_items if spaced_keys is None else spaced_keys
-        self._item_sep = ", " if spaced_items in (True, None) else ","
-        self._key_sep = ": " if spaced_keys in (True, None) else ":"
+        # A file with only one kind of separator on a line (e.g. `{"a":1}`) decides both.
+        items, keys = self._spacing(parser.commas), self._spacing(parser.colons)
+        self._item_sep = ", " if (keys is not False if items is None else items) else ","
+        self._key_sep = ": " if (items is not False if keys is None else keys) else ":"
 
     @property
     def text(self) -> str:

@@ -59,6 +59,13 @@ def _needs_node(path: str) -> bool:
 
 
 def _cli(name: str) -> str:
+    pinned = hostcli.REPO_ROOT / ".ci" / "cache" / "node_modules" / ".bin" / name
+    if not os.environ.get("LEANCTX_HOST_CLI_DIR") and not pinned.exists() and shutil.which("npm"):
+        from tests.e2e import install_clis
+
+        problem = install_clis.ensure()  # the pinned versions, once per machine (npm caches)
+        if problem:
+            missing(problem)
     path = hostcli.find_cli(name)
     if not path:
         missing(f"host CLI {name!r} not found (set LEANCTX_HOST_CLI_DIR to a node_modules/.bin folder, "
@@ -84,20 +91,8 @@ def codex_cli():
 
 
 # --------------------------------------------------------------------------------------------
-# /proc helpers
+# helper scripts run by the hosts (diagnostic hook, MCP probe)
 # --------------------------------------------------------------------------------------------
-def proc_stat(pid: int) -> Optional[dict]:
-    """{pid, name, ppid, start_ticks} from /proc/<pid>/stat (None if gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    name = raw[raw.find("(") + 1: raw.rfind(")")]
-    fields = raw[raw.rfind(")") + 2:].split()
-    return {"pid": pid, "name": name, "ppid": int(fields[1]), "start_ticks": int(fields[19])}
-
-
 _PROC_STAT_SRC = '''
 def proc_stat(pid):
     try:

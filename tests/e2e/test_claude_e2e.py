@@ -8,7 +8,6 @@ from the transcript Claude writes under ~/.claude/projects/, and from the proces
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 

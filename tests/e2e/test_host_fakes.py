@@ -12,7 +12,9 @@ import urllib.request
 import pytest
 
 from tests.e2e import hostcli
-from tests.e2e.codex_trust import hook_hash, iter_hooks, trust_status, hook_states
+import tomlkit
+
+from leanctx.agents.codex_trust import hook_hash, iter_hooks, states, status
 from tests.e2e.fake_anthropic import FakeAnthropic, text, tool_use
 from tests.e2e.fake_openai import FakeOpenAI, shell_call
 
@@ -135,8 +137,8 @@ def test_codex_full_turn_and_trust(codex_cli, host_home, tmp_path):
         assert {k: v["currentHash"] for k, v in listed.items()} == {h["key"]: h["hash"] for h in entries}
         hostcli.write_codex_config(host_home.home, srv.base_url,
                                    tables=f'[hooks.state."{stop["key"]}"]\ntrusted_hash = "{stop["hash"]}"')
-        states = hook_states(host_home.codex_home / "config.toml")
-        assert trust_status(states, stop["key"], stop["hash"]) == "trusted"
+        current = states(tomlkit.parse((host_home.codex_home / "config.toml").read_text()).unwrap())
+        assert status(current.get(stop["key"]), stop["hash"]) == "trusted"
         log.write_text("")
         cp = hostcli.run_codex_exec("again", home=host_home.home, cwd=host_home.proj,
                                     bypass_hook_trust=False, timeout=90)

@@ -81,6 +81,13 @@ def test_parse_errors_are_located(text: str, msg: str, line: int, col: int) -> N
         Document(text)
 
 
+def test_pathological_input_is_a_parse_error() -> None:
+    with pytest.raises(JsoncError, match="nesting too deep at line 1 column 1"):
+        loads("[" * 100_000)
+    with pytest.raises(JsoncError, match="number too long at line 1 column 2"):
+        loads("[" + "9" * 5000 + "]")
+
+
 def test_error_pos_is_the_offset() -> None:
     with pytest.raises(JsoncError) as caught:
         loads('{\n  "a": 1\n  "b": 2\n}')
@@ -163,6 +170,9 @@ def test_get_has_and_empty_containers() -> None:
         doc.get(("a", "b", -1))
     with pytest.raises(TypeError):
         doc.get(("s", "x"))
+    with pytest.raises(TypeError, match="path steps must be str or int"):
+        doc.get(("a", "b", True))
+    assert not doc.has(("a", 1.5))
     assert doc.is_empty_container(("e",))
     assert doc.is_empty_container(("f",))
     assert not doc.is_empty_container(("a",))
@@ -301,6 +311,21 @@ def test_minified_file_stays_minified() -> None:
     doc.append(("e", "f"), 1)
     assert doc.append(("new", "list"), "é") == [("new",), ("new", "list")]
     assert doc.text == '{"a":[1,2,{"x":[1,2]}],"b":{"c":true,"d":[1,2]},"e":{"f":[1]},"new":{"list":["é"]}}'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a":[1]}', '{"a":[1,{"k":2}]}'),
+        ('{"a": [1]}', '{"a": [1, {"k": 2}]}'),
+        ("[[1]]", "[[1, {\"k\": 2}]]"),
+        ("[[1],[2]]", '[[1,{"k":2}],[2]]'),
+    ],
+)
+def test_separator_spacing_follows_the_file(text: str, expected: str) -> None:
+    doc = Document(text)
+    doc.append((0,) if text.startswith("[") else ("a",), {"k": 2})
+    assert doc.text == expected
 
 
 def test_one_line_container_in_pretty_file() -> None:
