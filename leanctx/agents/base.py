@@ -94,6 +94,26 @@ class HookEvent:
         return {name: getattr(self, name) for name in ("agent", "event", "kind") + self.FIELDS}
 
 
+# Claude Code's event names, which Codex and CodeBuddy share.
+CLAUDE_STYLE_EVENTS = (
+    EventSpec("SessionStart", SESSION_START),
+    EventSpec("UserPromptSubmit", PROMPT),
+    EventSpec("PreCompact", PRE_COMPACT),
+    EventSpec("SubagentStart", SUBAGENT_START),
+    EventSpec("SubagentStop", SUBAGENT_STOP),
+    EventSpec("Stop", STOP),
+    EventSpec("SessionEnd", SESSION_END),
+)
+
+
+def env_dir(var: str, default: Path) -> Path:
+    """A host's config folder: its override variable (CLAUDE_CONFIG_DIR, CODEX_HOME…) or the default."""
+    from pathlib import Path  # lazily: the hook path never asks for config paths
+
+    value = os.environ.get(var)
+    return Path(value) if value else default
+
+
 def _str(payload: dict, *keys: str) -> str | None:
     """First non-empty string among `keys` (hosts disagree on names and send nulls)."""
     for key in keys:

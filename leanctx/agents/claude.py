@@ -8,23 +8,11 @@ Plain stdout on SessionStart/UserPromptSubmit becomes model context, so we print
 
 from __future__ import annotations
 
-import os
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import (
-    PRE_COMPACT,
-    PROMPT,
-    SESSION_END,
-    SESSION_START,
-    STOP,
-    SUBAGENT_START,
-    SUBAGENT_STOP,
-    ClaudeShapeAgent,
-    EventSpec,
-)
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent, env_dir
 
 
 class Claude(ClaudeShapeAgent):
@@ -32,22 +20,10 @@ class Claude(ClaudeShapeAgent):
     display_name = "Claude Code"
     binaries = ("claude",)
     checked_against = "Claude Code 2.1.197 (real CLI, end-to-end tests)"
-    events = (
-        EventSpec("SessionStart", SESSION_START),
-        EventSpec("UserPromptSubmit", PROMPT),
-        EventSpec("PreCompact", PRE_COMPACT),
-        EventSpec("SubagentStart", SUBAGENT_START),
-        EventSpec("SubagentStop", SUBAGENT_STOP),
-        EventSpec("Stop", STOP),
-        EventSpec("SessionEnd", SESSION_END),
-    )
+    events = CLAUDE_STYLE_EVENTS
 
     def config_dir(self, home: Path) -> Path:
-        # CLAUDE_CONFIG_DIR relocates ~/.claude (settings, projects) for the real CLI too.
-        from pathlib import Path  # lazily: the hook path never asks for config paths
-
-        env = os.environ.get("CLAUDE_CONFIG_DIR")
-        return Path(env) if env else home / ".claude"
+        return env_dir("CLAUDE_CONFIG_DIR", home / ".claude")
 
     def user_config_path(self, home: Path) -> Path:
         return self.config_dir(home) / "settings.json"

@@ -7,13 +7,11 @@ so this module is checked against the documentation only (hosts.md §7).
 
 from __future__ import annotations
 
-import os
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import PRE_COMPACT, PROMPT, SESSION_END, SESSION_START, STOP, ClaudeShapeAgent, EventSpec
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent, SUBAGENT_START, SUBAGENT_STOP, env_dir
 
 
 class CodeBuddy(ClaudeShapeAgent):
@@ -21,19 +19,10 @@ class CodeBuddy(ClaudeShapeAgent):
     display_name = "CodeBuddy"
     binaries = ("codebuddy", "cbc")
     checked_against = "CodeBuddy Code hooks documentation (tencentcloud.com/document/product/1256/77296), not a running host"
-    events = (
-        EventSpec("SessionStart", SESSION_START),
-        EventSpec("UserPromptSubmit", PROMPT),
-        EventSpec("PreCompact", PRE_COMPACT),
-        EventSpec("Stop", STOP),
-        EventSpec("SessionEnd", SESSION_END),
-    )
+    events = tuple(e for e in CLAUDE_STYLE_EVENTS if e.kind not in (SUBAGENT_START, SUBAGENT_STOP))
 
     def config_dir(self, home: Path) -> Path:
-        from pathlib import Path  # lazily: the hook path never asks for config paths
-
-        env = os.environ.get("CODEBUDDY_CONFIG_DIR")
-        return Path(env) if env else home / ".codebuddy"
+        return env_dir("CODEBUDDY_CONFIG_DIR", home / ".codebuddy")
 
     def user_config_path(self, home: Path) -> Path:
         return self.config_dir(home) / "settings.json"

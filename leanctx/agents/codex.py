@@ -8,23 +8,11 @@ Codex's output schema rejects unknown keys, so we print nothing at all.
 
 from __future__ import annotations
 
-import os
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import (
-    PRE_COMPACT,
-    PROMPT,
-    SESSION_END,
-    SESSION_START,
-    STOP,
-    SUBAGENT_START,
-    SUBAGENT_STOP,
-    ClaudeShapeAgent,
-    EventSpec,
-)
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent, EventSpec, env_dir
 
 
 class Codex(ClaudeShapeAgent):
@@ -32,21 +20,10 @@ class Codex(ClaudeShapeAgent):
     display_name = "Codex CLI"
     binaries = ("codex",)
     checked_against = "Codex CLI 0.171.0 (real CLI, end-to-end tests)"
-    events = (
-        EventSpec("SessionStart", SESSION_START),
-        EventSpec("UserPromptSubmit", PROMPT),
-        EventSpec("PreCompact", PRE_COMPACT),
-        EventSpec("SubagentStart", SUBAGENT_START),
-        EventSpec("SubagentStop", SUBAGENT_STOP),
-        EventSpec("Stop", STOP),
-        EventSpec("SessionEnd", SESSION_END),
-    )
+    events = CLAUDE_STYLE_EVENTS
 
     def config_dir(self, home: Path) -> Path:
-        from pathlib import Path  # lazily: the hook path never asks for config paths
-
-        env = os.environ.get("CODEX_HOME")
-        return Path(env) if env else home / ".codex"
+        return env_dir("CODEX_HOME", home / ".codex")
 
     def user_config_path(self, home: Path) -> Path:
         return self.config_dir(home) / "hooks.json"

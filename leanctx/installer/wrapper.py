@@ -28,12 +28,12 @@ def package_root() -> Path:
     return Path(leanctx.__file__).resolve().parent.parent
 
 
-def render(data_dir: Path, python: str | None = None) -> str:
+def render(data_dir: Path, python: str | None = None, src: Path | None = None) -> str:
     template = resources.files("leanctx").joinpath("templates/hook-wrapper.sh").read_text(encoding="utf-8")
     return (
         template.replace("@VERSION@", leanctx.__version__)
         .replace("@PYTHON@", shlex.quote(python or sys.executable))
-        .replace("@SRC@", shlex.quote(str(package_root())))
+        .replace("@SRC@", shlex.quote(str(src or package_root())))
         .replace("@DATA_DIR@", shlex.quote(str(data_dir)))
     )
 

@@ -183,7 +183,7 @@ def test_interpreter_gone(data_dir: Path) -> None:
 def test_package_gone(data_dir: Path, tmp_path: Path) -> None:
     path = wrapper.wrapper_path(data_dir)
     path.parent.mkdir(parents=True)
-    path.write_text(wrapper.render(data_dir).replace(str(wrapper.package_root()), str(tmp_path / "empty")))
+    path.write_text(wrapper.render(data_dir, src=tmp_path / "empty"))
     path.chmod(0o755)
     proc = run_hook(path, "claude", "SessionStart", (PAYLOADS / "claude" / "SessionStart.json").read_bytes())
     assert (proc.returncode, proc.stdout) == (0, b"")
