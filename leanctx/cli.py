@@ -56,12 +56,18 @@ def main() -> None:
 @click.option("--project", type=click.Path(file_okay=False, path_type=Path), help="Write the project-level config in DIR instead of the user-level one.")
 @click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; change nothing.")
 @click.option("--trust", is_flag=True, help="Codex only: mark leanctx's hooks trusted in ~/.codex/config.toml, as its /hooks screen would (for headless machines).")
-def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool) -> None:
-    """Wire leanctx's hooks into a host's config (merging, never replacing)."""
+@click.option("--bot", is_flag=True, help="Always-on bot profile: record prompts and replies in conversation-state and hand the thread back at session start.")
+@click.option("--guard", is_flag=True, help="Multi-user bots: deny tool calls that touch another user's folder under $CKS_HOME/user/.")
+def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool) -> None:
+    """Wire leanctx's hooks into a host's config (merging, never replacing).
+
+    init states the whole profile: running it again without --bot or --guard takes them out."""
     from leanctx.installer.commands import run_init
+    from leanctx.installer.install import Profile
 
     home = paths.home()
-    sys.exit(run_init(_agent_list(agent_name, home), home, paths.data_dir(), project, dry_run, trust=trust))
+    selected = _agent_list(agent_name, home)
+    sys.exit(run_init(selected, home, paths.data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard)))
 
 
 @main.command()

@@ -102,8 +102,10 @@ def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
     """Run one hook command as the host would, into a scratch data dir; check exit, output, record."""
     payload = agent.synthetic_payload(event, str(cwd))
     with tempfile.TemporaryDirectory(prefix="leanctx-doctor-") as scratch:
-        env = dict(os.environ, LEANCTX_HOME=scratch)
-        env.pop("LEANCTX_DISABLED", None)
+        # everything the hook writes goes to the scratch dir: records, and the bot profile's state
+        env = dict(os.environ, LEANCTX_HOME=scratch, CKS_HOME=os.path.join(scratch, "cks"), CKS_ACTIVE_USER="doctor")
+        for name in ("LEANCTX_DISABLED", "LEANCTX_STATE_URL"):
+            env.pop(name, None)
         started = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -125,7 +127,7 @@ def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
             problem = agent.check_output(event, stdout)
         normalized = agent.normalize(event, payload)
         conv = normalized.conversation_id
-        if problem is None and conv:
+        if problem is None and conv and normalized.kind != "pre_tool":  # the guard publishes nothing
             published = read_json(record_path(Path(scratch), agent.name, conv))
             if not published or published.get("last_event") != event:
                 log = Path(scratch) / "logs" / "hooks.log"
@@ -155,6 +157,14 @@ def last_published(agent: Agent, data_dir: Path) -> dict | None:
         "compactions": newest.get("compactions", 0),
         "active_subagents": sorted(newest.get("active_subagents") or {}),
     }
+
+
+def installed_profile(wired: dict[str, list[str]]):
+    """The profile init was run with, read back from the flags in our commands."""
+    from leanctx.installer.install import Profile
+
+    words = {w for cmds in wired.values() for c in cmds for w in c.split()}
+    return Profile(bot="--bot" in words, guard="--guard" in words)
 
 
 def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, explicit: bool) -> dict:
@@ -191,9 +201,15 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         result["ok"] = True
         return result
     expected = wrapper.wrapper_path(data_dir)
-    for spec in agent.events:
+    profile = installed_profile(wired)
+    result["profile"] = profile.name
+    checks.append(_check("profile", INFO, {"coding": "coding: ids only, no prompts or replies recorded",
+                                           "bot": "bot: prompts and replies recorded in conversation-state",
+                                           "guard": "guard: multi-user guard on tool calls",
+                                           "bot+guard": "bot+guard: conversation-state and the multi-user guard"}[profile.name]))
+    for spec, flags in profile.events(agent):
         cmds = wired.get(spec.name, [])
-        want = wrapper.command(expected, agent.name, spec.name)
+        want = wrapper.command(expected, agent.name, spec.name, flags)
         if not cmds:
             checks.append(_check(f"event {spec.name}", FAIL, "not wired", _init_fix(agent)))
         elif want not in cmds:
@@ -235,13 +251,20 @@ def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -
     if fix and not report["ok"]:
         from leanctx.installer.commands import run_init
 
-        broken = [agents.get(a["agent"]) for a in report["agents"] if not a["ok"]]
-        if not broken and any(c["status"] == FAIL for c in report["checks"]):
-            broken = [agents.get(a["agent"]) for a in report["agents"] if a["installed"]]
+        from leanctx.installer.install import Profile
+
+        broken_reports = [a for a in report["agents"] if not a["ok"]]
+        if not broken_reports and any(c["status"] == FAIL for c in report["checks"]):
+            broken_reports = [a for a in report["agents"] if a["installed"]]
+        broken = [agents.get(a["agent"]) for a in broken_reports]
         import click
 
         say = lambda message: click.echo(message, err=True)  # noqa: E731 - keep --json stdout clean
-        report_fix = run_init(broken, home, data_dir, None, dry_run=False, say=say) if broken else 0
+        report_fix = 0
+        for a in broken_reports:  # each with the profile it was installed with
+            name = a.get("profile", "coding")
+            profile = Profile(bot="bot" in name, guard="guard" in name)
+            report_fix = run_init([agents.get(a["agent"])], home, data_dir, None, dry_run=False, say=say, profile=profile) or report_fix
         report = build(home, data_dir, agent_name)
         report["fixed"] = [a.name for a in broken]
         report["fix_exit_code"] = report_fix

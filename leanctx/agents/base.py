@@ -27,6 +27,8 @@ PRE_COMPACT = "pre_compact"
 SUBAGENT_START = "subagent_start"
 SUBAGENT_STOP = "subagent_stop"
 SESSION_END = "session_end"
+REPLY = "reply"  # an event carrying the assistant's reply text (Cursor afterAgentResponse)
+PRE_TOOL = "pre_tool"  # a tool call about to run (only the multi-user guard listens)
 
 WRAPPER_NAME = "leanctx-hook"
 
@@ -76,6 +78,8 @@ class HookEvent:
         "turn_id",
         "prompt",
         "reply",
+        "tool_name",
+        "tool_input",
     )
     __slots__ = ("agent", "event", "kind") + FIELDS
 
@@ -141,6 +145,10 @@ class Agent:
     checked_against: ClassVar[str] = ""
     #: the host rejects the whole file on comments/trailing commas (we keep them; doctor warns)
     strict_json: ClassVar[bool] = True
+    #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
+    bot_events: ClassVar[tuple[EventSpec, ...]] = ()
+    #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)
+    guard_event: ClassVar[EventSpec | None] = None
 
     # -- where ---------------------------------------------------------------------------
     def config_dir(self, home: Path) -> Path:
@@ -160,10 +168,22 @@ class Agent:
 
     # -- what ----------------------------------------------------------------------------
     def event(self, name: str) -> EventSpec | None:
-        for spec in self.events:
+        """The spec of an event we may wire, in any profile."""
+        extra = (self.guard_event,) if self.guard_event else ()
+        for spec in self.events + self.bot_events + extra:
             if spec.name == name:
                 return spec
         return None
+
+    def profile_events(self, bot: bool = False, guard: bool = False) -> list[tuple[EventSpec, tuple[str, ...]]]:
+        """(event, hook flags) to wire for a profile: plain coding, `--bot`, `--guard`."""
+        bot_kinds = (SESSION_START, PROMPT, STOP, REPLY)
+        wired = [(spec, ("--bot",) if bot and spec.kind in bot_kinds else ()) for spec in self.events]
+        if bot:
+            wired += [(spec, ("--bot",)) for spec in self.bot_events]
+        if guard and self.guard_event is not None:
+            wired.append((self.guard_event, ("--guard",)))
+        return wired
 
     def hook_group(self, command: str, spec: EventSpec) -> dict:
         """The JSON value appended to the event's list in the config file."""
@@ -199,6 +219,8 @@ class Agent:
             turn_id=_str(payload, "turn_id"),
             prompt=_str(payload, "prompt"),
             reply=_str(payload, "last_assistant_message"),
+            tool_name=_str(payload, "tool_name", "toolName"),
+            tool_input=_tool_input(payload),
         )
 
     def output(self, event: HookEvent) -> str:
@@ -208,6 +230,14 @@ class Agent:
     def no_opinion(self, event: str) -> str:
         """What the host accepts as 'no opinion' for `event` (also printed on every error)."""
         return ""
+
+    def context_output(self, event: str, text: str) -> str:
+        """What to print so the host adds `text` to the model's context ('' if it cannot)."""
+        return ""
+
+    def guard_output(self, event: str, reason: str) -> str:
+        """What to print to deny a tool call with `reason` shown to the model."""
+        raise NotImplementedError
 
     def check_output(self, event: str, stdout: str) -> str | None:
         """None when `stdout` is a valid answer for `event`, else the reason it is not."""
@@ -220,6 +250,29 @@ class Agent:
         raise NotImplementedError
 
 
+def _tool_input(payload: dict) -> dict | None:
+    value = payload.get("tool_input", payload.get("toolInput", payload.get("toolArgs")))
+    if isinstance(value, str):  # some hosts send the arguments JSON-encoded
+        from leanctx.hooks import fastjson
+
+        try:
+            value = fastjson.loads(value)
+        except ValueError:
+            return {"command": value}
+    return value if isinstance(value, dict) else None
+
+
+def _json_object(stdout: str) -> dict | str:
+    """Parse a hook's stdout as one JSON object, or return why it is not one."""
+    from leanctx.hooks import fastjson
+
+    try:
+        value = fastjson.loads(stdout)
+    except ValueError:
+        return f"stdout is not one JSON object: {stdout[:80]!r}"
+    return value if isinstance(value, dict) else "stdout JSON is not an object"
+
+
 def _roots(payload: dict) -> list[str]:
     roots = payload.get("workspace_roots") or payload.get("workspaceRoots")
     if isinstance(roots, list):
@@ -229,6 +282,39 @@ def _roots(payload: dict) -> list[str]:
 
 class ClaudeShapeAgent(Agent):
     """Hosts using Claude Code's settings shape: event -> [matcher group {matcher?, hooks: [handler]}]."""
+
+    guard_event = EventSpec("PreToolUse", PRE_TOOL)
+    #: events where `hookSpecificOutput.additionalContext` reaches the model
+    context_events: ClassVar[tuple[str, ...]] = ("SessionStart", "UserPromptSubmit")
+
+    def context_output(self, event: str, text: str) -> str:
+        if event not in self.context_events:
+            return ""
+        from leanctx.hooks import fastjson
+
+        return fastjson.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+
+    def guard_output(self, event: str, reason: str) -> str:
+        from leanctx.hooks import fastjson
+
+        return fastjson.dumps(
+            {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny", "permissionDecisionReason": reason}}
+        )
+
+    def check_output(self, event: str, stdout: str) -> str | None:
+        if not stdout.strip():
+            return None
+        value = _json_object(stdout)
+        if isinstance(value, str):
+            return value
+        specific = value.get("hookSpecificOutput")
+        if not isinstance(specific, dict) or specific.get("hookEventName") != event:
+            return f"hookSpecificOutput missing or for another event: {stdout[:80]!r}"
+        if event in self.context_events and isinstance(specific.get("additionalContext"), str):
+            return None
+        if event == "PreToolUse" and specific.get("permissionDecision") == "deny":
+            return None
+        return f"not an answer {self.display_name} takes for {event}: {stdout[:80]!r}"
 
     def hook_group(self, command: str, spec: EventSpec) -> dict:
         group: dict[str, Any] = {}
@@ -267,4 +353,6 @@ class ClaudeShapeAgent(Agent):
             payload["agent_type"] = "general-purpose"
         elif kind == PRE_COMPACT:
             payload["trigger"] = "manual"
+        elif kind == PRE_TOOL:
+            payload.update(tool_name="Read", tool_input={"file_path": os.path.join(cwd, "README.md")}, tool_use_id="toolu_doctor")
         return payload

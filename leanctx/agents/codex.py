@@ -38,6 +38,18 @@ class Codex(ClaudeShapeAgent):
             group["hooks"][0]["timeout"] = 3
         return group
 
+    def context_output(self, event: str, text: str) -> str:
+        # Plain stdout on SessionStart/UserPromptSubmit becomes a developer message (verified on
+        # 0.171); the JSON additionalContext form was reported as "Failed" by 0.154 exec.
+        return text if event in self.context_events else ""
+
+    def check_output(self, event: str, stdout: str) -> str | None:
+        if not stdout.strip() or (event in self.context_events and not stdout.lstrip().startswith("{")):
+            return None
+        if event == "PreToolUse":
+            return super().check_output(event, stdout)
+        return f"unexpected stdout on {event}: {stdout[:80]!r}"
+
     def doctor_checks(self, home: Path) -> list[dict]:
         """Codex silently skips hooks when [features] hooks = false or when not trusted."""
         from leanctx.agents.codex_doctor import checks

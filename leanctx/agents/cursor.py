@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 from leanctx.agents.base import (
     PRE_COMPACT,
+    PRE_TOOL,
     PROMPT,
+    REPLY,
     SESSION_END,
     SESSION_START,
     STOP,
@@ -49,6 +51,9 @@ class Cursor(Agent):
         EventSpec("stop", STOP),
         EventSpec("sessionEnd", SESSION_END),
     )
+    # The reply text arrives only on afterAgentResponse (stop carries none); we print nothing there.
+    bot_events = (EventSpec("afterAgentResponse", REPLY),)
+    guard_event = EventSpec("preToolUse", PRE_TOOL)
 
     def config_dir(self, home: Path) -> Path:
         return home / ".cursor"
@@ -82,10 +87,28 @@ class Cursor(Agent):
         normalized.turn_id = payload.get("generation_id") if isinstance(payload.get("generation_id"), str) else None
         if not normalized.cwd and normalized.workspace_roots:
             normalized.cwd = normalized.workspace_roots[0]
+        if event == "afterAgentResponse" and isinstance(payload.get("text"), str):
+            normalized.reply = payload["text"]
         return normalized
 
     def no_opinion(self, event: str) -> str:
         return _CONTINUE if event == "beforeSubmitPrompt" else ""
+
+    def context_output(self, event: str, text: str) -> str:
+        from leanctx.hooks import fastjson
+
+        if event == "sessionStart":
+            return fastjson.dumps({"additional_context": text})
+        if event == "beforeSubmitPrompt":
+            # additional_context here is undocumented (seen working same-turn in a public probe);
+            # an older Cursor ignores the key and still continues.
+            return fastjson.dumps({"continue": True, "additional_context": text})
+        return ""
+
+    def guard_output(self, event: str, reason: str) -> str:
+        from leanctx.hooks import fastjson
+
+        return fastjson.dumps({"permission": "deny", "user_message": reason, "agent_message": reason})
 
     def check_output(self, event: str, stdout: str) -> str | None:
         import json
@@ -101,6 +124,10 @@ class Cursor(Agent):
             return "stdout JSON is not an object"
         if event == "beforeSubmitPrompt" and value.get("continue") is not True:
             return "beforeSubmitPrompt answer does not let the prompt continue"
+        if event == "preToolUse" and value.get("permission") not in ("allow", "deny", "ask"):
+            return "preToolUse answer has no valid permission"
+        if event not in ("sessionStart", "beforeSubmitPrompt", "preToolUse"):
+            return f"{event} must print nothing (Cursor has appended such output to files)"
         return None
 
     def synthetic_payload(self, event: str, cwd: str) -> dict:
@@ -127,6 +154,10 @@ class Cursor(Agent):
         elif kind == STOP:
             payload["status"] = "completed"
             payload["loop_count"] = 0
+        elif kind == REPLY:
+            payload["text"] = "leanctx doctor smoke test"
+        elif kind == PRE_TOOL:
+            payload.update(tool_name="Read", tool_input={"path": os.path.join(cwd, "README.md")}, tool_use_id="doctor", cwd=cwd)
         return payload
 
 

@@ -44,15 +44,26 @@ def log(data_dir: str | None, agent: str, event: str, message: str) -> None:
         pass
 
 
-def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str) -> str:
-    """Process one payload; returns what to print. Raises on bad input (the caller logs)."""
+FLAGS = ("--bot", "--guard")
+
+
+def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: tuple[str, ...] = ()) -> str:
+    """Process one payload; returns what to print. Raises on bad input (the caller logs).
+
+    `--bot` (the always-on bot profile) also records turns in conversation-state and returns the
+    rehydrated thread at session start; `--guard` turns a pre-tool event into the multi-user guard."""
     from leanctx import agents
     from leanctx.hooks import fastjson
     from leanctx.hooks.publish import publish
 
     agent = agents.get(agent_name)
-    if agent.event(event_name) is None:
-        raise ValueError(f"event {event_name!r} is not wired for {agent_name}")
+    unknown = [f for f in flags if f not in FLAGS]
+    if unknown:
+        raise ValueError(f"unknown hook flags {unknown}")
+    spec = agent.event(event_name)
+    wired = {s.name for s, _ in agent.profile_events(bot="--bot" in flags, guard="--guard" in flags)}
+    if spec is None or event_name not in wired:
+        raise ValueError(f"event {event_name!r} is not wired for {agent_name} {' '.join(flags)}".rstrip())
     text = raw.decode("utf-8")
     if text.startswith("\ufeff"):  # Cursor on Windows sends a BOM
         text = text[1:]
@@ -62,7 +73,15 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str) -> str:
     if not isinstance(payload, dict):
         raise ValueError(f"payload is a JSON {type(payload).__name__}, not an object")
     event = agent.normalize(event_name, payload)
+    if "--guard" in flags and event.kind == "pre_tool":
+        from leanctx.hooks.guard import check
+
+        return check(agent, event)
     publish(data_dir, event)
+    if "--bot" in flags:
+        from leanctx.hooks.bot import on_event
+
+        return on_event(agent, event, data_dir) or agent.output(event)
     return agent.output(event)
 
 
@@ -76,7 +95,7 @@ def _no_opinion(agent_name: str, event_name: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """`leanctx-hook AGENT EVENT` < payload. Always returns 0."""
+    """`leanctx-hook AGENT EVENT [--bot|--guard]` < payload. Always returns 0."""
     agent_name = argv[0] if len(argv) > 0 else "?"
     event_name = argv[1] if len(argv) > 1 else "?"
     data_dir: str | None = None
@@ -88,9 +107,9 @@ def main(argv: list[str]) -> int:
 
         raw = read_stdin()
         data_dir = _data_dir()
-        if len(argv) != 2:
-            raise ValueError(f"expected AGENT EVENT arguments, got {argv!r}")
-        out = handle(agent_name, event_name, raw, data_dir)
+        if len(argv) < 2:
+            raise ValueError(f"expected AGENT EVENT [FLAGS] arguments, got {argv!r}")
+        out = handle(agent_name, event_name, raw, data_dir, tuple(argv[2:]))
     except BaseException as exc:  # noqa: BLE001 - includes KeyboardInterrupt/SystemExit: exit 0 anyway
         log(data_dir, agent_name, event_name, f"{type(exc).__name__}: {exc}")
         out = _no_opinion(agent_name, event_name)

@@ -12,6 +12,7 @@ from leanctx.installer import files, hookconfig, manifest
 from leanctx.installer.files import ConfigError
 from leanctx.installer.install import (
     Change,
+    Profile,
     apply_install,
     apply_uninstall,
     apply_with_retry,
@@ -45,11 +46,11 @@ def _print_diffs(changes: list[Change], home: Path) -> None:
         click.echo(unified_diff(change, home), nl=False)
 
 
-def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool) -> list[tuple[Agent, Change | None, Change | None]]:
+def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool, profile: Profile) -> list[tuple[Agent, Change | None, Change | None]]:
     """(agent, hooks change, Codex trust change) for every agent; raises before any write."""
     planned = []
     for agent in selected:
-        change = plan_install(agent, home, data_dir, project)
+        change = plan_install(agent, home, data_dir, project, profile)
         trust_change = None
         if trust and agent.name == "codex":
             from leanctx.installer.trust import plan_trust
@@ -60,16 +61,25 @@ def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path 
     return planned
 
 
-def run_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, say=click.echo, trust: bool = False) -> int:
+def run_init(
+    selected: list[Agent],
+    home: Path,
+    data_dir: Path,
+    project: Path | None,
+    dry_run: bool,
+    say=click.echo,
+    trust: bool = False,
+    profile: Profile = Profile(),
+) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
     try:
         if dry_run:
-            planned = _plan_init(selected, home, data_dir, project, trust)
+            planned = _plan_init(selected, home, data_dir, project, trust, profile)
             changes = [plan_wrapper(data_dir)] + [c for _, change, trust_change in planned for c in (change, trust_change)]
             _print_diffs([c for c in changes if c], home)
             return 0
         with files.install_lock(data_dir):
-            planned = _plan_init(selected, home, data_dir, project, trust)
+            planned = _plan_init(selected, home, data_dir, project, trust, profile)
             wrapper_change = plan_wrapper(data_dir)
             if wrapper_change:  # first, so no host ever calls a missing wrapper
                 apply_install(wrapper_change, data_dir)
@@ -77,7 +87,7 @@ def run_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | 
                 done = apply_with_retry(change, apply_install, data_dir) if change else None
                 where = display(done.path if done else _config(agent, home, project), home)
                 verb = "wired" if done else "already wired"
-                say(f"{agent.display_name}: {verb} {len(agent.events)} events in {where}")
+                say(f"{agent.display_name}: {verb} {len(profile.events(agent))} events ({profile.name} profile) in {where}")
                 if trust_change is not None:
                     apply_with_retry(trust_change, apply_install, data_dir)
                     say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from leanctx.agents.base import Agent
+from leanctx.agents.base import Agent, EventSpec
 from leanctx.installer import jsonc
 from leanctx.installer.files import ConfigError
 
@@ -50,17 +50,32 @@ def _event_list(path: Path, doc: jsonc.Document, key: Container) -> list:
     return value
 
 
-def add_hooks(agent: Agent, path: Path, text: str | None, command_for: Callable[[str], str]) -> tuple[str, list[Container]]:
-    """Return (new text, containers created) with our entry present once for every event."""
+def add_hooks(
+    agent: Agent,
+    path: Path,
+    text: str | None,
+    command_for: Callable[[str, tuple[str, ...]], str],
+    profile: list[tuple[EventSpec, tuple[str, ...]]] | None = None,
+) -> tuple[str, list[Container]]:
+    """Return (new text, containers created) with our entry present once for every event of the
+    profile (default: the plain coding profile), and gone from events the profile does not wire
+    (init states the whole profile: running it without --guard takes the guard out again)."""
+    profile = profile if profile is not None else agent.profile_events()
     doc = parse(path, text if text is not None and text.strip() else new_file_text(agent))
     hooks_parent = agent.hooks_key
     if doc.has(hooks_parent) and not isinstance(doc.get(hooks_parent), dict):
         where = ".".join(hooks_parent)
         raise ConfigError(f"{path}: {where} is not an object; left untouched")
     created: list[Container] = []
-    for spec in agent.events:
+    wanted = {spec.name for spec, _ in profile}
+    if doc.has(hooks_parent):
+        for event in [e for e in doc.get(hooks_parent) if e not in wanted]:
+            key = hooks_parent + (event,)
+            if isinstance(doc.get(key), list) and doc.remove_items(key, agent.is_our_group) and not doc.get(key):
+                doc.remove_key(key)
+    for spec, flags in profile:
         key = hooks_parent + (spec.name,)
-        want = agent.hook_group(command_for(spec.name), spec)
+        want = agent.hook_group(command_for(spec.name, flags), spec)
         groups = _event_list(path, doc, key)
         ours = [i for i, g in enumerate(groups) if agent.is_our_group(g)]
         if not ours:

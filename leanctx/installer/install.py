@@ -62,21 +62,36 @@ def _sha(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def _commands(data_dir: Path, agent: Agent) -> Callable[[str], str]:
+def _commands(data_dir: Path, agent: Agent) -> Callable[[str, tuple[str, ...]], str]:
     wrapper_file = wrapper.wrapper_path(data_dir)
-    return lambda event: wrapper.command(wrapper_file, agent.name, event)
+    return lambda event, flags: wrapper.command(wrapper_file, agent.name, event, flags)
 
 
-def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
+@dataclass(frozen=True)
+class Profile:
+    """What init wires: the plain coding profile, the always-on bot profile, the multi-user guard."""
+
+    bot: bool = False
+    guard: bool = False
+
+    def events(self, agent: Agent) -> list:
+        return agent.profile_events(bot=self.bot, guard=self.guard)
+
+    @property
+    def name(self) -> str:
+        return "+".join(n for n, on in (("bot", self.bot), ("guard", self.guard)) if on) or "coding"
+
+
+def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None, profile: Profile = Profile()) -> Change | None:
     target = files.resolve_target(config_path(agent, home, project), home)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else None
-    new_text, created = hookconfig.add_hooks(agent, target.path, text, _commands(data_dir, agent))
+    new_text, created = hookconfig.add_hooks(agent, target.path, text, _commands(data_dir, agent), profile.events(agent))
     new = new_text.encode("utf-8")
     if new == old:
         return None
     files.check_writable(target.real)
-    return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project))
+    return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project, profile))
 
 
 def plan_uninstall(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:

@@ -38,9 +38,10 @@ def render(data_dir: Path, python: str | None = None, src: Path | None = None) -
     )
 
 
-def command(wrapper: Path, agent: str, event: str) -> str:
-    """The hook command written into a host config: quoted absolute wrapper path + agent + event."""
-    return f"{shlex.quote(str(wrapper))} {agent} {event}"
+def command(wrapper: Path, agent: str, event: str, flags: tuple[str, ...] = ()) -> str:
+    """The hook command written into a host config: quoted absolute wrapper path, agent, event,
+    and the profile flags (`--bot`, `--guard`), visible in the config so doctor can read them."""
+    return " ".join([shlex.quote(str(wrapper)), agent, event, *flags])
 
 
 def is_ours(text: str) -> bool:

@@ -174,7 +174,8 @@ def test_output_rules(name: str) -> None:
     for spec in agent.events:
         quiet = agent.no_opinion(spec.name)
         assert agent.check_output(spec.name, quiet) is None
-        assert agent.check_output(spec.name, "some banner text") is not None
+        plain_text_is_context = name == "codex" and spec.name in ("SessionStart", "UserPromptSubmit")
+        assert (agent.check_output(spec.name, "some banner text") is None) is plain_text_is_context
         payload = agent.synthetic_payload(spec.name, "/tmp/proj")
         ev = agent.normalize(spec.name, payload)
         assert ev.conversation_id and ev.kind == spec.kind

@@ -147,7 +147,7 @@ def test_unknown_agent_or_event_exits_0_silently(hook_wrapper: Path, data_dir: P
 def test_wrong_argument_count(hook_wrapper: Path, data_dir: Path) -> None:
     proc = subprocess.run([str(hook_wrapper), "claude"], input=b"{}", capture_output=True, timeout=30)
     assert (proc.returncode, proc.stdout) == (0, b"")
-    assert "expected AGENT EVENT" in (data_dir / "logs" / "hooks.log").read_text()
+    assert "expected AGENT EVENT [FLAGS]" in (data_dir / "logs" / "hooks.log").read_text()
 
 
 def test_stdin_left_open_does_not_hang(hook_wrapper: Path, data_dir: Path) -> None:

@@ -1,0 +1,19 @@
+"""Conversation state: the live thread of each user, so an always-on bot resumes mid-thread.
+
+`$CKS_HOME/user/<slug>/conversation-state.json` (or Redis when `LEANCTX_STATE_URL` says so).
+Modules, one job each:
+  schema.json  the document's JSON Schema (draft 2020-12), shipped as package data
+  validate.py  validate(state): jsonschema on the CLI/API path, a stdlib interpreter on the hook path
+  slug.py      CKS_ACTIVE_USER -> slug, CKS_HOME, the user folder (never written through a symlink)
+  protocol.py  pure functions on the state dict: inbound, reply, pending, summary, end of thread
+  render.py    the text a restarted session gets (rehydrate), the answer line, the history digest
+  backend.py   which store (file or Redis), and the contract both keep
+  filestore.py the default store: atomic files, a per-user lock, revision check, quarantine
+  redisstore.py the scale-out store: WATCH/MULTI compare-and-swap
+  api.py       plain functions (CLI, hooks, and the MCP server later)
+  cli.py       `leanctx state ...`
+
+Everything the hook path imports (all but cli.py, redisstore.py and localredis.py) is standard
+library only and avoids json/re/pathlib/typing, like the rest of the hook path. This file stays
+import-free for the same reason.
+"""
