@@ -160,6 +160,12 @@ class Agent:
     def project_config_path(self, project: Path) -> Path | None:
         return None
 
+    def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        """Where the bot profile's instructions for the model go, and how: "file" (a whole file
+        of ours, e.g. a skill) or "block" (a marked block in the host's shared instructions file).
+        None when the host has no such file at that level."""
+        return None
+
     def detect(self, home: Path) -> bool:
         """Installed on this machine: its config folder exists or its CLI is on PATH."""
         import shutil
@@ -330,6 +336,10 @@ class ClaudeShapeAgent(Agent):
         if not isinstance(handlers, list):
             return []
         return [h.get("command") for h in handlers if isinstance(h, dict) and isinstance(h.get("command"), str)]
+
+    def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        base = self.config_dir(home) if project is None else self.project_config_path(project).parent
+        return base / "skills" / "leanctx-conversation-state" / "SKILL.md", "file"
 
     def synthetic_payload(self, event: str, cwd: str) -> dict:
         session = "leanctx-doctor-00000000-0000-0000-0000-000000000000"

@@ -31,6 +31,11 @@ class Codex(ClaudeShapeAgent):
     def project_config_path(self, project: Path) -> Path:
         return project / ".codex" / "hooks.json"
 
+    def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        # Codex has no skills folder; AGENTS.md (global in CODEX_HOME, or the project's) is read
+        # into every session, so the instructions go there as a marked block.
+        return (self.config_dir(home) if project is None else project) / "AGENTS.md", "block"
+
     def hook_group(self, command: str, spec: EventSpec) -> dict:
         group = super().hook_group(command, spec)
         if spec.name == "SessionEnd":

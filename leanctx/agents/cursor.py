@@ -64,6 +64,10 @@ class Cursor(Agent):
     def project_config_path(self, project: Path) -> Path:
         return project / ".cursor" / "hooks.json"
 
+    def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        # Cursor keeps user-level rules in its settings UI, not in a file: project level only.
+        return (project / ".cursor" / "rules" / "leanctx-conversation-state.mdc", "file") if project else None
+
     def hook_group(self, command: str, spec: EventSpec) -> dict:
         entry: dict[str, Any] = {"command": command, "timeout": self.timeout}
         if spec.matcher is not None:

@@ -46,8 +46,10 @@ def _print_diffs(changes: list[Change], home: Path) -> None:
         click.echo(unified_diff(change, home), nl=False)
 
 
-def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool, profile: Profile) -> list[tuple[Agent, Change | None, Change | None]]:
-    """(agent, hooks change, Codex trust change) for every agent; raises before any write."""
+def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool, profile: Profile) -> list[tuple[Agent, Change | None, Change | None, Change | None]]:
+    """(agent, hooks change, Codex trust change, instructions change) per agent; raises before any write."""
+    from leanctx.installer import instructions
+
     planned = []
     for agent in selected:
         change = plan_install(agent, home, data_dir, project, profile)
@@ -57,7 +59,8 @@ def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path 
 
             hooks_text = (change.new if change else files.read_bytes(_config(agent, home, project)) or b"").decode("utf-8")
             trust_change = plan_trust(agent, home, data_dir, project, hooks_text)
-        planned.append((agent, change, trust_change))
+        skill_change = instructions.plan(agent, home, data_dir, project, want=profile.bot)
+        planned.append((agent, change, trust_change, skill_change))
     return planned
 
 
@@ -75,7 +78,7 @@ def run_init(
     try:
         if dry_run:
             planned = _plan_init(selected, home, data_dir, project, trust, profile)
-            changes = [plan_wrapper(data_dir)] + [c for _, change, trust_change in planned for c in (change, trust_change)]
+            changes = [plan_wrapper(data_dir)] + [c for _, *agent_changes in planned for c in agent_changes]
             _print_diffs([c for c in changes if c], home)
             return 0
         with files.install_lock(data_dir):
@@ -83,7 +86,7 @@ def run_init(
             wrapper_change = plan_wrapper(data_dir)
             if wrapper_change:  # first, so no host ever calls a missing wrapper
                 apply_install(wrapper_change, data_dir)
-            for agent, change, trust_change in planned:
+            for agent, change, trust_change, skill_change in planned:
                 done = apply_with_retry(change, apply_install, data_dir) if change else None
                 where = display(done.path if done else _config(agent, home, project), home)
                 verb = "wired" if done else "already wired"
@@ -93,6 +96,12 @@ def run_init(
                     say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")
                 elif agent.name == "codex" and done and not trust:
                     say(f"  {CODEX_TRUST_HINT}")
+                if skill_change is not None:
+                    apply_with_retry(skill_change, apply_install if skill_change.new is not None else apply_uninstall, data_dir)
+                    verb = "wrote the conversation-state instructions to" if skill_change.new is not None else "took the conversation-state instructions out of"
+                    say(f"  {verb} {display(skill_change.path, home)}")
+                elif profile.bot and agent.instructions_path(home, project) is None:
+                    say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
     except ConfigError as exc:
         return _refuse(exc)
     say("Check it with: leanctx doctor")
@@ -144,6 +153,11 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
             trust_change = plan_untrust(agent, home, data_dir, project)
             if trust_change is not None:
                 planned.append((agent, trust_change))
+        from leanctx.installer import instructions
+
+        skill_change = instructions.plan(agent, home, data_dir, project, want=False)
+        if skill_change is not None:
+            planned.append((agent, skill_change))
         planned.append((agent, plan_uninstall(agent, home, data_dir, project)))
     return planned
 

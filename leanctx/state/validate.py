@@ -183,8 +183,9 @@ def _equal(a: object, b: object) -> bool:
 
 
 def _child(path: str, key: str) -> str:
-    ident = key != "" and not key[0].isdigit() and all(c == "_" or ("a" <= c.lower() <= "z") or c.isdigit() and c.isascii()
-                                                       for c in key)
+    """jsonschema's json_path spelling: `.name` for identifiers, `['other key']` otherwise."""
+    ident = bool(key) and key[0].isascii() and key[0].isalpha() and all(
+        c == "_" or (c.isascii() and c.isalnum()) for c in key)
     return f"{path}.{key}" if ident else f"{path}['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']"
 
 
