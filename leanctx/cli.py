@@ -107,3 +107,13 @@ def hook(agent_name: str, event: str) -> None:
     from leanctx.hooks import main as hook_main
 
     sys.exit(hook_main([agent_name, event]))
+
+
+def _register_state() -> None:
+    """`leanctx state …`: the conversation-state commands (leanctx/state/cli.py)."""
+    from leanctx.state.cli import state
+
+    main.add_command(state)
+
+
+_register_state()

@@ -10,10 +10,12 @@ Modules, one job each:
   backend.py   which store (file or Redis), and the contract both keep
   filestore.py the default store: atomic files, a per-user lock, revision check, quarantine
   redisstore.py the scale-out store: WATCH/MULTI compare-and-swap
+  resp.py      the minimal Redis client it talks through (RESP2 on the C _socket module)
+  localredis.py a throw-away redis-server for the tests and the bench
   api.py       plain functions (CLI, hooks, and the MCP server later)
   cli.py       `leanctx state ...`
 
-Everything the hook path imports (all but cli.py, redisstore.py and localredis.py) is standard
-library only and avoids json/re/pathlib/typing, like the rest of the hook path. This file stays
-import-free for the same reason.
+Everything but cli.py and localredis.py is what the hook path may import: standard library only,
+and none of json/re/pathlib/typing/socket, like the rest of the hook path (redisstore.py and
+resp.py only when LEANCTX_STATE_URL selects Redis). This file stays import-free for that reason.
 """

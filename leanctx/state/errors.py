@@ -29,3 +29,7 @@ class StateBusy(StateError):
 
 class SchemaError(Exception):
     """schema.json uses a keyword the stdlib validator does not interpret (a bug, not user input)."""
+
+
+class StoreUnavailable(StateError):
+    """The configured store cannot be reached (Redis down, bad LEANCTX_STATE_URL)."""

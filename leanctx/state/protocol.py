@@ -89,14 +89,15 @@ def reply(state: dict, text: str, session_id: str | None = None, now: str | None
     return s
 
 
-def set_pending(state: dict, question: str, options: list[str] | tuple[str, ...] = (), now: str | None = None,
-                session_id: str | None = None) -> dict:
-    """The agent asked a clarification (through the channel): the next inbound message answers it."""
+def pending_args(question: str, options: list[str] | tuple[str, ...] = ()) -> tuple[str, list[str]]:
+    """The question and options as stored; BadInput when over a cap or empty (nothing written)."""
     q = clean(question).strip()
     if not q:
         raise BadInput("the question is empty")
     if len(q) > QUESTION_MAX:
         raise BadInput(f"the question has {len(q)} characters; at most {QUESTION_MAX}")
+    if isinstance(options, str):
+        raise BadInput("options must be a list of texts, not one text")
     opts = [clean(o).strip() for o in options]
     if len(opts) > OPTIONS_MAX:
         raise BadInput(f"{len(opts)} options; at most {OPTIONS_MAX}")
@@ -105,6 +106,30 @@ def set_pending(state: dict, question: str, options: list[str] | tuple[str, ...]
             raise BadInput("an option is empty")
         if len(o) > OPTION_MAX:
             raise BadInput(f"an option has {len(o)} characters; at most {OPTION_MAX}: {o[:40]!r}...")
+    return q, opts
+
+
+def summary_arg(text: str) -> str:
+    body = clean(text).strip()
+    if len(body) > SUMMARY_MAX:
+        raise BadInput(f"the summary has {len(body)} characters; at most {SUMMARY_MAX}: shorten it")
+    return body
+
+
+def active_args(feature: str | None, phase: str | None) -> tuple[str | None, str | None]:
+    values = []
+    for name, value in (("feature", feature), ("phase", phase)):
+        value = (clean(value).strip() or None) if value is not None else None
+        if value is not None and len(value) > FIELD_MAX:
+            raise BadInput(f"the active {name} has {len(value)} characters; at most {FIELD_MAX}")
+        values.append(value)
+    return values[0], values[1]
+
+
+def set_pending(state: dict, question: str, options: list[str] | tuple[str, ...] = (), now: str | None = None,
+                session_id: str | None = None) -> dict:
+    """The agent asked a clarification (through the channel): the next inbound message answers it."""
+    q, opts = pending_args(question, options)
     now = now or now_iso()
     s = _copy(state)
     pending = {"type": "clarify", "question": q, "options": opts, "asked_ts": now}
@@ -125,9 +150,7 @@ def clear_pending(state: dict, now: str | None = None) -> dict:
 
 def set_summary(state: dict, text: str, now: str | None = None) -> dict:
     """The model's summary replaces the running summary, folded lines included."""
-    body = clean(text).strip()
-    if len(body) > SUMMARY_MAX:
-        raise BadInput(f"the summary has {len(body)} characters; at most {SUMMARY_MAX}: shorten it")
+    body = summary_arg(text)
     s = _copy(state)
     s["thread_summary"] = body
     s["last_updated"] = now or now_iso()
@@ -135,14 +158,8 @@ def set_summary(state: dict, text: str, now: str | None = None) -> dict:
 
 
 def set_active(state: dict, feature: str | None, phase: str | None, now: str | None = None) -> dict:
-    values = []
-    for name, value in (("feature", feature), ("phase", phase)):
-        value = (clean(value).strip() or None) if value is not None else None
-        if value is not None and len(value) > FIELD_MAX:
-            raise BadInput(f"the active {name} has {len(value)} characters; at most {FIELD_MAX}")
-        values.append(value)
     s = _copy(state)
-    s["active_feature"], s["active_phase"] = values
+    s["active_feature"], s["active_phase"] = active_args(feature, phase)
     s["last_updated"] = now or now_iso()
     return s
 

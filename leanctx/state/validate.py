@@ -30,6 +30,12 @@ _KEYWORDS = frozenset({"type", "const", "enum", "properties", "required", "addit
                        "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "$ref", "$defs"})
 _TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the hook path does not import typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Checker = Callable[[object, object], "str | None"]
+
 _schema: dict | None = None
 _jsonschema_validator: object = None  # a Draft202012Validator once built; False when jsonschema is missing
 
@@ -142,29 +148,172 @@ def _resolve(root: dict, ref: object, where: str) -> object:
 
 
 def validate_stdlib(state: object) -> None:
-    root = schema()
-    error = _check(root, state, "$", root)
+    global _compiled
+    if _compiled is None:
+        root = schema()
+        _compiled = _compile(root, root, {})
+    error = _compiled(state, None)
     if error is not None:
         raise StateInvalid(error)
 
 
-def _is_type(value: object, name: str) -> bool:
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "null":
-        return value is None
-    if name == "boolean":
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
-    if name == "number":
-        return isinstance(value, (int, float))
-    # integer: JSON Schema counts 1.0 as an integer, as jsonschema does
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+# The schema is compiled once into nested checker closures: check(value, path) -> error or None.
+# A path is a linked pair (parent path, key) or None for the root, formatted only on an error.
+_compiled = None
+
+
+def _compile(node: object, root: dict, refs: dict) -> Checker:
+    if node is True:
+        return _accept
+    if node is False:
+        return lambda value, path: f"{_format(path)}: not allowed here"
+    assert isinstance(node, dict)
+    checks: list[Checker] = []
+    if "$ref" in node:
+        checks.append(_compile_ref(node["$ref"], root, refs))
+    if "type" in node:
+        checks.append(_type_check(node["type"] if isinstance(node["type"], list) else [node["type"]]))
+    if "const" in node:
+        const = node["const"]
+        checks.append(lambda v, p: None if _equal(v, const) else f"{_format(p)}: must be {const!r}, got {_short(v)}")
+    if "enum" in node:
+        options = node["enum"]
+        checks.append(lambda v, p: None if any(_equal(v, o) for o in options)
+                      else f"{_format(p)}: {_short(v)} is not one of {options!r}")
+    if "minLength" in node or "maxLength" in node:
+        checks.append(_length_check(node.get("minLength", 0), node.get("maxLength")))
+    if "minimum" in node or "maximum" in node:
+        checks.append(_range_check(node.get("minimum"), node.get("maximum")))
+    if "minItems" in node or "maxItems" in node or "items" in node:
+        items = _compile(node["items"], root, refs) if "items" in node else None
+        checks.append(_array_check(node.get("minItems", 0), node.get("maxItems"), items))
+    if "properties" in node or "required" in node or "additionalProperties" in node:
+        props = {k: _compile(v, root, refs) for k, v in node.get("properties", {}).items()}
+        extra = node.get("additionalProperties", True)
+        checks.append(_object_check(tuple(node.get("required", ())), props, extra,
+                                    None if isinstance(extra, bool) else _compile(extra, root, refs)))
+    if not checks:
+        return _accept
+    if len(checks) == 1:
+        return checks[0]
+    chain = tuple(checks)
+
+    def all_of(value: object, path: object) -> str | None:
+        for check in chain:
+            error = check(value, path)
+            if error is not None:
+                return error
+        return None
+
+    return all_of
+
+
+def _accept(value: object, path: object) -> None:
+    return None
+
+
+def _compile_ref(ref: str, root: dict, refs: dict) -> Checker:
+    """Each $defs entry compiled once; a cell allows a definition to refer to itself."""
+    if ref not in refs:
+        cell: list[Checker] = [_accept]
+        refs[ref] = cell
+        cell[0] = _compile(_resolve(root, ref, "#"), root, refs)
+    cell = refs[ref]
+    return lambda value, path: cell[0](value, path)
+
+
+def _type_check(names: list[str]) -> Checker:
+    label = " or ".join(names)
+    tests = tuple(_TYPE_TESTS[n] for n in names)
+
+    def check(value: object, path: object) -> str | None:
+        for test in tests:
+            if test(value):
+                return None
+        return f"{_format(path)}: {_short(value)} is not of type {label}"
+
+    return check
+
+
+def _length_check(low: int, high: int | None) -> Checker:
+    def check(value: object, path: object) -> str | None:
+        if isinstance(value, str):
+            if len(value) < low:
+                return f"{_format(path)}: shorter than {low} characters"
+            if high is not None and len(value) > high:
+                return f"{_format(path)}: longer than {high} characters ({len(value)})"
+        return None
+
+    return check
+
+
+def _range_check(low: float | None, high: float | None) -> Checker:
+    def check(value: object, path: object) -> str | None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if low is not None and value < low:
+                return f"{_format(path)}: {value!r} is less than the minimum {low!r}"
+            if high is not None and value > high:
+                return f"{_format(path)}: {value!r} is more than the maximum {high!r}"
+        return None
+
+    return check
+
+
+def _array_check(low: int, high: int | None, items: Checker | None) -> Checker:
+    def check(value: object, path: object) -> str | None:
+        if not isinstance(value, list):
+            return None
+        if len(value) < low:
+            return f"{_format(path)}: fewer than {low} items"
+        if high is not None and len(value) > high:
+            return f"{_format(path)}: more than {high} items ({len(value)})"
+        if items is not None:
+            for i, item in enumerate(value):
+                error = items(item, (path, i))
+                if error is not None:
+                    return error
+        return None
+
+    return check
+
+
+def _object_check(required: tuple, props: dict, extra: object, extra_check: Checker | None) -> Checker:
+    def check(value: object, path: object) -> str | None:
+        if not isinstance(value, dict):
+            return None
+        for name in required:
+            if name not in value:
+                return f"{_format(path)}: required property {name!r} is missing"
+        for key, item in value.items():
+            sub = props.get(key)
+            if sub is None:
+                if extra is True:
+                    continue
+                if extra is False:
+                    return f"{_format(path)}: unexpected property {key!r}"
+                sub = extra_check
+            error = sub(item, (path, key))  # type: ignore[misc]
+            if error is not None:
+                return error
+        return None
+
+    return check
+
+
+def _is_integer(value: object) -> bool:
+    # JSON Schema counts 1.0 as an integer, as jsonschema does; booleans are not numbers
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
+
+
+_TYPE_TESTS = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": _is_integer,
+}
 
 
 def _equal(a: object, b: object) -> bool:
@@ -182,68 +331,21 @@ def _equal(a: object, b: object) -> bool:
     return a == b
 
 
-def _child(path: str, key: str) -> str:
-    """jsonschema's json_path spelling: `.name` for identifiers, `['other key']` otherwise."""
-    ident = bool(key) and key[0].isascii() and key[0].isalpha() and all(
-        c == "_" or (c.isascii() and c.isalnum()) for c in key)
-    return f"{path}.{key}" if ident else f"{path}['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']"
-
-
-def _check(node: object, value: object, path: str, root: dict) -> str | None:
-    """The first violation as '<json path>: <what>', or None."""
-    if node is True:
-        return None
-    if node is False:
-        return f"{path}: not allowed here"
-    assert isinstance(node, dict)
-    if "$ref" in node:
-        error = _check(_resolve(root, node["$ref"], path), value, path, root)
-        if error is not None:
-            return error
-    if "type" in node:
-        names = node["type"] if isinstance(node["type"], list) else [node["type"]]
-        if not any(_is_type(value, n) for n in names):
-            return f"{path}: {_short(value)} is not of type {' or '.join(names)}"
-    if "const" in node and not _equal(value, node["const"]):
-        return f"{path}: must be {node['const']!r}, got {_short(value)}"
-    if "enum" in node and not any(_equal(value, option) for option in node["enum"]):
-        return f"{path}: {_short(value)} is not one of {node['enum']!r}"
-    if isinstance(value, str):
-        if "minLength" in node and len(value) < node["minLength"]:
-            return f"{path}: shorter than {node['minLength']} characters"
-        if "maxLength" in node and len(value) > node["maxLength"]:
-            return f"{path}: longer than {node['maxLength']} characters ({len(value)})"
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in node and value < node["minimum"]:
-            return f"{path}: {value!r} is less than the minimum {node['minimum']!r}"
-        if "maximum" in node and value > node["maximum"]:
-            return f"{path}: {value!r} is more than the maximum {node['maximum']!r}"
-    elif isinstance(value, list):
-        if "minItems" in node and len(value) < node["minItems"]:
-            return f"{path}: fewer than {node['minItems']} items"
-        if "maxItems" in node and len(value) > node["maxItems"]:
-            return f"{path}: more than {node['maxItems']} items ({len(value)})"
-        if "items" in node:
-            for i, item in enumerate(value):
-                error = _check(node["items"], item, f"{path}[{i}]", root)
-                if error is not None:
-                    return error
-    elif isinstance(value, dict):
-        for name in node.get("required", ()):
-            if name not in value:
-                return f"{path}: required property {name!r} is missing"
-        properties = node.get("properties", {})
-        extra = node.get("additionalProperties", True)
-        for key, item in value.items():
-            if key in properties:
-                error = _check(properties[key], item, _child(path, key), root)
-            else:
-                error = _check(extra, item, _child(path, key), root) if extra is not True else None
-                if error is not None and extra is False:
-                    error = f"{path}: unexpected property {key!r}"
-            if error is not None:
-                return error
-    return None
+def _format(path: object) -> str:
+    """jsonschema's json_path spelling: `$.name[3]`, and `['other key']` for non-identifiers."""
+    keys = []
+    while path is not None:
+        path, key = path  # type: ignore[misc]
+        keys.append(key)
+    out = "$"
+    for key in reversed(keys):
+        if isinstance(key, int):
+            out += f"[{key}]"
+        elif key and key[0].isascii() and key[0].isalpha() and all(c == "_" or (c.isascii() and c.isalnum()) for c in key):
+            out += "." + key
+        else:
+            out += "['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']"
+    return out
 
 
 def _short(value: object) -> str:

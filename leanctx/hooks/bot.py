@@ -1,0 +1,36 @@
+"""The always-on bot profile inside the hook: keep the user's thread in conversation-state.
+
+- a prompt is recorded as the user's turn; if it answers the pending question, the host is told
+  so in the added context of that same prompt (the model may be a fresh process that never saw
+  the question being asked);
+- a reply (Stop's `last_assistant_message`, Cursor's afterAgentResponse) is recorded as the
+  agent's turn;
+- every session start (new, resumed, cleared, compacted) gets the rehydrated thread as added
+  context: summary, recent turns, active work, the pending question with its options.
+Each turn notes the session it came from. Only installed with `leanctx init --bot`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from leanctx.agents.base import PROMPT, REPLY, SESSION_START, STOP, Agent, HookEvent
+
+
+def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
+    """What to print for `event` under the bot profile (None: the plain profile's answer)."""
+    os.environ["LEANCTX_FAST_PATH"] = "1"  # validate with the stdlib validator, not jsonschema
+    from leanctx.state import api, protocol
+
+    session = event.session_id or event.conversation_id
+    if event.kind == SESSION_START:
+        text = protocol.rehydrate(api.show())
+        return agent.context_output(event.event, text) if text else None
+    if event.kind == PROMPT and event.prompt and not event.subagent_id:
+        result = api.inbound(event.prompt, session_id=session, source=agent.name)
+        if result.get("answered"):
+            return agent.context_output(event.event, protocol.answer_context(result["answered"])) or None
+        return None
+    if event.kind in (STOP, REPLY) and event.reply and not event.subagent_id:
+        api.reply(event.reply, session_id=session)
+    return None

@@ -1,0 +1,37 @@
+"""The multi-user guard inside the hook: decide, then answer in the host's own deny form.
+
+A pre-tool hook that crashes or exits non-zero blocks tool calls on some hosts and is ignored on
+others, so nothing here raises: an internal error fails closed only for calls that mention the
+user tree (the guard's whole job) and open for everything else.
+"""
+
+from __future__ import annotations
+
+import os
+
+from leanctx.agents.base import Agent, HookEvent
+
+
+def check(agent: Agent, event: HookEvent) -> str:
+    from leanctx.state import slug
+
+    tool_input = event.tool_input or {}
+    try:
+        home = os.environ.get("HOME") or os.path.expanduser("~")
+        from leanctx.state.guard import decide
+
+        reason = decide(
+            event.tool_name or "",
+            tool_input,
+            cks_home=slug.cks_home(),
+            active_slug=slug.active_slug(),
+            cwd=event.cwd,
+            home=home,
+        )
+    except Exception as exc:  # noqa: BLE001 - see the module docstring
+        root = slug.users_root()
+        mentions = root in repr(tool_input) or ".cks" in repr(tool_input)
+        reason = f"leanctx guard could not check this call ({type(exc).__name__}: {exc}); refusing because it names {root}" if mentions else None
+    if reason is None:
+        return agent.no_opinion(event.event)
+    return agent.guard_output(event.event, reason)

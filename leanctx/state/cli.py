@@ -1,0 +1,197 @@
+"""`leanctx state …`: the conversation state from a shell (operators, and models via their shell tool).
+
+Bad input (a bad --user, an empty question, too many options, over-long text) exits 2 with one
+`leanctx: …` line on stderr, and nothing is written. `--json` prints machine-readable output.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+
+import click
+
+from leanctx.state import api, protocol
+from leanctx.state.errors import StateError
+
+EXIT_REFUSED = 2
+USER_HELP = "Sender id or slug (default: $CKS_ACTIVE_USER, else local)."
+
+
+def _refusals(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return fn(*args, **kwargs)
+        except StateError as exc:
+            click.echo(f"leanctx: {exc}", err=True)
+            click.echo("leanctx: nothing was written.", err=True)
+            sys.exit(EXIT_REFUSED)
+
+    return wrapper
+
+
+def _user_option(fn: Callable) -> Callable:
+    return click.option("--user", default=None, metavar="SLUG", help=USER_HELP)(fn)
+
+
+def _json_option(fn: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(fn)
+
+
+def _print_json(value: object) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+@click.group("state", context_settings={"help_option_names": ["-h", "--help"]})
+def state() -> None:
+    """The live conversation thread of each bot user (resumes after a restart)."""
+
+
+@state.command()
+@_user_option
+@_json_option
+@_refusals
+def show(user: str | None, as_json: bool) -> None:
+    """Print the thread as a restarted session would get it (--json: the whole state)."""
+    current = api.show(user)
+    if as_json:
+        _print_json(current)
+        return
+    click.echo(f"# {current['user_slug']}: {api.location(user)} (revision {current['revision']})")
+    click.echo(protocol.rehydrate(current) or "No conversation in progress.")
+
+
+@state.command("list")
+@_json_option
+@_refusals
+def list_(as_json: bool) -> None:
+    """Users that have a conversation state."""
+    rows = []
+    for slug in api.list_users():
+        s = api.show(slug)
+        rows.append({"user": slug, "revision": s["revision"], "turn_count": s["turn_count"],
+                     "pending": s["pending"]["question"] if s["pending"] else None,
+                     "last_updated": s["last_updated"], "corrupt_files": len(api.corrupt_files(slug))})
+    if as_json:
+        _print_json(rows)
+        return
+    if not rows:
+        click.echo("No conversation states.")
+    for r in rows:
+        line = f"{r['user']}: revision {r['revision']}, {r['turn_count']} turns, updated {r['last_updated']}"
+        if r["pending"]:
+            line += f", pending: {r['pending'][:60]!r}"
+        if r["corrupt_files"]:
+            line += f", {r['corrupt_files']} damaged file(s) moved aside"
+        click.echo(line)
+
+
+@state.command()
+@click.option("--question", default=None, help="Set this pending clarification (the user's next message answers it).")
+@click.option("--option", "options", multiple=True, help="An answer option (repeat, at most 10).")
+@click.option("--session-id", default=None, help="The session that asked.")
+@_user_option
+@_json_option
+@_refusals
+def pending(question: str | None, options: tuple[str, ...], session_id: str | None, user: str | None, as_json: bool) -> None:
+    """Show the pending question, or set one with --question and --option."""
+    if question is None:
+        if options:
+            raise click.UsageError("--option needs --question")
+        current = api.show(user)["pending"]
+        if as_json:
+            _print_json(current)
+        elif current:
+            opts = current["options"]
+            click.echo(f"Pending since {current['asked_ts']}: {current['question']}"
+                       + (f"\nOptions: {', '.join(opts)}" if opts else ""))
+        else:
+            click.echo("No pending question.")
+        return
+    new = api.set_pending(question, list(options), user=user, session_id=session_id)
+    if as_json:
+        _print_json(new["pending"])
+    else:
+        click.echo(f"Pending question set for {new['user_slug']}; the next message is its answer.")
+
+
+@state.command("clear-pending")
+@_user_option
+@_json_option
+@_refusals
+def clear_pending(user: str | None, as_json: bool) -> None:
+    """Drop the pending question."""
+    new = api.clear_pending(user)
+    _print_json(new) if as_json else click.echo(f"No pending question for {new['user_slug']} now.")
+
+
+@state.command()
+@click.argument("text", required=False)
+@_user_option
+@_json_option
+@_refusals
+def summary(text: str | None, user: str | None, as_json: bool) -> None:
+    """Set the running summary to TEXT (`-` reads stdin); without TEXT, print it."""
+    if text is None:
+        current = api.show(user)["thread_summary"]
+        _print_json(current) if as_json else click.echo(current or "No summary yet.")
+        return
+    if text == "-":
+        text = sys.stdin.read()
+    new = api.set_summary(text, user=user)
+    _print_json(new) if as_json else click.echo(f"Summary set for {new['user_slug']} ({len(new['thread_summary'])} characters).")
+
+
+@state.command()
+@click.option("--feature", default=None, help="The feature being worked on.")
+@click.option("--phase", default=None, help="Its phase.")
+@_user_option
+@_json_option
+@_refusals
+def active(feature: str | None, phase: str | None, user: str | None, as_json: bool) -> None:
+    """Set the active feature and phase (an empty value clears it)."""
+    new = api.set_active(feature, phase, user=user)
+    if as_json:
+        _print_json(new)
+    else:
+        click.echo(f"Active work for {new['user_slug']}: feature {new['active_feature'] or '(none)'}, "
+                   f"phase {new['active_phase'] or '(none)'}.")
+
+
+@state.command()
+@_user_option
+@_json_option
+@_refusals
+def end(user: str | None, as_json: bool) -> None:
+    """End the thread: its digest goes to history.md, and the next message starts a fresh one."""
+    done = api.end_thread(user)
+    if as_json:
+        _print_json(done)
+    elif done["digest"]:
+        click.echo(done["digest"].rstrip("\n"))
+        click.echo(f"(appended to the history of {done['state']['user_slug']}; a fresh thread starts now)")
+    else:
+        click.echo("The thread was empty: nothing appended; a fresh thread starts now.")
+
+
+@state.command()
+@_user_option
+@_json_option
+@_refusals
+def reset(user: str | None, as_json: bool) -> None:
+    """Drop the thread without a digest."""
+    new = api.reset(user)
+    _print_json(new) if as_json else click.echo(f"Conversation state of {new['user_slug']} reset.")
+
+
+@state.command()
+@_user_option
+@_json_option
+@_refusals
+def history(user: str | None, as_json: bool) -> None:
+    """Print history.md (the digests of ended threads)."""
+    text = api.history(user)
+    _print_json(text) if as_json else click.echo(text.rstrip("\n") or "No history yet.")
