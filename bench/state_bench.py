@@ -259,7 +259,8 @@ def main() -> None:
         if note:
             print(f"note: {note}")
 
-        print(f"\n1. one inbound+reply cycle (two compare-and-swap updates, 10-turn thread), {args.runs} interleaved runs per row")
+        print(f"\n1. one inbound+reply cycle (two compare-and-swap updates, 10-turn thread), "
+              f"{args.runs} interleaved runs per row")
         rows = latency(args.runs, server.url if server else None)
         floors = {name.split(",")[0]: percentile(v, 0.5) for name, v in rows if "floor" in name}
         print(f"   {'row':46} {'p50 ms':>8} {'p95 ms':>8} {'p50 / floor':>12}")

@@ -8,10 +8,11 @@ Modules, one job each:
   protocol.py  pure functions on the state dict: inbound, reply, pending, summary, end of thread
   render.py    the text a restarted session gets (rehydrate), the answer line, the history digest
   backend.py   which store (file or Redis), and the contract both keep
-  filestore.py the default store: atomic files, a per-user lock, revision check, quarantine
+  filestore.py the default store: atomic files, a per-user lock plus compare-and-swap, quarantine
   redisstore.py the scale-out store: WATCH/MULTI compare-and-swap
   resp.py      the minimal Redis client it talks through (RESP2 on the C _socket module)
   localredis.py a throw-away redis-server for the tests and the bench
+  guard.py     the multi-user guard hook (PreToolUse): keeps a turn out of other users' folders
   api.py       plain functions (CLI, hooks, and the MCP server later)
   cli.py       `leanctx state ...`
 

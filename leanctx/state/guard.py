@@ -4,7 +4,8 @@ An always-on bot may serve several people from one machine. Their data live side
 `$CKS_HOME/user/<slug>/` (`CKS_HOME` defaults to `~/.cks`); the person being served right now is
 `CKS_ACTIVE_USER`, slugified (lowercase, keep `[a-z0-9_-]`, anything else becomes `-`; `local` when
 unset). `decide()` looks at one tool call and returns None (allow) or the reason to show the model.
-`output()` turns that into each host's deny form. Standard library only: it runs inside the hook
+Each host module's `guard_output()` turns that into the host's deny form (leanctx/hooks/guard.py
+wires the two together, with `leanctx.state.slug` for CKS_HOME and the slug). Standard library only: it runs inside the hook
 process on every tool call, and it imports `shlex` and `fnmatch` (and through them `re`) only when a
 shell command or a wildcard is actually there.
 
@@ -106,7 +107,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["decide", "output", "slugify", "settings_from_env", "evaluate", "run"]
+__all__ = ["decide"]
 
 _INF = 1 << 30
 _MAGIC_CHARS = frozenset("*?[]{}")
@@ -146,24 +147,6 @@ _WALKER_WORDS = ("search", "grep", "glob", "find", "walk", "tree", "recursive")
 
 class _Deny(Exception):
     pass
-
-
-# --------------------------------------------------------------------------- settings
-
-
-def slugify(raw: str | None) -> str:
-    """The kit's slug: lowercase, keep `[a-z0-9_-]`, anything else becomes `-`; `local` when unset."""
-    if raw is None or raw == "":
-        return "local"
-    return "".join(c if ("a" <= c <= "z" or "0" <= c <= "9" or c in "_-") else "-" for c in raw.lower())
-
-
-def settings_from_env(env=None) -> tuple[str, str, str]:
-    """(cks_home, active_slug, home) from `CKS_HOME`, `CKS_ACTIVE_USER` and `HOME`."""
-    env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-    cks = env.get("CKS_HOME") or os.path.join(home, ".cks")
-    return cks, slugify(env.get("CKS_ACTIVE_USER")), home
 
 
 # --------------------------------------------------------------------------- path helpers
@@ -1246,92 +1229,3 @@ def _abs_cwd(zone: _Zone, cwd: str) -> str:
     if cwd == "~" or cwd.startswith("~/"):
         cwd = zone.home + cwd[1:]
     return _norm(os.path.abspath(cwd))
-
-
-# --------------------------------------------------------------------------- host output
-
-
-def _dumps(value: object) -> str:
-    try:
-        from leanctx.hooks.fastjson import dumps
-    except ImportError:  # pragma: no cover - the guard copied out of the package
-        import json
-
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return dumps(value)
-
-
-def output(agent: str, reason: str | None) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) in the host's PreToolUse form; allow prints nothing where it can.
-
-    Claude Code / CodeBuddy / Codex: exit 0 and `hookSpecificOutput.permissionDecision: "deny"` with
-    the reason (Codex rejects a bare "allow", so allow is empty stdout everywhere). Cursor: one JSON
-    object, `{"permission": "deny", "user_message", "agent_message"}` or `{"permission": "allow"}`.
-    Any other host: exit 2 with the reason on stderr, the near-universal "block" convention.
-    """
-    agent = (agent or "").lower()
-    if agent == "cursor":
-        if reason is None:
-            return 0, _dumps({"permission": "allow"}), ""
-        return 0, _dumps({"permission": "deny", "user_message": reason, "agent_message": reason}), ""
-    if reason is None:
-        return 0, "", ""
-    if agent in ("claude", "codebuddy", "codex"):
-        payload = {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }
-        }
-        return 0, _dumps(payload), ""
-    return 2, "", reason + "\n"
-
-
-def evaluate(payload: dict, env=None) -> str | None:
-    """`decide()` for a host's PreToolUse payload, with the settings taken from the environment."""
-    cks_home, slug, home = settings_from_env(env)
-    tool_input = payload.get("tool_input")
-    if tool_input is None:
-        tool_input = payload.get("toolArgs", {})
-    if isinstance(tool_input, str):
-        tool_input = {"input": tool_input}
-    name = payload.get("tool_name") or payload.get("toolName") or ""
-    cwd = payload.get("cwd")
-    if not cwd:
-        roots = payload.get("workspace_roots") or []
-        cwd = roots[0] if roots and isinstance(roots[0], str) else None
-    return decide(name, tool_input, cks_home=cks_home, active_slug=slug, cwd=cwd, home=home)
-
-
-def run(agent: str, payload: dict, env=None) -> tuple[int, str, str]:
-    """Evaluate one payload and render the host's answer: (exit code, stdout, stderr)."""
-    return output(agent, evaluate(payload, env))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m leanctx.state.guard AGENT < payload.json`: print the host's answer."""
-    import sys
-
-    args = sys.argv[1:] if argv is None else argv
-    agent = args[0] if args else "claude"
-    text = sys.stdin.read().lstrip("\ufeff")
-    try:
-        from leanctx.hooks.fastjson import loads
-
-        payload = loads(text) if text.strip() else {}
-    except (ImportError, ValueError):
-        payload = None
-    if not isinstance(payload, dict):
-        code, out, err = output(agent, "leanctx guard: the hook payload is not a JSON object; denied to be safe.")
-    else:
-        code, out, err = run(agent, payload)
-    if out:
-        sys.stdout.write(out)
-    if err:
-        sys.stderr.write(err)
-    return code
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -213,7 +213,10 @@ def fold_line(turn: dict) -> str:
 
 
 def fold(summary: str, turns: list[dict]) -> str:
-    """`summary` with one line per dropped turn appended; oldest folded lines go first at the cap."""
+    """`summary` with one line per dropped turn appended; oldest folded lines go first at the cap.
+
+    The folded lines are the summary's trailing lines that start with `- user: ` or `- agent: `;
+    everything before them is the model's text, kept whole (set_summary caps it)."""
     lines = summary.split("\n") if summary else []
     cut = len(lines)
     while cut > 0 and lines[cut - 1].startswith(FOLD_PREFIXES):

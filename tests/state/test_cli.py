@@ -91,7 +91,8 @@ def test_a_real_process(cks_home: Path) -> None:
     p = subprocess.run([*cmd, "pending", "--question", "Which host?", "--option", "vps", "--option", "home"],
                        env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert json.loads((cks_home / "user" / "alice" / "conversation-state.json").read_text())["pending"]["options"] == ["vps", "home"]
+    written = json.loads((cks_home / "user" / "alice" / "conversation-state.json").read_text())
+    assert written["pending"]["options"] == ["vps", "home"]
     p = subprocess.run([*cmd, "pending", "--question", ""], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert p.stderr == "leanctx: the question is empty\nleanctx: nothing was written.\n"

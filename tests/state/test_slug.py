@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from leanctx.state import api
-from leanctx.state.errors import BadSlug
 from leanctx.state import slug as slugmod
+from leanctx.state.errors import BadSlug
 from leanctx.state.slug import active_slug, check_slug, slugify, user_dir
 
 
