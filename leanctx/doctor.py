@@ -236,6 +236,30 @@ def agent_specific_checks(agent: Agent, home: Path) -> list[dict]:
     return [_check(c["name"], c["status"], c["detail"], c.get("fix")) for c in extra(home)]
 
 
+def state_checks(home: Path) -> list[dict]:
+    """The bot profile's conversation-state store: reachable, and any damaged state moved aside."""
+    from leanctx.state import api
+    from leanctx.state.errors import StateError
+
+    try:
+        users = api.list_users()
+        corrupt = {u: api.corrupt_files(u) for u in users}
+    except (StateError, OSError) as exc:
+        return [_check("conversation state", FAIL, f"store unreachable: {exc}", "check LEANCTX_STATE_URL / CKS_HOME")]
+    from leanctx.state.backend import redact
+    from leanctx.state.slug import cks_home
+
+    url = os.environ.get("LEANCTX_STATE_URL")
+    where = f"Redis {redact(url)}" if url else display(cks_home(), home)
+    out = [_check("conversation state", OK, f"{len(users)} user(s) in {where}")]
+    for user, paths in corrupt.items():
+        if paths:
+            out.append(_check(f"conversation state {user}", WARN,
+                              f"{len(paths)} damaged state(s) moved aside, the thread restarted: {display(paths[-1], home)}",
+                              "read it for what was lost, then delete it"))
+    return out
+
+
 def _data_dir_check(data_dir: Path, home: Path) -> dict:
     try:
         data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -279,6 +303,8 @@ def build(home: Path, data_dir: Path, agent_name: str | None) -> dict:
     any_installed = any(r["installed"] for r in results)
     if any_installed or agent_name:
         checks.extend(wrapper_checks)
+    if any("bot" in r.get("profile", "") for r in results):
+        checks.extend(state_checks(home))
     return {
         "schema": SCHEMA,
         "leanctx_version": leanctx.__version__,

@@ -177,3 +177,19 @@ def test_doctor_flags_comments_the_host_rejects(home: Path, data_dir: Path) -> N
     code, report = doctor_json("--agent", "claude")
     strict = checks_by_name(report["agents"][0])["config is strict JSON"]
     assert code == 1 and "ignores this whole file" in strict["detail"]
+
+
+def test_doctor_shows_bot_profile_and_damaged_state(home: Path, data_dir: Path) -> None:
+    run_cli("init", "--agent", "claude", "--bot")
+    env = dict(os.environ, CKS_ACTIVE_USER="bob")
+    assert run_cli("state", "pending", "--question", "Which plan?", env=env).returncode == 0
+    state = home / ".cks" / "user" / "bob" / "conversation-state.json"
+    state.write_text("{not json")
+    assert run_cli("state", "show", env=env).returncode == 0  # the read quarantines it
+    code, report = doctor_json("--agent", "claude")
+    assert code == 0, json.dumps(report, indent=1)  # reported, not failed: the thread restarted cleanly
+    assert report["agents"][0]["profile"] == "bot"
+    damaged = next(c for c in report["checks"] if c["name"] == "conversation state bob")
+    assert damaged["status"] == "warn" and "conversation-state.corrupt-" in damaged["detail"]
+    # every bot event's smoke run went to a scratch CKS_HOME: bob's real folder got nothing new
+    assert sorted(p.name.split(".")[0] for p in state.parent.iterdir() if not p.name.startswith(".")) == ["conversation-state"]
