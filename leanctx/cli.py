@@ -58,7 +58,8 @@ def main() -> None:
 @click.option("--trust", is_flag=True, help="Codex only: mark leanctx's hooks trusted in ~/.codex/config.toml, as its /hooks screen would (for headless machines).")
 @click.option("--bot", is_flag=True, help="Always-on bot profile: record prompts and replies in conversation-state and hand the thread back at session start.")
 @click.option("--guard", is_flag=True, help="Multi-user bots: deny tool calls that touch another user's folder under $CKS_HOME/user/.")
-def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool) -> None:
+@click.option("--no-mcp", is_flag=True, help="Do not register leanctx's MCP server (ctx_read) or its read rule.")
+def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool, no_mcp: bool) -> None:
     """Wire leanctx's hooks into a host's config (merging, never replacing).
 
     init states the whole profile: running it again without --bot or --guard takes them out."""
@@ -67,7 +68,7 @@ def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot:
 
     home = paths.home()
     selected = _agent_list(agent_name, home)
-    sys.exit(run_init(selected, home, paths.data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard)))
+    sys.exit(run_init(selected, home, paths.data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard), mcp=not no_mcp))
 
 
 @main.command()

@@ -166,6 +166,18 @@ class Agent:
         None when the host has no such file at that level."""
         return None
 
+    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        """Where the read rule (use ctx_read) goes, and how ("file" or "block"); None: nowhere."""
+        return None
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        """(file, "json"|"toml", key of the servers table) where this host registers MCP servers."""
+        raise NotImplementedError
+
+    def mcp_entry(self, command: str, args: list[str]) -> dict:
+        """The server entry for leanctx's stdio MCP server, in this host's shape."""
+        return {"command": command, "args": args}
+
     def detect(self, home: Path) -> bool:
         """Installed on this machine: its config folder exists or its CLI is on PATH."""
         import shutil

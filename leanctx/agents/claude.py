@@ -32,4 +32,20 @@ class Claude(ClaudeShapeAgent):
         return project / ".claude" / "settings.local.json"
 
 
+    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str]:
+        return (self.config_dir(home) if project is None else project) / "CLAUDE.md", "block"
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        # user scope lives in ~/.claude.json (beside ~/.claude, or inside CLAUDE_CONFIG_DIR);
+        # project scope in the project's .mcp.json
+        if project is not None:
+            return project / ".mcp.json", "json", ("mcpServers",)
+        config_dir = self.config_dir(home)
+        path = home / ".claude.json" if config_dir == home / ".claude" else config_dir / ".claude.json"
+        return path, "json", ("mcpServers",)
+
+    def mcp_entry(self, command: str, args: list[str]) -> dict:
+        return {"type": "stdio", "command": command, "args": args}
+
+
 AGENT = Claude()

@@ -31,4 +31,18 @@ class CodeBuddy(ClaudeShapeAgent):
         return project / ".codebuddy" / "settings.local.json"
 
 
+    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str]:
+        return (self.config_dir(home) if project is None else project) / "CODEBUDDY.md", "block"
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        # CodeBuddy's CLI docs: user scope ~/.codebuddy.json, project scope .mcp.json (another tool
+        # writes ~/.codebuddy/mcp.json instead; the documentation wins until a host says otherwise)
+        if project is not None:
+            return project / ".mcp.json", "json", ("mcpServers",)
+        return home / ".codebuddy.json", "json", ("mcpServers",)
+
+    def mcp_entry(self, command: str, args: list[str]) -> dict:
+        return {"type": "stdio", "command": command, "args": args}
+
+
 AGENT = CodeBuddy()

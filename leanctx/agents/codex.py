@@ -36,6 +36,18 @@ class Codex(ClaudeShapeAgent):
         # into every session, so the instructions go there as a marked block.
         return (self.config_dir(home) if project is None else project) / "AGENTS.md", "block"
 
+    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str]:
+        return (self.config_dir(home) if project is None else project) / "AGENTS.md", "block"
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        base = self.config_dir(home) if project is None else project / ".codex"
+        return base / "config.toml", "toml", ("mcp_servers",)
+
+    def mcp_entry(self, command: str, args: list[str]) -> dict:
+        # `codex exec` runs an MCP tool only with "approve" (else "requires approval, but approval
+        # policy is never"); ctx_read only reads inside the workspace.
+        return {"command": command, "args": args, "default_tools_approval_mode": "approve"}
+
     def hook_group(self, command: str, spec: EventSpec) -> dict:
         group = super().hook_group(command, spec)
         if spec.name == "SessionEnd":

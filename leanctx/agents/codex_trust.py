@@ -131,7 +131,6 @@ def untrust(config_text: str, keys: set[str]) -> str:
         del hooks["state"]
     if not hooks:
         del doc["hooks"]
-    text = tomlkit.dumps(doc)
-    # tomlkit leaves the blank line that separated a removed trailing table: drop it again
-    # (only reached when the file changed since our write; otherwise its bytes are restored)
-    return text.rstrip("\n") + "\n" if text.endswith("\n\n") and not config_text.endswith("\n\n") else text
+    from leanctx.installer.tomledit import dumps_after_removal
+
+    return dumps_after_removal(doc, config_text)

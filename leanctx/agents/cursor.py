@@ -68,6 +68,12 @@ class Cursor(Agent):
         # Cursor keeps user-level rules in its settings UI, not in a file: project level only.
         return (project / ".cursor" / "rules" / "leanctx-conversation-state.mdc", "file") if project else None
 
+    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        return (project / ".cursor" / "rules" / "leanctx-ctx-read.mdc", "file") if project else None
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        return (project if project is not None else home) / ".cursor" / "mcp.json", "json", ("mcpServers",)
+
     def hook_group(self, command: str, spec: EventSpec) -> dict:
         entry: dict[str, Any] = {"command": command, "timeout": self.timeout}
         if spec.matcher is not None:

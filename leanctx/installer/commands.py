@@ -46,9 +46,14 @@ def _print_diffs(changes: list[Change], home: Path) -> None:
         click.echo(unified_diff(change, home), nl=False)
 
 
-def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool, profile: Profile) -> list[tuple[Agent, Change | None, Change | None, Change | None]]:
-    """(agent, hooks change, Codex trust change, instructions change) per agent; raises before any write."""
-    from leanctx.installer import instructions
+def _plan_init(
+    selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool, profile: Profile, mcp: bool
+) -> list[tuple[Agent, Change | None, Change | None, list[Change]]]:
+    """(agent, hooks change, Codex trust change, other changes) per agent; raises before any write.
+
+    The other changes: the bot profile's instructions, the MCP server entry and its read rule
+    (each installed or taken out, so the run states the whole profile)."""
+    from leanctx.installer import instructions, mcpreg
 
     planned = []
     for agent in selected:
@@ -59,8 +64,12 @@ def _plan_init(selected: list[Agent], home: Path, data_dir: Path, project: Path 
 
             hooks_text = (change.new if change else files.read_bytes(_config(agent, home, project)) or b"").decode("utf-8")
             trust_change = plan_trust(agent, home, data_dir, project, hooks_text)
-        skill_change = instructions.plan(agent, home, data_dir, project, want=profile.bot)
-        planned.append((agent, change, trust_change, skill_change))
+        others = [
+            instructions.plan(agent, home, data_dir, project, want=profile.bot),
+            mcpreg.plan_register(agent, home, data_dir, project) if mcp else mcpreg.plan_unregister(agent, home, data_dir, project),
+            instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ),
+        ]
+        planned.append((agent, change, trust_change, [c for c in others if c is not None]))
     return planned
 
 
@@ -73,20 +82,21 @@ def run_init(
     say=click.echo,
     trust: bool = False,
     profile: Profile = Profile(),
+    mcp: bool = True,
 ) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
     try:
         if dry_run:
-            planned = _plan_init(selected, home, data_dir, project, trust, profile)
-            changes = [plan_wrapper(data_dir)] + [c for _, *agent_changes in planned for c in agent_changes]
+            planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp)
+            changes = [plan_wrapper(data_dir)] + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]]
             _print_diffs([c for c in changes if c], home)
             return 0
         with files.install_lock(data_dir):
-            planned = _plan_init(selected, home, data_dir, project, trust, profile)
+            planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp)
             wrapper_change = plan_wrapper(data_dir)
             if wrapper_change:  # first, so no host ever calls a missing wrapper
                 apply_install(wrapper_change, data_dir)
-            for agent, change, trust_change, skill_change in planned:
+            for agent, change, trust_change, others in planned:
                 done = apply_with_retry(change, apply_install, data_dir) if change else None
                 where = display(done.path if done else _config(agent, home, project), home)
                 verb = "wired" if done else "already wired"
@@ -96,11 +106,11 @@ def run_init(
                     say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")
                 elif agent.name == "codex" and done and not trust:
                     say(f"  {CODEX_TRUST_HINT}")
-                if skill_change is not None:
-                    apply_with_retry(skill_change, apply_install if skill_change.new is not None else apply_uninstall, data_dir)
-                    verb = "wrote the conversation-state instructions to" if skill_change.new is not None else "took the conversation-state instructions out of"
-                    say(f"  {verb} {display(skill_change.path, home)}")
-                elif profile.bot and agent.instructions_path(home, project) is None:
+                for other in others:
+                    done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
+                    if done_other is not None:
+                        say(f"  {'took our part out of' if other.removal else 'updated'} {display(done_other.path, home)}")
+                if profile.bot and agent.instructions_path(home, project) is None:
                     say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
     except ConfigError as exc:
         return _refuse(exc)
@@ -153,11 +163,15 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
             trust_change = plan_untrust(agent, home, data_dir, project)
             if trust_change is not None:
                 planned.append((agent, trust_change))
-        from leanctx.installer import instructions
+        from leanctx.installer import instructions, mcpreg
 
-        skill_change = instructions.plan(agent, home, data_dir, project, want=False)
-        if skill_change is not None:
-            planned.append((agent, skill_change))
+        for other in (
+            instructions.plan(agent, home, data_dir, project, want=False),
+            instructions.plan(agent, home, data_dir, project, want=False, spec=instructions.CTX_READ),
+            mcpreg.plan_unregister(agent, home, data_dir, project),
+        ):
+            if other is not None:
+                planned.append((agent, other))
         planned.append((agent, plan_uninstall(agent, home, data_dir, project)))
     return planned
 

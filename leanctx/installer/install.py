@@ -32,6 +32,7 @@ class Change:
     new: bytes | None
     created: list = field(default_factory=list)
     replan: Callable[[], Change | None] | None = None
+    removal: bool = False  # takes our part out (apply_uninstall) rather than putting it in
 
     @property
     def path(self) -> Path:
@@ -131,7 +132,7 @@ def plan_removal(
     if new == old:
         return None
     files.check_writable(target.real)
-    return Change(agent, target, old, new, replan=again)
+    return Change(agent, target, old, new, replan=again, removal=True)
 
 
 def plan_wrapper(data_dir: Path) -> Change | None:

@@ -94,7 +94,10 @@ def test_exec_with_bypass_publishes_session_and_leaves_config_alone(codex_cli, h
         assert not hooks_json.exists()
 
         lean.run("init", "--agent", "codex")
-        assert config.read_bytes() == original, "init must not touch config.toml"
+        registered = config.read_bytes()
+        # init adds only its MCP server table: every byte (and comment) of the user's file stays
+        assert registered.startswith(original), "init changed the user's config.toml"
+        assert b"[mcp_servers.leanctx]" in registered[len(original):]
         assert hooks_json.exists()
 
         cp, node_pid = codex_exec(run_host, codex_cli, hh, "read a.txt", env_extra=lean.host_env)
@@ -146,8 +149,12 @@ def test_exec_with_bypass_publishes_session_and_leaves_config_alone(codex_cli, h
     servers = {s["name"]: s for s in json.loads(mcp.stdout)}
     assert servers["probe"]["enabled"] is True
     assert servers["probe"]["transport"]["env"] == {"FOO": "bar"}
+    assert servers["leanctx"]["enabled"] is True, "codex mcp list does not show leanctx after init"
+    assert servers["leanctx"]["transport"]["args"] == ["-m", "leanctx", "mcp"]
     assert not [line for line in mcp.stderr.splitlines() if HOOK_PROBLEMS.search(line)], mcp.stderr
-    assert config.read_bytes() == original, "config.toml changed"
+    assert config.read_bytes() == registered, "config.toml changed"
+    lean.run("uninstall", "--agent", "codex")
+    assert config.read_bytes() == original, "uninstall did not give config.toml back byte for byte"
 
 
 def test_codex_doctor_does_not_flag_our_hooks(codex_cli, host_home, lean):
@@ -160,6 +167,8 @@ def test_codex_doctor_does_not_flag_our_hooks(codex_cli, host_home, lean):
                                tables="# a user table with a comment\n[profiles.work]\nmodel = \"gpt-5\"  # same\n")
     original = (hh.codex_home / "config.toml").read_bytes()
     lean.run("init", "--agent", "codex")
+    registered = (hh.codex_home / "config.toml").read_bytes()
+    assert registered.startswith(original)
     cp = subprocess.run(prefix + [codex_cli, "doctor", "--json"], cwd=hh.proj, env=hostcli.codex_env(hh.home),
                         capture_output=True, text=True, timeout=CLI_TIMEOUT, stdin=subprocess.DEVNULL)
     try:
@@ -174,7 +183,9 @@ def test_codex_doctor_does_not_flag_our_hooks(codex_cli, host_home, lean):
             assert "hook" not in text.lower(), f"codex doctor complains about hooks in {cid}: {text}"
     bad = [line for line in cp.stderr.splitlines() if HOOK_PROBLEMS.search(line)]
     assert not bad, "codex doctor warns about our hooks:\n" + "\n".join(bad)
-    assert (hh.codex_home / "config.toml").read_bytes() == original
+    mcp_check = report["checks"].get("mcp.config")
+    assert mcp_check is None or mcp_check["status"] == "ok", f"codex doctor rejects our MCP entry: {mcp_check}"
+    assert (hh.codex_home / "config.toml").read_bytes() == registered
 
 
 def test_untrusted_hooks_do_not_run_without_bypass(codex_cli, host_home, lean, run_host):

@@ -1,0 +1,342 @@
+"""Talking to the cache daemon: where its files live, the wire format, and finding, verifying and
+starting it.
+
+Wire format: one JSON object per line each way over a Unix stream socket. A request is
+`{"v": 1, "op": ..., "conn": {...}, "args": {...}}`; the answer is `{"ok": true, "result": ...}`
+or `{"ok": false, "error": "...", "code": "..."}`. A socket stays open for many requests.
+
+This module is imported by the MCP server on its start-up path: standard library only at import
+(psutil is imported where a process has to be verified).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+PROTOCOL = 1
+MAX_REQUEST = 1 << 20  # bytes of one request line; the daemon refuses more
+MAX_RESPONSE = 256 << 20  # a read answer carries file text; the core caps file size well below this
+SOCKET_NAME = "leanctx.sock"
+PID_NAME = "leanctx.pid"
+LOCK_NAME = "leanctx.lock"
+LOG_NAME = "service.log"
+CACHE_DIRNAME = "cache"
+LOG_ROTATE_BYTES = 1 << 20
+# Daemon command lines carry this module path or `leanctx serve`; used to recognise our daemon.
+SERVE_MODULE = "leanctx.cache.cli"
+
+
+def socket_path(base: str | os.PathLike) -> str:
+    return os.path.join(os.fspath(base), SOCKET_NAME)
+
+
+def pid_path(base: str | os.PathLike) -> str:
+    return os.path.join(os.fspath(base), PID_NAME)
+
+
+def lock_path(base: str | os.PathLike) -> str:
+    return os.path.join(os.fspath(base), LOCK_NAME)
+
+
+def log_path(base: str | os.PathLike) -> str:
+    return os.path.join(os.fspath(base), "logs", LOG_NAME)
+
+
+def cache_dir(base: str | os.PathLike) -> str:
+    """Where the read cache persists its index (never file contents)."""
+    return os.path.join(os.fspath(base), CACHE_DIRNAME)
+
+
+class DaemonError(Exception):
+    """The daemon could not be reached, went away mid-request, or spoke nonsense."""
+
+
+class DaemonUnavailable(DaemonError):
+    """No daemon accepted the connection: the request never reached one (safe to retry)."""
+
+
+class RemoteError(Exception):
+    """The daemon answered, with an error (bad arguments, an internal failure)."""
+
+    def __init__(self, message: str, code: str = "error") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def encode(obj: object) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
+
+
+def decode(line: bytes) -> object:
+    return json.loads(line.decode("utf-8", "surrogatepass"))
+
+
+class _Unix:
+    """An AF_UNIX address that fits: sun_path holds ~104-108 bytes, a deep data dir does not.
+    On Linux a long path is reached through /proc/self/fd/<dir fd>/<name> instead."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> str:
+        if len(os.fsencode(self.path)) < 100 or not os.path.isdir("/proc/self/fd"):
+            return self.path
+        folder, name = os.path.split(self.path)
+        self._fd = os.open(folder or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        return f"/proc/self/fd/{self._fd}/{name}"
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+
+
+def connect(path: str, timeout: float = 1.0) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        with _Unix(path) as addr:
+            sock.connect(addr)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def bind(sock: socket.socket, path: str) -> None:
+    with _Unix(path) as addr:
+        sock.bind(addr)
+
+
+class LineSocket:
+    """One socket with a read buffer: send a line, receive a line."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def recv_line(self, limit: int) -> bytes | None:
+        """The next line (with its newline), b"" on a line over `limit`, None on EOF."""
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self.buf[: nl + 1])
+                del self.buf[: nl + 1]
+                return line
+            if len(self.buf) > limit:
+                return b""
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                return None
+            self.buf += chunk
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class ServiceClient:
+    """Requests to the daemon over a small pool of kept-open sockets (concurrent tool calls each
+    take one). Any transport failure closes that socket and raises DaemonError; the caller decides
+    whether to fall back. Never retries a request on its own: a read the daemon may have recorded
+    must not be answered twice."""
+
+    def __init__(self, base: str | os.PathLike, timeout: float = 20.0, connect_timeout: float = 1.0, pool: int = 4) -> None:
+        self.path = socket_path(base)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.pool_size = pool
+        self._idle: list[LineSocket] = []
+        self._lock = threading.Lock()
+
+    def _take(self) -> LineSocket:
+        while True:
+            with self._lock:
+                if not self._idle:
+                    break
+                ls = self._idle.pop()
+            if not _readable(ls.sock):
+                return ls
+            ls.close()  # EOF waiting on an idle socket: that daemon is gone (restarted, stopped)
+        try:
+            return LineSocket(connect(self.path, self.connect_timeout))
+        except OSError as exc:
+            raise DaemonUnavailable(f"cannot connect to {self.path}: {exc.strerror or exc}") from None
+
+    def _give(self, ls: LineSocket) -> None:
+        with self._lock:
+            if len(self._idle) < self.pool_size:
+                self._idle.append(ls)
+                return
+        ls.close()
+
+    def request(self, op: str, conn: dict | None = None, args: dict | None = None, timeout: float | None = None) -> object:
+        msg: dict = {"v": PROTOCOL, "op": op}
+        if conn is not None:
+            msg["conn"] = conn
+        if args is not None:
+            msg["args"] = args
+        data = encode(msg)
+        ls = self._take()
+        try:
+            ls.sock.settimeout(timeout or self.timeout)
+            ls.send(data)
+            line = ls.recv_line(MAX_RESPONSE)
+        except OSError as exc:  # includes timeouts and ECONNRESET from a killed daemon
+            ls.close()
+            raise DaemonError(f"daemon request {op!r} failed: {exc}") from None
+        if not line:
+            ls.close()
+            raise DaemonError(f"daemon closed the connection during {op!r}")
+        try:
+            answer = decode(line)
+        except ValueError:
+            ls.close()
+            raise DaemonError(f"daemon sent a malformed answer to {op!r}") from None
+        if not isinstance(answer, dict) or "ok" not in answer:
+            ls.close()
+            raise DaemonError(f"daemon sent a malformed answer to {op!r}")
+        self._give(ls)
+        if not answer["ok"]:
+            raise RemoteError(str(answer.get("error") or "unknown error"), str(answer.get("code") or "error"))
+        return answer.get("result")
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for ls in idle:
+            ls.close()
+
+
+def _readable(sock: socket.socket) -> bool:
+    """An idle socket has nothing to read; readable means EOF or garbage: do not reuse it."""
+    import select
+
+    try:
+        r, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(r)
+
+
+# --- the daemon's process ---------------------------------------------------------------
+
+
+def read_pidfile(base: str | os.PathLike) -> dict | None:
+    try:
+        with open(pid_path(base), "rb") as f:
+            value = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) and isinstance(value.get("pid"), int) else None
+
+
+def is_daemon_cmdline(cmdline: list[str]) -> bool:
+    words = [os.path.basename(w) for w in cmdline]
+    if "serve" not in words:
+        return False
+    return SERVE_MODULE in cmdline or any(w == "leanctx" or w.startswith("leanctx") for w in words[:3])
+
+
+def daemon_process(base: str | os.PathLike):  # -> psutil.Process | None
+    """The running daemon of this data dir, verified: the pid file's pid is alive, started at
+    the recorded time (not a reused pid) and runs `serve`. None otherwise."""
+    info = read_pidfile(base)
+    if info is None:
+        return None
+    return verify_pid(info)
+
+
+def verify_pid(info: dict):  # -> psutil.Process | None
+    import psutil
+
+    try:
+        proc = psutil.Process(info["pid"])
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        created = proc.create_time()
+        recorded = info.get("create_time")
+        if not isinstance(recorded, (int, float)) or abs(created - recorded) > 0.5:
+            return None
+        if not is_daemon_cmdline(proc.cmdline()):
+            return None
+    except (psutil.Error, OSError):
+        return None
+    return proc
+
+
+def daemon_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a detached daemon starts with: what locates files and tools, never the
+    spawning host's identity or credentials (the daemon serves every chat on the machine; each
+    request brings its own connection facts)."""
+    environ = dict(os.environ if environ is None else environ)
+    keep_exact = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "TZ", "VIRTUAL_ENV", "PYTHONPATH",
+                  "TIKTOKEN_CACHE_DIR", "LEANCTX_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME",
+                  "XDG_RUNTIME_DIR", "CKS_HOME", "LEANCTX_CONFIG"}
+    # Per-connection switches travel with each request instead (see mcpserver.CONNECTION_ENV).
+    per_connection = {"LEANCTX_SCOPE", "LEANCTX_CONVERSATION_SCOPE", "LEANCTX_DISABLED"}
+    env = {}
+    for key, value in environ.items():
+        if key in keep_exact or key.startswith("LC_") or (key.startswith("LEANCTX_") and key not in per_connection):
+            env[key] = value
+    return env
+
+
+def _rotate_log(path: str) -> None:
+    try:
+        if os.path.getsize(path) > LOG_ROTATE_BYTES:
+            os.replace(path, path + ".1")
+    except OSError:
+        pass
+
+
+def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> None:
+    """Start `serve` fully detached: its own session (a host's process-group kill does not reach
+    it), stdin from /dev/null, stdout/stderr to the service log, no inherited descriptors, cwd /.
+    Through a short-lived intermediate that exits at once, so the daemon is re-parented away from
+    the caller (no zombie when it exits, not part of the caller's process tree)."""
+    base = os.fspath(base)
+    log = log_path(base)
+    os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
+    _rotate_log(log)
+    python = python or sys.executable
+    env = daemon_env()
+    env["LEANCTX_HOME"] = base
+    cmd = [python, "-m", SERVE_MODULE, "serve"]
+    launcher = (
+        "import os,subprocess,sys\n"
+        "log=os.open(sys.argv[1],os.O_WRONLY|os.O_APPEND|os.O_CREAT,0o600)\n"
+        "subprocess.Popen(sys.argv[2:],stdin=subprocess.DEVNULL,stdout=log,stderr=log,"
+        "start_new_session=True,close_fds=True,cwd='/')\n"
+    )
+    with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
+        inter = subprocess.Popen([python, "-I", "-S", "-c", launcher, log, *cmd], stdin=null_in, stdout=null_out,
+                                 stderr=null_out, close_fds=True, cwd="/", env=env, start_new_session=True)
+    # The intermediate exits as soon as it has forked; reap it off the caller's path.
+    threading.Thread(target=inter.wait, name="leanctx-spawn-reaper", daemon=True).start()
+
+
+def wait_for_socket(base: str | os.PathLike, timeout: float) -> bool:
+    """Poll until the daemon accepts connections (True) or the timeout passes."""
+    path = socket_path(base)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            connect(path, 0.2).close()
+            return True
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)

@@ -1,0 +1,479 @@
+"""`leanctx serve`: one cache daemon for every chat on the machine.
+
+It listens on a Unix socket in the data dir (mode 0600), holds one Resolver and one ReadCache,
+and answers JSON-line requests (client.py). Each request carries the asking MCP connection's
+facts; the scope is re-resolved with fresh=True before every read, so a stub decision never rests
+on a cached answer.
+
+Single instance: an exclusive flock on `leanctx.lock` held for the daemon's whole life (the
+kernel drops it when the process dies, however it dies), plus a pid file naming pid and start
+time so `status`/`stop`/clients can verify with psutil that a pid is really our daemon. A new
+daemon that gets the lock knows any pid file or socket left behind is stale and replaces them.
+
+Threads: the main thread accepts (a selector over the listening socket and a signal wake-up
+pipe); one thread per client socket; one housekeeping thread that saves the index every
+SAVE_EVERY_S and notices when our socket or pid file was removed from under us (we then shut
+down, so the next client starts a healthy daemon instead of talking to nobody). Calls into the
+cache core are serialised by one lock: reads are short, and the core need not be thread-safe.
+SIGTERM/SIGINT: stop accepting, let in-flight requests finish (bounded), save the index, remove
+our socket and pid file, exit 0.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import selectors
+import signal
+import socket
+import sys
+import threading
+import time
+
+import leanctx
+from leanctx.cache import client
+
+log = logging.getLogger("leanctx.service")
+
+SAVE_EVERY_S = 15.0
+DRAIN_S = 3.0
+MAX_PATH_CHARS = 4096
+MAX_LINE = 10**9
+# Connection facts a request may carry (Connection's fields).
+_CONN_KEYS = ("connection_id", "env", "host_pid", "host_start_ticks")
+
+
+class AlreadyRunning(Exception):
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(f"a leanctx daemon is already running for this data dir (pid {pid})" if pid
+                         else "a leanctx daemon is already starting for this data dir")
+        self.pid = pid
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _opt_line(args: dict, key: str) -> int | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LINE:
+        raise BadRequest(f"{key} must be a line number >= 1")
+    return value
+
+
+def read_args(args: object) -> tuple[str, int | None, int | None, bool]:
+    """Validate ctx_read arguments (the same checks in the daemon and in-process)."""
+    if not isinstance(args, dict):
+        raise BadRequest("args must be an object")
+    path = args.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise BadRequest("path must be a non-empty string")
+    if len(path) > MAX_PATH_CHARS or "\x00" in path:
+        raise BadRequest("path is too long or contains a NUL byte")
+    start, end = _opt_line(args, "start_line"), _opt_line(args, "end_line")
+    if start is not None and end is not None and end < start:
+        raise BadRequest("end_line is before start_line")
+    fresh = args.get("fresh", False)
+    if not isinstance(fresh, bool):
+        raise BadRequest("fresh must be true or false")
+    return path, start, end, fresh
+
+
+def make_connection(facts: object):  # -> scope.Connection
+    from leanctx.cache.scope import Connection
+
+    if not isinstance(facts, dict):
+        raise BadRequest("conn must be an object")
+    cid = facts.get("connection_id")
+    if not isinstance(cid, str) or not 0 < len(cid) <= 200:
+        raise BadRequest("conn.connection_id must be a non-empty string")
+    env = facts.get("env") or {}
+    if not isinstance(env, dict) or len(env) > 200 or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise BadRequest("conn.env must be an object of strings")
+    pid, ticks = facts.get("host_pid"), facts.get("host_start_ticks")
+    for name, value in (("host_pid", pid), ("host_start_ticks", ticks)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise BadRequest(f"conn.{name} must be a non-negative integer or null")
+    return Connection(connection_id=cid, env=dict(env), host_pid=pid, host_start_ticks=ticks)
+
+
+class CacheCore:
+    """One Resolver + one ReadCache behind a lock: what the daemon serves, and what an MCP server
+    serves in-process when it has no daemon."""
+
+    def __init__(self, data_dir: str, state_dir: str | None) -> None:
+        from leanctx.cache.readcache import ReadCache
+        from leanctx.cache.scope import Resolver
+
+        self.resolver = Resolver(data_dir)
+        self.cache = ReadCache(state_dir)
+        self.lock = threading.Lock()
+        self.dirty = False
+
+    def read(self, conn, path: str, start: int | None, end: int | None, fresh: bool) -> dict:
+        with self.lock:
+            # Re-sampled right before the decision: never a cached "who is asking" for a stub.
+            scope = self.resolver.resolve(conn, fresh=True)
+            result = self.cache.read(scope, path, start_line=start, end_line=end, fresh=fresh)
+            self.dirty = True
+        return result
+
+    def scope(self, conn) -> dict:
+        with self.lock:
+            s = self.resolver.resolve(conn, fresh=True)
+        return {k: getattr(s, k, None) for k in ("key", "agent", "compactions", "roots", "stub_ok", "reason")}
+
+    def stats(self) -> dict:
+        with self.lock:
+            return self.cache.stats()
+
+    def save(self) -> None:
+        with self.lock:
+            if self.dirty:
+                self.cache.save()
+                self.dirty = False
+
+
+class Daemon:
+    def __init__(self, data_dir: str) -> None:
+        self.data_dir = os.path.abspath(data_dir)
+        self.sock_path = client.socket_path(self.data_dir)
+        self.pid_file = client.pid_path(self.data_dir)
+        self.started = time.time()
+        self.stopping = threading.Event()
+        self.core: CacheCore | None = None
+        self.listener: socket.socket | None = None
+        self._lock_fd: int | None = None
+        self._sock_ino: tuple[int, int] | None = None
+        self._stats_lock = threading.Lock()
+        self.open_sockets = 0
+        self.sockets_total = 0
+        self.live_ids: dict[str, int] = {}  # connection id -> open sockets carrying it
+        self.seen_ids: set[str] = set()
+        self.requests = 0
+        self.errors = 0
+        self.in_flight = 0
+
+    # --- start-up --------------------------------------------------------------------
+
+    def acquire(self) -> None:
+        """Take the single-instance lock, or raise AlreadyRunning."""
+        import fcntl
+
+        os.makedirs(self.data_dir, mode=0o700, exist_ok=True)
+        fd = os.open(client.lock_path(self.data_dir), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
+                raise
+            running = client.daemon_process(self.data_dir)
+            raise AlreadyRunning(running.pid if running else None) from None
+        # Belt and braces: a lock file deleted and re-created under a live daemon would let a
+        # second one in; the pid file still names the first.
+        other = client.daemon_process(self.data_dir)
+        if other is not None and other.pid != os.getpid():
+            os.close(fd)
+            raise AlreadyRunning(other.pid)
+        self._lock_fd = fd
+
+    def recover_stale(self) -> None:
+        """With the lock held nobody else serves this data dir: whatever is left is stale."""
+        old = client.read_pidfile(self.data_dir)
+        for path in (self.sock_path, self.pid_file):
+            try:
+                os.unlink(path)
+                log.info("removed stale %s%s", os.path.basename(path), f" (pid {old['pid']})" if old and path == self.pid_file else "")
+            except FileNotFoundError:
+                pass
+
+    def listen(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket file is born 0600: no window where others can connect
+        try:
+            client.bind(sock, self.sock_path)
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.sock_path, 0o600)
+        sock.listen(64)
+        sock.setblocking(False)
+        st = os.stat(self.sock_path)
+        self._sock_ino = (st.st_dev, st.st_ino)
+        self.listener = sock
+
+    def write_pidfile(self) -> None:
+        import psutil
+
+        info = {
+            "pid": os.getpid(),
+            "create_time": psutil.Process().create_time(),
+            "socket": self.sock_path,
+            "version": leanctx.__version__,
+            "protocol": client.PROTOCOL,
+            "started_at": self.started,
+        }
+        tmp = f"{self.pid_file}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, client.encode(info))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.pid_file)
+
+    # --- serving ---------------------------------------------------------------------
+
+    def run(self, core: CacheCore | None = None) -> int:
+        self.acquire()
+        self.recover_stale()
+        self.core = core or CacheCore(self.data_dir, client.cache_dir(self.data_dir))
+        self.listen()
+        self.write_pidfile()
+        log.info("leanctx %s daemon pid %d serving %s", leanctx.__version__, os.getpid(), self.sock_path)
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        threading.Thread(target=self._housekeeping, name="leanctx-housekeeping", daemon=True).start()
+        sel = selectors.DefaultSelector()
+        assert self.listener is not None
+        sel.register(self.listener, selectors.EVENT_READ, "accept")
+        sel.register(wake_r, selectors.EVENT_READ, "wake")
+        try:
+            while not self.stopping.is_set():
+                for key, _ in sel.select(timeout=1.0):
+                    if key.data == "wake":
+                        try:
+                            os.read(wake_r, 512)
+                        except OSError:
+                            pass
+                    elif not self.stopping.is_set():
+                        self._accept()
+        finally:
+            sel.close()
+            self.shutdown()
+            signal.set_wakeup_fd(-1)
+            os.close(wake_r)
+            os.close(wake_w)
+        return 0
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        log.info("signal %d: shutting down", signum)
+        self.stopping.set()
+
+    def _accept(self) -> None:
+        assert self.listener is not None
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE and friends: keep serving the sockets we have
+                log.warning("accept failed: %s", exc)
+                return
+            conn.setblocking(True)
+            with self._stats_lock:
+                self.open_sockets += 1
+                self.sockets_total += 1
+            threading.Thread(target=self._serve_socket, args=(conn,), name="leanctx-conn", daemon=True).start()
+
+    def _serve_socket(self, sock: socket.socket) -> None:
+        ls = client.LineSocket(sock)
+        carried: str | None = None
+        try:
+            while not self.stopping.is_set():
+                try:
+                    line = ls.recv_line(client.MAX_REQUEST)
+                except OSError:
+                    return
+                if line is None:
+                    return
+                if line == b"":
+                    ls.send(client.encode({"ok": False, "code": "too_large",
+                                           "error": f"request over {client.MAX_REQUEST} bytes"}))
+                    return  # the rest of that line is unreadable garbage: drop the socket
+                answer, cid = self.handle_line(line)
+                if cid and cid != carried:
+                    self._note_id(cid, carried)
+                    carried = cid
+                try:
+                    ls.send(answer)
+                except OSError:
+                    return
+        finally:
+            ls.close()
+            with self._stats_lock:
+                self.open_sockets -= 1
+                if carried:
+                    self._drop_id(carried)
+
+    def _note_id(self, cid: str, previous: str | None) -> None:
+        with self._stats_lock:
+            if previous:
+                self._drop_id(previous)
+            self.live_ids[cid] = self.live_ids.get(cid, 0) + 1
+            self.seen_ids.add(cid)
+
+    def _drop_id(self, cid: str) -> None:  # caller holds _stats_lock
+        n = self.live_ids.get(cid, 0) - 1
+        if n > 0:
+            self.live_ids[cid] = n
+        else:
+            self.live_ids.pop(cid, None)
+
+    def handle_line(self, line: bytes) -> tuple[bytes, str | None]:
+        with self._stats_lock:
+            self.requests += 1
+            self.in_flight += 1
+        cid = None
+        try:
+            try:
+                msg = client.decode(line)
+            except ValueError:
+                raise BadRequest("request is not valid JSON") from None
+            if not isinstance(msg, dict):
+                raise BadRequest("request must be a JSON object")
+            if msg.get("v") != client.PROTOCOL:
+                raise BadRequest(f"unsupported protocol version {msg.get('v')!r} (this daemon speaks {client.PROTOCOL})")
+            facts = msg.get("conn")
+            if isinstance(facts, dict) and isinstance(facts.get("connection_id"), str):
+                cid = facts["connection_id"][:200]
+            result = self.dispatch(str(msg.get("op")), facts, msg.get("args") or {})
+            return client.encode({"ok": True, "result": result}), cid
+        except BadRequest as exc:
+            self._count_error()
+            return client.encode({"ok": False, "code": "bad_request", "error": str(exc)}), cid
+        except Exception as exc:  # a bug in the core must not take the daemon down
+            self._count_error()
+            log.exception("request failed")
+            return client.encode({"ok": False, "code": "internal", "error": f"{type(exc).__name__}: {exc}"}), cid
+        finally:
+            with self._stats_lock:
+                self.in_flight -= 1
+
+    def _count_error(self) -> None:
+        with self._stats_lock:
+            self.errors += 1
+
+    def dispatch(self, op: str, facts: object, args: object) -> object:
+        assert self.core is not None
+        if op == "read":
+            conn = make_connection(facts)
+            path, start, end, fresh = read_args(args)
+            return self.core.read(conn, path, start, end, fresh)
+        if op == "hello":
+            return {"protocol": client.PROTOCOL, "version": leanctx.__version__, "pid": os.getpid()}
+        if op == "stats":
+            return self.core.stats()
+        if op == "status":
+            return self.status()
+        if op == "scope":
+            return self.core.scope(make_connection(facts))
+        raise BadRequest(f"unknown op {op!r}")
+
+    def status(self) -> dict:
+        assert self.core is not None
+        stats = self.core.stats()
+        with self._stats_lock:
+            conns = {"open_sockets": self.open_sockets, "clients": len(self.live_ids),
+                     "clients_seen": len(self.seen_ids), "sockets_total": self.sockets_total}
+            requests, errors = self.requests, self.errors
+        return {
+            "running": True,
+            "pid": os.getpid(),
+            "version": leanctx.__version__,
+            "protocol": client.PROTOCOL,
+            "data_dir": self.data_dir,
+            "socket": self.sock_path,
+            "started_at": self.started,
+            "uptime_s": round(time.time() - self.started, 3),
+            "connections": conns,
+            "requests": requests,
+            "errors": errors,
+            "entries": stats.get("entries"),
+            "savings": savings(stats),
+        }
+
+    # --- housekeeping and shutdown ------------------------------------------------------
+
+    def _housekeeping(self) -> None:
+        while not self.stopping.wait(SAVE_EVERY_S):
+            try:
+                assert self.core is not None
+                self.core.save()
+            except Exception:
+                log.exception("saving the index failed")
+            if not self._still_ours():
+                log.warning("our socket or pid file was removed or replaced: shutting down")
+                self.stopping.set()
+                os.kill(os.getpid(), signal.SIGTERM)  # wakes the selector
+
+    def _still_ours(self) -> bool:
+        try:
+            st = os.stat(self.sock_path)
+        except OSError:
+            return False
+        info = client.read_pidfile(self.data_dir)
+        return (st.st_dev, st.st_ino) == self._sock_ino and bool(info) and info.get("pid") == os.getpid()
+
+    def shutdown(self) -> None:
+        self.stopping.set()
+        if self.listener is not None:
+            self.listener.close()
+        deadline = time.monotonic() + DRAIN_S
+        while time.monotonic() < deadline:
+            with self._stats_lock:
+                if self.in_flight == 0:
+                    break
+            time.sleep(0.01)
+        if self.core is not None:
+            try:
+                self.core.dirty = True
+                self.core.save()
+            except Exception:
+                log.exception("saving the index at shutdown failed")
+        # Remove only what is still ours (a successor may already have replaced them).
+        try:
+            st = os.stat(self.sock_path)
+            if (st.st_dev, st.st_ino) == self._sock_ino:
+                os.unlink(self.sock_path)
+        except OSError:
+            pass
+        info = client.read_pidfile(self.data_dir)
+        if info and info.get("pid") == os.getpid():
+            try:
+                os.unlink(self.pid_file)
+            except OSError:
+                pass
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        log.info("daemon pid %d stopped", os.getpid())
+
+
+def savings(stats: dict) -> dict:
+    """Tokens of raw content vs tokens delivered, from the core's stats (whatever it names them)."""
+    totals = stats.get("totals") if isinstance(stats.get("totals"), dict) else stats
+    raw = totals.get("tokens_raw") or 0
+    sent = totals.get("tokens_sent") or 0
+    return {"tokens_raw": raw, "tokens_sent": sent, "tokens_saved": max(0, raw - sent),
+            "ratio": round(1 - sent / raw, 4) if raw else 0.0, "tokenizer": stats.get("tokenizer")}
+
+
+def serve(data_dir: str) -> int:
+    """Run the daemon in the foreground until SIGTERM. 0 on a clean stop, 1 when another
+    daemon already serves this data dir."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(process)d %(levelname)s %(message)s")
+    daemon = Daemon(data_dir)
+    try:
+        return daemon.run()
+    except AlreadyRunning as exc:
+        print(f"leanctx: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,128 @@
+"""init registers leanctx's MCP server and its read rule in each host's own files; uninstall takes them out."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import tomlkit
+
+from leanctx import agents
+from leanctx.installer import mcpreg
+from leanctx.installer.commands import run_init, run_uninstall
+from tests.conftest import run_cli
+
+EXPECTED = {
+    "claude": (".claude.json", {"type": "stdio", "command": sys.executable, "args": ["-m", "leanctx", "mcp"]}),
+    "codebuddy": (".codebuddy.json", {"type": "stdio", "command": sys.executable, "args": ["-m", "leanctx", "mcp"]}),
+    "cursor": (".cursor/mcp.json", {"command": sys.executable, "args": ["-m", "leanctx", "mcp"]}),
+}
+RULES = {"claude": ".claude/CLAUDE.md", "codebuddy": ".codebuddy/CODEBUDDY.md", "codex": ".codex/AGENTS.md"}
+
+
+def init(home: Path, data_dir: Path, name: str, **kw) -> int:
+    return run_init([agents.get(name)], home, data_dir, None, dry_run=False, **kw)
+
+
+def uninstall(home: Path, data_dir: Path, name: str) -> int:
+    return run_uninstall([agents.get(name)], home, data_dir, None, dry_run=False, all_agents=False)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_json_hosts_register_next_to_other_servers(home: Path, data_dir: Path, name: str) -> None:
+    relative, entry = EXPECTED[name]
+    path = home / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    original = '{\n  "numStartups": 4,\n  "mcpServers": {\n    "github": {"command": "gh-mcp", "args": []}\n  }\n}\n'
+    path.write_text(original)
+    assert init(home, data_dir, name) == 0
+    value = json.loads(path.read_text())  # strict JSON: the hosts do not accept comments here
+    assert value["mcpServers"]["leanctx"] == entry
+    assert value["mcpServers"]["github"] == {"command": "gh-mcp", "args": []}
+    assert list(value) == ["numStartups", "mcpServers"]
+    once = path.read_bytes()
+    init(home, data_dir, name)
+    assert path.read_bytes() == once
+    assert mcpreg.registered(agents.get(name), home, None) == entry
+    uninstall(home, data_dir, name)
+    assert path.read_text() == original
+
+
+def test_codex_registers_a_toml_table_keeping_comments(home: Path, data_dir: Path) -> None:
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    original = '# my Codex settings\nmodel = "o3"  # fast enough\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+    path.write_text(original)
+    init(home, data_dir, "codex")
+    text = path.read_text()
+    assert text.startswith(original)
+    value = tomlkit.parse(text).unwrap()
+    assert value["mcp_servers"]["leanctx"] == {"command": sys.executable, "args": ["-m", "leanctx", "mcp"],
+                                               "default_tools_approval_mode": "approve"}
+    assert value["mcp_servers"]["docs"] == {"command": "docs-mcp"}
+    # a user edit elsewhere: uninstall goes surgical and keeps it
+    path.write_text(text.replace('"o3"', '"o4"'))
+    uninstall(home, data_dir, "codex")
+    assert path.read_text() == original.replace('"o3"', '"o4"')
+
+
+def test_files_created_only_for_us_are_removed(home: Path, data_dir: Path) -> None:
+    init(home, data_dir, "claude")
+    assert (home / ".claude.json").exists() and (home / ".claude" / "CLAUDE.md").exists()
+    uninstall(home, data_dir, "claude")
+    assert not (home / ".claude.json").exists() and not (home / ".claude").exists()
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_read_rule_is_a_removable_block_beside_the_users_text(home: Path, data_dir: Path, name: str) -> None:
+    path = home / RULES[name]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# My rules\n\nAlways answer in French.\n")
+    init(home, data_dir, name)
+    text = path.read_text()
+    assert text.startswith("# My rules\n\nAlways answer in French.\n")
+    assert "<!-- leanctx:ctx-read -->" in text and "<!-- /leanctx:ctx-read -->" in text
+    assert "ctx_read" in text and "fresh=true" in text
+    path.write_text(text + "\nAlso be brief.\n")  # the user keeps writing after our block
+    uninstall(home, data_dir, name)
+    assert path.read_text() == "# My rules\n\nAlways answer in French.\n\nAlso be brief.\n"
+
+
+def test_no_mcp_takes_the_registration_out_again(home: Path, data_dir: Path) -> None:
+    init(home, data_dir, "cursor")
+    path = home / ".cursor" / "mcp.json"
+    assert "leanctx" in json.loads(path.read_text())["mcpServers"]
+    init(home, data_dir, "cursor", mcp=False)
+    assert not path.exists()
+    assert (home / ".cursor" / "hooks.json").exists()  # the hooks stay
+
+
+def test_project_level_registration(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    for name in ("claude", "cursor", "codex"):
+        assert run_init([agents.get(name)], home, data_dir, project, dry_run=False) == 0
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["leanctx"]["command"] == sys.executable
+    assert "leanctx" in json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert "leanctx" in tomlkit.parse((project / ".codex" / "config.toml").read_text())["mcp_servers"]
+    assert (project / ".cursor" / "rules" / "leanctx-ctx-read.mdc").read_text().startswith("---\ndescription:")
+    for name in ("claude", "cursor", "codex"):
+        run_uninstall([agents.get(name)], home, data_dir, project, dry_run=False, all_agents=False)
+    assert list(project.iterdir()) == []
+
+
+@pytest.mark.parametrize(("relative", "text", "where"), [
+    (".claude.json", '{"mcpServers": {', ":1:"),
+    (".claude.json", '{"mcpServers": []}', "mcpServers is not an object"),
+    (".codex/config.toml", "[mcp_servers\n", ":1:"),
+])
+def test_broken_mcp_config_is_refused(home: Path, data_dir: Path, relative: str, text: str, where: str) -> None:
+    path = home / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    proc = run_cli("init", "--agent", "codex" if "codex" in relative else "claude")
+    assert proc.returncode == 2 and where in proc.stderr and str(path) in proc.stderr
+    assert path.read_text() == text
+    assert not (home / ".claude" / "settings.json").exists() and not (home / ".codex" / "hooks.json").exists()
