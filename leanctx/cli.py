@@ -110,11 +110,13 @@ def hook(agent_name: str, event: str) -> None:
     sys.exit(hook_main([agent_name, event]))
 
 
-def _register_state() -> None:
-    """`leanctx state …`: the conversation-state commands (leanctx/state/cli.py)."""
+def _register_subcommands() -> None:
+    """`leanctx state …` (leanctx/state/cli.py) and serve/mcp/status/stop/stats (leanctx/cache/cli.py)."""
+    from leanctx.cache.cli import register
     from leanctx.state.cli import state
 
     main.add_command(state)
+    register(main)
 
 
-_register_state()
+_register_subcommands()

@@ -219,6 +219,9 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
             if wrapper_ok:
                 checks.append(smoke(agent, spec.name, want, home))
     checks.extend(agent_specific_checks(agent, home))
+    from leanctx import doctor_mcp
+
+    checks.extend(doctor_mcp.checks(agent, home))
     result["last_published"] = last_published(agent, data_dir)
     lp = result["last_published"]
     if lp:

@@ -36,6 +36,8 @@ def test_doctor_passes_after_init(home: Path, data_dir: Path, name: str) -> None
         smoke = checks[f"smoke {spec.name}"]
         assert smoke["status"] == "ok" and smoke["ms"] > 0
     assert agent_report["installed"] is True
+    assert checks["mcp server"]["status"] == "ok"
+    assert checks["mcp round trip"]["status"] == "ok" and "[unchanged]" in checks["mcp round trip"]["detail"]
     # the smoke runs went to a scratch dir: nothing real was published
     assert agent_report["last_published"] is None
     assert not (data_dir / "conversations").exists()
@@ -193,3 +195,17 @@ def test_doctor_shows_bot_profile_and_damaged_state(home: Path, data_dir: Path) 
     assert damaged["status"] == "warn" and "conversation-state.corrupt-" in damaged["detail"]
     # every bot event's smoke run went to a scratch CKS_HOME: bob's real folder got nothing new
     assert sorted(p.name.split(".")[0] for p in state.parent.iterdir() if not p.name.startswith(".")) == ["conversation-state"]
+
+
+def test_doctor_reports_a_broken_mcp_entry(home: Path, data_dir: Path) -> None:
+    run_cli("init", "--agent", "cursor")
+    path = home / ".cursor" / "mcp.json"
+    value = json.loads(path.read_text())
+    value["mcpServers"]["leanctx"]["command"] = "/gone/python3"
+    path.write_text(json.dumps(value))
+    code, report = doctor_json("--agent", "cursor")
+    entry = checks_by_name(report["agents"][0])["mcp server"]
+    assert code == 1 and entry["status"] == "fail" and "/gone/python3" in entry["detail"]
+    code, report = doctor_json("--agent", "cursor", "--fix")
+    assert code == 0, json.dumps(report, indent=1)
+    assert checks_by_name(report["agents"][0])["mcp round trip"]["status"] == "ok"

@@ -230,6 +230,84 @@ def _readable(sock: socket.socket) -> bool:
     return bool(r)
 
 
+async def _within(awaitable, seconds: float):  # noqa: ANN001, ANN202
+    """await with a deadline; asyncio.timeout (3.11+) costs no extra task, wait_for does."""
+    import asyncio
+
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)
+
+
+class AsyncServiceClient:
+    """ServiceClient for an asyncio event loop (the MCP server): no worker thread per request.
+    Same rules: a pool of kept-open sockets, DaemonUnavailable when nothing accepted the
+    connection, DaemonError for anything after that, never a retry of its own."""
+
+    def __init__(self, base: str | os.PathLike, timeout: float = 20.0, connect_timeout: float = 1.0, pool: int = 4) -> None:
+        self.path = socket_path(base)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.pool_size = pool
+        self._idle: list = []  # (StreamReader, StreamWriter)
+
+    async def _take(self):  # -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
+        import asyncio
+
+        while self._idle:
+            reader, writer = self._idle.pop()
+            if not (reader.at_eof() or writer.is_closing() or reader.exception() is not None):
+                return reader, writer
+            writer.close()  # that daemon went away while this socket was idle
+        try:
+            with _Unix(self.path) as addr:
+                return await asyncio.wait_for(asyncio.open_unix_connection(addr, limit=MAX_RESPONSE), self.connect_timeout)
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise DaemonUnavailable(f"cannot connect to {self.path}: {getattr(exc, 'strerror', None) or exc!r}") from None
+
+    async def request(self, op: str, conn: dict | None = None, args: dict | None = None, timeout: float | None = None) -> object:
+        import asyncio
+
+        msg: dict = {"v": PROTOCOL, "op": op}
+        if conn is not None:
+            msg["conn"] = conn
+        if args is not None:
+            msg["args"] = args
+        reader, writer = await self._take()
+        try:
+            writer.write(encode(msg))
+            line = await _within(reader.readline(), timeout or self.timeout)
+        except (OSError, ValueError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+            writer.close()
+            raise DaemonError(f"daemon request {op!r} failed: {exc!r}") from None
+        except BaseException:  # cancelled mid-request: the answer would arrive on a reused socket
+            writer.close()
+            raise
+        if not line.endswith(b"\n"):
+            writer.close()
+            raise DaemonError(f"daemon closed the connection during {op!r}")
+        try:
+            answer = decode(line)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or "ok" not in answer:
+            writer.close()
+            raise DaemonError(f"daemon sent a malformed answer to {op!r}")
+        if len(self._idle) < self.pool_size:
+            self._idle.append((reader, writer))
+        else:
+            writer.close()
+        if not answer["ok"]:
+            raise RemoteError(str(answer.get("error") or "unknown error"), str(answer.get("code") or "error"))
+        return answer.get("result")
+
+    def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for _, writer in idle:
+            writer.close()
+
+
 # --- the daemon's process ---------------------------------------------------------------
 
 
@@ -276,15 +354,33 @@ def verify_pid(info: dict):  # -> psutil.Process | None
     return proc
 
 
+def wait_gone(proc, timeout: float) -> bool:  # noqa: ANN001 - psutil.Process
+    """True once the process has exited (a zombie counts: its parent just has not reaped it)."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        except psutil.Error:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
 def daemon_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The environment a detached daemon starts with: what locates files and tools, never the
     spawning host's identity or credentials (the daemon serves every chat on the machine; each
     request brings its own connection facts)."""
     environ = dict(os.environ if environ is None else environ)
     keep_exact = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "TZ", "VIRTUAL_ENV", "PYTHONPATH",
-                  "TIKTOKEN_CACHE_DIR", "LEANCTX_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME",
+                  "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "LEANCTX_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME",
                   "XDG_RUNTIME_DIR", "CKS_HOME", "LEANCTX_CONFIG"}
-    # Per-connection switches travel with each request instead (see mcpserver.CONNECTION_ENV).
+    # Per-connection switches travel with each request instead (scope.CONNECTION_ENV).
     per_connection = {"LEANCTX_SCOPE", "LEANCTX_CONVERSATION_SCOPE", "LEANCTX_DISABLED"}
     env = {}
     for key, value in environ.items():

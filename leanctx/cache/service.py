@@ -12,9 +12,9 @@ daemon that gets the lock knows any pid file or socket left behind is stale and 
 
 Threads: the main thread accepts (a selector over the listening socket and a signal wake-up
 pipe); one thread per client socket; one housekeeping thread that saves the index every
-SAVE_EVERY_S and notices when our socket or pid file was removed from under us (we then shut
+SAVE_EVERY_S and notices (every CHECK_EVERY_S) when our socket or pid file was removed from under us (we then shut
 down, so the next client starts a healthy daemon instead of talking to nobody). Calls into the
-cache core are serialised by one lock: reads are short, and the core need not be thread-safe.
+cache core run concurrently (the Resolver and the ReadCache lock what they share).
 SIGTERM/SIGINT: stop accepting, let in-flight requests finish (bounded), save the index, remove
 our socket and pid file, exit 0.
 """
@@ -37,11 +37,10 @@ from leanctx.cache import client
 log = logging.getLogger("leanctx.service")
 
 SAVE_EVERY_S = 15.0
+CHECK_EVERY_S = 2.0  # is our socket / pid file still ours
 DRAIN_S = 3.0
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
-# Connection facts a request may carry (Connection's fields).
-_CONN_KEYS = ("connection_id", "env", "host_pid", "host_start_ticks")
 
 
 class AlreadyRunning(Exception):
@@ -53,6 +52,10 @@ class AlreadyRunning(Exception):
 
 class BadRequest(Exception):
     pass
+
+
+class StartupError(Exception):
+    """The daemon cannot start here (data dir unwritable, socket name taken...)."""
 
 
 def _opt_line(args: dict, key: str) -> int | None:
@@ -83,6 +86,7 @@ def read_args(args: object) -> tuple[str, int | None, int | None, bool]:
 
 
 def make_connection(facts: object):  # -> scope.Connection
+    """A Connection from a request's facts, checked (types, sizes) before the core sees them."""
     from leanctx.cache.scope import Connection
 
     if not isinstance(facts, dict):
@@ -93,48 +97,73 @@ def make_connection(facts: object):  # -> scope.Connection
     env = facts.get("env") or {}
     if not isinstance(env, dict) or len(env) > 200 or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise BadRequest("conn.env must be an object of strings")
-    pid, ticks = facts.get("host_pid"), facts.get("host_start_ticks")
-    for name, value in (("host_pid", pid), ("host_start_ticks", ticks)):
+    for name in ("host_pid", "host_start_ticks"):
+        value = facts.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise BadRequest(f"conn.{name} must be a non-negative integer or null")
-    return Connection(connection_id=cid, env=dict(env), host_pid=pid, host_start_ticks=ticks)
+    cwd = facts.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or len(cwd) > MAX_PATH_CHARS or "\x00" in cwd):
+        raise BadRequest("conn.cwd must be a path or null")
+    return Connection.from_dict(facts)
+
+
+def cache_options(data_dir: str) -> dict:
+    """ReadCache options from `<data dir>/config.json`, key "cache": {"allow": [folders readable
+    besides the conversation's workspace], "max_file_bytes": N}. A missing file means defaults;
+    a broken one is reported in the log and ignored (the defaults are the safe side)."""
+    import json
+
+    path = os.path.join(data_dir, "config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring %s: %s", path, exc)
+        return {}
+    section = doc.get("cache") if isinstance(doc, dict) else None
+    if not isinstance(section, dict):
+        return {}
+    out: dict = {}
+    allow = section.get("allow")
+    if isinstance(allow, list) and all(isinstance(a, str) for a in allow):
+        out["allow"] = tuple(allow)
+    elif allow is not None:
+        log.warning("ignoring %s: cache.allow must be a list of folders", path)
+    cap = section.get("max_file_bytes")
+    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+        out["max_file_bytes"] = cap
+    elif cap is not None:
+        log.warning("ignoring %s: cache.max_file_bytes must be a positive integer", path)
+    return out
 
 
 class CacheCore:
-    """One Resolver + one ReadCache behind a lock: what the daemon serves, and what an MCP server
-    serves in-process when it has no daemon."""
+    """One Resolver + one ReadCache: what the daemon serves, and what an MCP server serves
+    in-process when it has no daemon (state_dir None: memory only). Both are thread-safe."""
 
     def __init__(self, data_dir: str, state_dir: str | None) -> None:
         from leanctx.cache.readcache import ReadCache
         from leanctx.cache.scope import Resolver
 
         self.resolver = Resolver(data_dir)
-        self.cache = ReadCache(state_dir)
-        self.lock = threading.Lock()
-        self.dirty = False
+        self.cache = ReadCache(state_dir, **cache_options(data_dir))
 
-    def read(self, conn, path: str, start: int | None, end: int | None, fresh: bool) -> dict:
-        with self.lock:
-            # Re-sampled right before the decision: never a cached "who is asking" for a stub.
-            scope = self.resolver.resolve(conn, fresh=True)
-            result = self.cache.read(scope, path, start_line=start, end_line=end, fresh=fresh)
-            self.dirty = True
-        return result
+    def read(self, conn, path: str, start: int | None, end: int | None, fresh: bool) -> dict:  # noqa: ANN001
+        # Re-sampled right before the decision: never a cached "who is asking" for a stub.
+        scope = self.resolver.resolve(conn, fresh=True)
+        return self.cache.read(scope, path, start_line=start, end_line=end, fresh=fresh)
 
-    def scope(self, conn) -> dict:
-        with self.lock:
-            s = self.resolver.resolve(conn, fresh=True)
-        return {k: getattr(s, k, None) for k in ("key", "agent", "compactions", "roots", "stub_ok", "reason")}
+    def scope(self, conn) -> dict:  # noqa: ANN001
+        s = self.resolver.resolve(conn, fresh=True)
+        return {k: getattr(s, k, None) for k in ("key", "agent", "compactions", "roots", "stub_ok", "reason", "cwd")}
 
     def stats(self) -> dict:
-        with self.lock:
-            return self.cache.stats()
+        return self.cache.stats()
 
     def save(self) -> None:
-        with self.lock:
-            if self.dirty:
-                self.cache.save()
-                self.dirty = False
+        self.cache.save()
 
 
 class Daemon:
@@ -183,27 +212,52 @@ class Daemon:
 
     def recover_stale(self) -> None:
         """With the lock held nobody else serves this data dir: whatever is left is stale."""
+        import stat as statmod
+
         old = client.read_pidfile(self.data_dir)
+        try:
+            if statmod.S_ISDIR(os.lstat(self.sock_path).st_mode):
+                raise StartupError(f"{self.sock_path} is a directory, not our socket; remove it")
+        except FileNotFoundError:
+            pass
         for path in (self.sock_path, self.pid_file):
             try:
                 os.unlink(path)
                 log.info("removed stale %s%s", os.path.basename(path), f" (pid {old['pid']})" if old and path == self.pid_file else "")
             except FileNotFoundError:
                 pass
+        # temp names of a daemon that died between bind and rename
+        prefixes = (client.SOCKET_NAME + ".", client.PID_NAME + ".")
+        for name in os.listdir(self.data_dir):
+            if name.startswith(prefixes) and name.endswith(".tmp"):
+                try:
+                    os.unlink(os.path.join(self.data_dir, name))
+                except OSError:
+                    pass
 
     def listen(self) -> None:
+        """Bind and listen under a temporary name; publish() renames it into place once the pid
+        file is written, so a client that can connect always finds the pid file too."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._tmp_sock = f"{self.sock_path}.{os.getpid()}.tmp"
+        try:
+            os.unlink(self._tmp_sock)
+        except FileNotFoundError:
+            pass
         old_umask = os.umask(0o177)  # the socket file is born 0600: no window where others can connect
         try:
-            client.bind(sock, self.sock_path)
+            client.bind(sock, self._tmp_sock)
         finally:
             os.umask(old_umask)
-        os.chmod(self.sock_path, 0o600)
+        os.chmod(self._tmp_sock, 0o600)
         sock.listen(64)
         sock.setblocking(False)
-        st = os.stat(self.sock_path)
+        st = os.stat(self._tmp_sock)
         self._sock_ino = (st.st_dev, st.st_ino)
         self.listener = sock
+
+    def publish(self) -> None:
+        os.replace(self._tmp_sock, self.sock_path)
 
     def write_pidfile(self) -> None:
         import psutil
@@ -227,12 +281,46 @@ class Daemon:
 
     # --- serving ---------------------------------------------------------------------
 
-    def run(self, core: CacheCore | None = None) -> int:
-        self.acquire()
-        self.recover_stale()
-        self.core = core or CacheCore(self.data_dir, client.cache_dir(self.data_dir))
-        self.listen()
-        self.write_pidfile()
+    def start(self) -> None:
+        """Lock, clean up, load the cache, bind, write the pid file, publish the socket."""
+        try:
+            self.acquire()
+            self.recover_stale()
+            self.core = CacheCore(self.data_dir, client.cache_dir(self.data_dir))
+            self.listen()
+            self.write_pidfile()
+            self.publish()
+        except OSError as exc:
+            where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+            self._abandon()
+            raise StartupError(f"{exc.strerror or exc}{where}") from None
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """Undo a half-done start (never touching what another daemon owns: we hold the lock or
+        created nothing)."""
+        if self.listener is not None:
+            self.listener.close()
+            for path in (getattr(self, "_tmp_sock", None),):
+                try:
+                    if path:
+                        os.unlink(path)
+                except OSError:
+                    pass
+        info = client.read_pidfile(self.data_dir)
+        if info and info.get("pid") == os.getpid():
+            try:
+                os.unlink(self.pid_file)
+            except OSError:
+                pass
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def run(self) -> int:
+        self.start()
         log.info("leanctx %s daemon pid %d serving %s", leanctx.__version__, os.getpid(), self.sock_path)
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
@@ -403,12 +491,15 @@ class Daemon:
     # --- housekeeping and shutdown ------------------------------------------------------
 
     def _housekeeping(self) -> None:
-        while not self.stopping.wait(SAVE_EVERY_S):
-            try:
-                assert self.core is not None
-                self.core.save()
-            except Exception:
-                log.exception("saving the index failed")
+        saved_at = time.monotonic()
+        while not self.stopping.wait(CHECK_EVERY_S):
+            if time.monotonic() - saved_at >= SAVE_EVERY_S:
+                saved_at = time.monotonic()
+                try:
+                    assert self.core is not None
+                    self.core.save()
+                except Exception:
+                    log.exception("saving the index failed")
             if not self._still_ours():
                 log.warning("our socket or pid file was removed or replaced: shutting down")
                 self.stopping.set()
@@ -434,7 +525,6 @@ class Daemon:
             time.sleep(0.01)
         if self.core is not None:
             try:
-                self.core.dirty = True
                 self.core.save()
             except Exception:
                 log.exception("saving the index at shutdown failed")
@@ -476,4 +566,7 @@ def serve(data_dir: str) -> int:
         return daemon.run()
     except AlreadyRunning as exc:
         print(f"leanctx: {exc}", file=sys.stderr)
+        return 1
+    except StartupError as exc:
+        print(f"leanctx: cannot start the daemon in {data_dir}: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,171 @@
+"""ctx_read round trip through the MCP stdio server, stub and full, beside a plain open().read().
+
+Everything real: a temporary HOME and data dir, the daemon (`serve`) as a subprocess, a hook
+record published through leanctx.hooks.publish naming this process as the host, the MCP server
+(`mcp`) spawned as a subprocess by the official SDK's stdio client (so, as under Claude Code, the
+MCP server's parent is the "host" the record names). Rows are interleaved round by round so that
+machine noise hits them alike.
+
+    python bench/read_latency.py [--runs 300] [--lines 2000]
+
+Rows:
+  open().read() (floor)         the same file read in this process
+  MCP ping (transport floor)    the SDK's ping: JSON-RPC over the stdio pipes, no tool
+  daemon socket, stub           the daemon's answer to a read, from a socket in this process
+  ctx_read stub (daemon)        tools/call ctx_read of a file this conversation holds
+  ctx_read full (daemon)        the same with fresh=true: the whole file comes back
+  ctx_read stub (in-process)    a second MCP server with LEANCTX_DAEMON=0 (the fallback path)
+Target: ctx_read stub (daemon) p50 under 2 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from leanctx.agents.base import SESSION_START, HookEvent
+from leanctx.cache import client
+from leanctx.hooks import publish
+from leanctx.hooks.hostproc import _stat
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def make_project(root: Path, lines: int) -> Path:
+    root.mkdir(parents=True)
+    body = "".join(f"def function_{i}(x):\n    return x * {i} + {i % 7}  # line {i}\n\n" for i in range(lines // 3))
+    path = root / "module.py"
+    path.write_text(body)
+    return path
+
+
+def publish_host_record(data_dir: Path, proj: Path, conversation_id: str) -> None:
+    """A SessionStart record as the hook would write it under a host whose process is us."""
+    stat = _stat(os.getpid())
+    host = {"pid": os.getpid(), "name": stat[0] if stat else None, "start_ticks": stat[2] if stat else None}
+    ev = HookEvent("claude", "SessionStart", SESSION_START, conversation_id=conversation_id, session_id=conversation_id,
+                   cwd=str(proj), transcript_path=str(proj / "t.jsonl"), source="startup")
+    original = publish.host_process
+    publish.host_process = lambda: host
+    try:
+        publish.publish(str(data_dir), ev)
+    finally:
+        publish.host_process = original
+
+
+def server_params(env: dict[str, str], proj: Path, **extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "leanctx.cache.cli", "mcp"],
+                                 env={**env, **extra}, cwd=str(proj))
+
+
+async def timed(fn) -> float:  # noqa: ANN001
+    t0 = time.perf_counter()
+    await fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+async def run(runs: int, lines: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="leanctx-bench-"))
+    home, proj = tmp / "home", tmp / "proj"
+    home.mkdir()
+    data_dir = home / ".local" / "share" / "leanctx"
+    target = make_project(proj, lines)
+    size = target.stat().st_size
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX", "CURSOR", "LEANCTX_"))}
+    env.update(HOME=str(home), LEANCTX_HOME=str(data_dir), CKS_HOME=str(home / ".cks"))
+    os.environ["LEANCTX_HOME"] = str(data_dir)
+    log = open(tmp / "daemon.log", "ab")
+    daemon = subprocess.Popen([sys.executable, "-m", "leanctx.cache.cli", "serve"], env=env, stdin=subprocess.DEVNULL,
+                              stdout=log, stderr=log)
+    try:
+        if not client.wait_for_socket(data_dir, 30):
+            raise SystemExit(f"daemon did not start: {(tmp / 'daemon.log').read_text()}")
+        publish_host_record(data_dir, proj, "bench-" + uuid.uuid4().hex[:8])
+        facts = {"connection_id": uuid.uuid4().hex, "env": {}, "host_pid": os.getpid(),
+                 "host_start_ticks": (_stat(os.getpid()) or (None, None, None))[2]}
+        direct = client.ServiceClient(data_dir)
+        async with stdio_client(server_params(env, proj)) as (r1, w1), ClientSession(r1, w1) as via_daemon, \
+                stdio_client(server_params(env, proj, LEANCTX_DAEMON="0")) as (r2, w2), ClientSession(r2, w2) as local:
+            await via_daemon.initialize()
+            await local.initialize()
+            kinds = {}
+            for name, session in (("daemon", via_daemon), ("in-process", local)):
+                first = await session.call_tool("ctx_read", {"path": "module.py"})
+                second = await session.call_tool("ctx_read", {"path": "module.py"})
+                assert not first.is_error and not second.is_error, (first, second)
+                kinds[name] = (len(first.content[0].text), second.content[0].text)
+            direct.request("read", facts, {"path": str(target)})
+
+            def plain() -> None:
+                with open(target, encoding="utf-8") as f:
+                    f.read()
+
+            def sock_stub() -> None:
+                direct.request("read", facts, {"path": str(target)})
+
+            async def sync(fn) -> None:  # noqa: ANN001
+                fn()
+
+            rows = {
+                "open().read() (floor)": lambda: sync(plain),
+                "MCP ping (transport floor)": via_daemon.send_ping,
+                "daemon socket, stub": lambda: sync(sock_stub),
+                "ctx_read stub (daemon)": lambda: via_daemon.call_tool("ctx_read", {"path": "module.py"}),
+                "ctx_read full (daemon)": lambda: via_daemon.call_tool("ctx_read", {"path": "module.py", "fresh": True}),
+                "ctx_read stub (in-process)": lambda: local.call_tool("ctx_read", {"path": "module.py"}),
+            }
+            for fn in rows.values():  # warm-up
+                for _ in range(20):
+                    await fn()
+            samples: dict[str, list[float]] = {name: [] for name in rows}
+            for _ in range(runs):
+                for name, fn in rows.items():
+                    samples[name].append(await timed(fn))
+            stub_daemon = await via_daemon.call_tool("ctx_read", {"path": "module.py"})
+            status = direct.request("status")
+        direct.close()
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(10)
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"ctx_read latency, {runs} interleaved runs per row, Python {platform.python_version()}, "
+          f"{os.cpu_count()} CPUs, file {lines} lines / {size} bytes")
+    print(f"stub text: {stub_daemon.content[0].text!r}")
+    print(f"full text: {kinds['daemon'][0]} chars; daemon status: {status['connections']}")
+    floor = pct(samples["MCP ping (transport floor)"], 0.5)
+    print(f"{'row':<32} {'p50 ms':>8} {'p95 ms':>8} {'p50 / ping':>11}")
+    for name, values in samples.items():
+        p50 = pct(values, 0.5)
+        print(f"{name:<32} {p50:8.3f} {pct(values, 0.95):8.3f} {p50 / floor:10.2f}x")
+    stub_p50 = pct(samples["ctx_read stub (daemon)"], 0.5)
+    print(f"target: ctx_read stub (daemon) p50 < 2 ms: {'met' if stub_p50 < 2 else 'NOT met'} ({stub_p50:.3f} ms)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--lines", type=int, default=2000)
+    args = ap.parse_args()
+    asyncio.run(run(args.runs, args.lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""The conversation-scoped read cache (issue 4, parts 1-5): the API the service builds on.
+
+Nothing here talks to a socket or to MCP; `service.py`, `client.py` and `mcpserver.py` do, on top of
+these three calls:
+
+```python
+from leanctx.cache import Connection, Resolver, ReadCache
+
+conn = Connection.capture()            # in the stdio MCP server, once at start-up:
+                                       #   connection_id, env (CONNECTION_ENV names only),
+                                       #   host_pid / host_start_ticks (the parent, shells skipped,
+                                       #   same walk as the hooks), cwd
+resolver = Resolver(data_dir)          # in the daemon (data_dir = leanctx.paths.data_dir())
+cache = ReadCache(state_dir)           # state_dir: where read_index.json lives (None = memory only)
+                                       #   dedup=None -> env LEANCTX_DEDUP (default on)
+                                       #   max_file_bytes=2_000_000, allow=(extra readable folders,)
+                                       #   autosave_s=5.0 (save() on a read when dirty and older)
+
+# every ctx_read:
+scope = resolver.resolve(conn, fresh=True)     # ALWAYS fresh right before a read: the stub gate
+result = cache.read(scope, path, start_line, end_line, fresh)
+# result: {"kind": "full"|"stub"|"diff"|"pointer"|"error", "text": str, "path": str (relative to
+#          the workspace root), "lines": int, "tokens_raw": int, "tokens_sent": int,
+#          "tokenizer": str, "fingerprint": str, "window": [s, e] | None,
+#          "claims": {"fingerprint", "spans"} (stub/pointer/diff only), "code": str (errors only)}
+# give the model result["text"]; kind "error" is a normal tool answer, not an exception.
+
+cache.stats()     # reads, full, stubs, diffs, pointers, errors, cold_stubs, withheld, tokens_raw,
+                  # tokens_sent, tokens_saved, by_agent{}, by_conversation{}, withheld_reasons{},
+                  # conversations, entries, files, dedup, tokenizer, index{path, quarantined, ...}
+cache.save()      # persist the index (on shutdown, and whenever convenient); never file contents
+resolver.resolve(conn)   # (not fresh) cached for 3 s: fine for status displays, never for reads
+```
+
+`Connection.to_dict()/from_dict()` carry a connection over the daemon's socket. `Scope` has, besides
+the fields in the issue, `cwd` (where relative paths resolve) and `persist` (may deliveries under
+this key outlive the daemon; False for legacy `conn:` keys and unknown callers).
+
+The rules live in the module docstrings: scope.py (who is asking, when a stub is allowed),
+readcache.py (stub / pointer / diff / full, what is recorded), dedup.py (range algebra and caps),
+paths.py (path safety), index.py (persisted index, quarantine), tokens.py (tokenizer choice),
+stubs.py (the exact texts). oracle.py is test/bench support (ground truth, simulated hosts).
+"""
+
+from leanctx.cache.readcache import ReadCache
+from leanctx.cache.scope import CONNECTION_ENV, Connection, Resolver, Scope
+
+__all__ = ["CONNECTION_ENV", "Connection", "ReadCache", "Resolver", "Scope"]

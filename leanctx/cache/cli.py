@@ -1,0 +1,205 @@
+"""`leanctx serve | mcp | status | stop | stats`: the cache service from a shell.
+
+`register(main)` adds these commands to the `leanctx` group; `python -m leanctx.cache.cli ...`
+runs them standalone (that is also how the MCP server starts a detached daemon, so the daemon's
+command line does not depend on how `leanctx` was installed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from leanctx import paths
+from leanctx.cache import client
+
+EXIT_NOT_RUNNING = 1
+
+
+def _base() -> str:
+    return os.fspath(paths.data_dir())
+
+
+def _print_json(value: object) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+@click.command()
+@click.option("--detach", is_flag=True, help="Start the daemon in the background and return once it accepts connections.")
+def serve(detach: bool) -> None:
+    """Run the cache daemon (one for every chat on this machine) on a Unix socket in the data dir."""
+    base = _base()
+    if detach:
+        running = client.daemon_process(base)
+        if running is not None:
+            click.echo(f"leanctx: a daemon is already running (pid {running.pid})", err=True)
+            sys.exit(1)
+        client.spawn_daemon(base)
+        if not client.wait_for_socket(base, 10.0):
+            click.echo(f"leanctx: the daemon did not come up; see {client.log_path(base)}", err=True)
+            sys.exit(1)
+        info = client.read_pidfile(base) or {}
+        click.echo(f"leanctx daemon running (pid {info.get('pid')}), socket {client.socket_path(base)}")
+        return
+    from leanctx.cache.service import serve as run_daemon
+
+    sys.exit(run_daemon(base))
+
+
+@click.command()
+def mcp() -> None:
+    """The stdio MCP server hosts spawn (ctx_read, ctx_stats, state_*)."""
+    from leanctx.cache.mcpserver import run
+
+    sys.exit(run(_base()))
+
+
+def daemon_status(base: str) -> dict:
+    """The daemon's own report, or what the files say when it does not answer."""
+    try:
+        answer = client.ServiceClient(base, timeout=5.0).request("status")
+        if isinstance(answer, dict):
+            return answer
+    except (client.DaemonError, client.RemoteError) as exc:
+        problem = str(exc)
+    proc = client.daemon_process(base)
+    if proc is not None:
+        return {"running": True, "responding": False, "pid": proc.pid, "socket": client.socket_path(base), "error": problem}
+    stale = os.path.exists(client.pid_path(base)) or os.path.exists(client.socket_path(base))
+    return {"running": False, "stale_files": stale, "socket": client.socket_path(base)}
+
+
+def _duration(seconds: float) -> str:
+    s = int(seconds)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return (f"{d}d " if d else "") + (f"{h}h " if d or h else "") + f"{m}m {s}s"
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(as_json: bool) -> None:
+    """Is the daemon running: pid, uptime, connections, cache entries, savings."""
+    report = daemon_status(_base())
+    if as_json:
+        _print_json(report)
+    elif not report.get("running"):
+        note = " (stale pid/socket files will be replaced at the next start)" if report.get("stale_files") else ""
+        click.echo(f"leanctx daemon: not running{note}")
+    elif report.get("responding") is False:
+        click.echo(f"leanctx daemon: pid {report['pid']} is alive but not answering on {report['socket']}: {report.get('error')}")
+    else:
+        conns = report.get("connections") or {}
+        sv = report.get("savings") or {}
+        click.echo(f"leanctx daemon: running, pid {report['pid']}, up {_duration(report.get('uptime_s') or 0)}, "
+                   f"leanctx {report.get('version')}")
+        click.echo(f"  socket       {report.get('socket')}")
+        click.echo(f"  connections  {conns.get('clients', 0)} MCP servers connected ({conns.get('open_sockets', 0)} sockets), "
+                   f"{conns.get('clients_seen', 0)} since start")
+        click.echo(f"  requests     {report.get('requests', 0)} ({report.get('errors', 0)} errors)")
+        click.echo(f"  entries      {report.get('entries')}")
+        click.echo(f"  savings      {sv.get('tokens_saved', 0)} tokens ({sv.get('tokens_sent', 0)} delivered of "
+                   f"{sv.get('tokens_raw', 0)} raw, {100 * (sv.get('ratio') or 0):.1f}%), tokenizer {sv.get('tokenizer')}")
+    sys.exit(0 if report.get("running") else EXIT_NOT_RUNNING)
+
+
+@click.command()
+@click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for a graceful exit.")
+@click.option("--force", is_flag=True, help="SIGKILL the daemon if it has not exited after --timeout.")
+def stop(timeout: float, force: bool) -> None:
+    """Stop the daemon gracefully (SIGTERM: it saves its index, removes its socket and pid file)."""
+    import psutil
+
+    base = _base()
+    proc = client.daemon_process(base)
+    if proc is None:
+        click.echo("leanctx daemon: not running")
+        return
+    pid = proc.pid
+    try:
+        proc.terminate()
+    except psutil.NoSuchProcess:
+        pass
+    if not client.wait_gone(proc, timeout):
+        if not force:
+            click.echo(f"leanctx: daemon pid {pid} did not exit within {timeout:g} s (use --force)", err=True)
+            sys.exit(1)
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+        click.echo(f"leanctx daemon: killed pid {pid}")
+        return
+    click.echo(f"leanctx daemon: stopped pid {pid}")
+
+
+def _row(label: str, r: dict) -> str:
+    raw, sent = r.get("tokens_raw") or 0, r.get("tokens_sent") or 0
+    pct = f"{100 * (1 - sent / raw):5.1f}%" if raw else "    -"
+    return (f"  {label:<46} {r.get('reads', 0):>6} {r.get('stubs', 0):>6} {r.get('diffs', 0):>6} "
+            f"{r.get('pointers', 0):>6} {r.get('withheld', 0):>6} {raw:>10} {sent:>10} {pct}")
+
+
+def render_stats(stats: dict, source: str) -> str:
+    out = [f"leanctx read cache ({source}), tokens counted with {stats.get('tokenizer')}"]
+    out.append(f"  {'':<46} {'reads':>6} {'stubs':>6} {'diffs':>6} {'ptrs':>6} {'w/held':>6} "
+               f"{'raw tok':>10} {'sent tok':>10} saved")
+    out.append(_row("total", stats))
+    for title, key in (("per agent", "by_agent"), ("per conversation", "by_conversation")):
+        group = stats.get(key)
+        if isinstance(group, dict) and group:
+            out.append(f"  {title}:")
+            for name, r in sorted(group.items()):
+                if isinstance(r, dict):
+                    label = name if len(name) <= 44 else name[:20] + "…" + name[-23:]
+                    out.append(_row("  " + label, r))
+    reasons = stats.get("withheld_reasons")
+    if isinstance(reasons, dict) and reasons:
+        out.append("  stubs withheld because:")
+        for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            out.append(f"    {n:>6}  {why}")
+    return "\n".join(out)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def stats(as_json: bool) -> None:
+    """Read-cache statistics: reads, stubs, diffs, pointers, raw vs delivered tokens, per agent and conversation."""
+    base = _base()
+    try:
+        result = client.ServiceClient(base, timeout=5.0).request("stats")
+        source = "daemon"
+    except (client.DaemonError, client.RemoteError):
+        from leanctx.cache.readcache import ReadCache
+
+        result = ReadCache(client.cache_dir(base)).stats()
+        source = "persisted index; daemon not running"
+    if not isinstance(result, dict):
+        result = {}
+    if as_json:
+        _print_json({"source": source, **result})
+    else:
+        click.echo(render_stats(result, source))
+
+
+COMMANDS = (serve, mcp, status, stop, stats)
+
+
+def register(group: click.Group) -> None:
+    for command in COMMANDS:
+        group.add_command(command)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def standalone() -> None:
+    """leanctx cache service commands."""
+
+
+register(standalone)
+
+if __name__ == "__main__":
+    standalone(prog_name="leanctx")

@@ -1,0 +1,391 @@
+"""`leanctx mcp`: the stdio MCP server a host spawns (official `mcp` SDK, MCPServer).
+
+At start it captures who spawned it (its Connection: a fresh id, the host-given environment that
+names the session, and the host process with its start time, matched against the hooks'
+records). Reads go to the shared daemon, which it starts detached when absent. When the daemon
+cannot be reached, answers with an error, or dies mid-request, the same read is served
+in-process by a private Resolver + ReadCache (memory only), so the host always gets a normal
+answer. That private cache starts empty, so it never stubs what it did not deliver itself.
+
+Switching back: paths served in-process while away are "tainted" for the daemon, whose record of
+this conversation missed those deliveries; the daemon gets fresh=true for a tainted path until a
+whole-file read of it has gone through the daemon again. One full re-send, never a stub built on
+a stale record. The in-process cache is dropped on the way back, so a later fallback starts empty.
+
+The conversation-state tools act on the active user's thread (CKS_ACTIVE_USER from the host's
+environment, as the hooks do) in this process: they are store operations with their own locking,
+not cache work, and the daemon's environment is not the host's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from typing import Annotated
+
+from pydantic import Field  # module level: the tools' string annotations are evaluated here
+
+from leanctx import paths
+from leanctx.cache import client
+from leanctx.cache.service import BadRequest, read_args
+
+log = logging.getLogger("leanctx.mcp")
+
+SERVER_NAME = "leanctx"
+SPAWN_WAIT_S = 3.0  # how long a tool call waits for a daemon it just started
+RESPAWN_AFTER_S = 10.0  # at most one start attempt per this interval
+MAX_SPAWNS = 5  # attempts without the daemon ever answering, then in-process for good
+
+INSTRUCTIONS = """\
+leanctx serves file reads for this conversation.
+ctx_read(path, start_line?, end_line?, fresh?) returns the file's text (or the line range). When \
+this conversation already holds the identical bytes of that file or range, it returns a short \
+`[unchanged]` stub naming the file instead of re-sending them; a file you hold that changed on \
+disk may come back as a unified diff; a window overlapping lines you already hold may come back \
+as a pointer to them plus the new lines. Stubs are only served when leanctx can prove this \
+conversation received those bytes (never after a compaction, in a subagent, or when unsure). \
+If you no longer have the content in view, call ctx_read again with fresh=true to force it.
+ctx_stats reports reads, stubs and tokens saved.
+state_* tools keep the user's conversation thread (summary, pending question) across restarts."""
+
+
+def capture_connection() -> dict:
+    """This server's connection facts, taken once at start: a fresh id, the host-given
+    environment that names the session (scope.CONNECTION_ENV only, never credentials), the host
+    process (our parent, shells skipped) with its start ticks, and our cwd. Taken now because if
+    the host dies we are re-parented and must not pick up the new parent."""
+    from leanctx.cache.scope import Connection
+
+    return Connection.capture(connection_id=uuid.uuid4().hex).to_dict()
+
+
+class ToolFailure(Exception):
+    """A read the model should see as a tool error (outside the workspace, binary, too big...)."""
+
+
+class Backend:
+    """The daemon when it answers, in-process otherwise. Daemon requests run on the event loop
+    (asyncio sockets, no worker thread); in-process reads and daemon start-up run in threads."""
+
+    def __init__(self, data_dir: str, facts: dict, use_daemon: bool = True, autostart: bool = True) -> None:
+        self.data_dir = data_dir
+        self.facts = facts
+        self.use_daemon = use_daemon
+        self.autostart = autostart
+        self.client = client.AsyncServiceClient(data_dir)
+        self._local_core = None
+        self._local_lock = threading.Lock()
+        self._spawn_lock = threading.Lock()
+        self._spawned_at: float | None = None
+        self._spawns_unanswered = 0
+        self._tainted: set[str] = set()
+        self.cwd = os.getcwd()
+        self.served = {"daemon": 0, "in_process": 0}
+
+    # --- daemon lifecycle ----------------------------------------------------------
+
+    def start(self) -> None:
+        """At server start, off the handshake's path: make sure a daemon is coming up."""
+        if not (self.use_daemon and self.autostart):
+            return
+
+        def probe() -> None:
+            try:
+                client.connect(client.socket_path(self.data_dir), 1.0).close()
+            except OSError:
+                self._ensure_daemon(wait=False)
+
+        threading.Thread(target=probe, name="leanctx-daemon-probe", daemon=True).start()
+
+    def _ensure_daemon(self, wait: bool) -> bool:
+        """Start the daemon if it is not running (rate-limited); with wait, until it accepts."""
+        if not (self.use_daemon and self.autostart):
+            return False
+        with self._spawn_lock:
+            now = time.monotonic()
+            recent = self._spawned_at is not None and now - self._spawned_at < RESPAWN_AFTER_S
+            if not recent:
+                if self._spawns_unanswered >= MAX_SPAWNS:
+                    return False
+                if client.daemon_process(self.data_dir) is not None:
+                    return False  # alive but not accepting: hung or stopping; do not pile on
+                try:
+                    client.spawn_daemon(self.data_dir)
+                except OSError as exc:
+                    log.warning("cannot start the leanctx daemon: %s", exc)
+                    return False
+                self._spawned_at = now = time.monotonic()
+                self._spawns_unanswered += 1
+            assert self._spawned_at is not None
+            remaining = self._spawned_at + SPAWN_WAIT_S - now
+        return wait and remaining > 0 and client.wait_for_socket(self.data_dir, remaining)
+
+    async def _daemon_request(self, op: str, args: dict | None = None) -> object:
+        import anyio.to_thread
+
+        if not self.use_daemon:
+            raise client.DaemonError("daemon disabled (LEANCTX_DAEMON=0)")
+        try:
+            result = await self.client.request(op, self.facts, args)
+        except client.DaemonUnavailable:
+            # Never reached a daemon: starting one and retrying cannot answer twice.
+            if not await anyio.to_thread.run_sync(self._ensure_daemon, True):
+                raise
+            result = await self.client.request(op, self.facts, args)
+        self._spawns_unanswered = 0
+        return result
+
+    # --- in-process -------------------------------------------------------------------
+
+    def _local(self):
+        with self._local_lock:
+            if self._local_core is None:
+                from leanctx.cache.service import CacheCore
+
+                self._local_core = CacheCore(self.data_dir, None)
+            return self._local_core
+
+    def _local_read(self, path: str, start: int | None, end: int | None, fresh: bool) -> dict:
+        from leanctx.cache.service import make_connection
+
+        return self._local().read(make_connection(self.facts), path, start, end, fresh)
+
+    def _keys(self, path: str, shown: object = None) -> set[str]:
+        keys = {path, os.path.realpath(os.path.join(self.cwd, os.path.expanduser(path)))}
+        if isinstance(shown, str) and shown:
+            keys.add(shown)
+        return keys
+
+    # --- operations -----------------------------------------------------------------
+
+    async def read(self, path: str, start_line: int | None = None, end_line: int | None = None, fresh: bool = False) -> dict:
+        args = {"path": path, "start_line": start_line, "end_line": end_line, "fresh": fresh}
+        try:
+            path, start_line, end_line, fresh = read_args(args)
+        except BadRequest as exc:
+            raise ToolFailure(str(exc)) from None
+        keys = self._keys(path) if self._tainted else set()
+        tainted = bool(self._tainted & keys)
+        if tainted:
+            args["fresh"] = True
+        try:
+            result = await self._daemon_request("read", args)
+            if not isinstance(result, dict):
+                raise client.DaemonError("daemon answered a read with no result")
+        except (client.DaemonError, client.RemoteError) as exc:
+            if self.use_daemon:
+                log.warning("daemon read failed (%s); serving in-process", exc)
+            if isinstance(exc, client.DaemonError) and not isinstance(exc, client.DaemonUnavailable):
+                self.start()  # it died under us: have a new one ready for the next call
+        else:
+            self._local_core = None  # back on the daemon: a later fallback starts empty
+            if tainted and start_line is None and end_line is None and result.get("kind") != "error":
+                self._tainted -= keys | self._keys(path, result.get("path"))
+            self.served["daemon"] += 1
+            return result
+        import anyio.to_thread
+
+        result = await anyio.to_thread.run_sync(self._local_read, path, start_line, end_line, fresh)
+        if self.use_daemon:
+            self._tainted |= self._keys(path, result.get("path"))
+        self.served["in_process"] += 1
+        return result
+
+    async def stats(self) -> dict:
+        import anyio.to_thread
+
+        try:
+            stats = await self._daemon_request("stats")
+            served_by = "daemon"
+        except (client.DaemonError, client.RemoteError):
+            stats = await anyio.to_thread.run_sync(lambda: self._local().stats())
+            served_by = "in-process (no daemon)"
+        return {"served_by": served_by, "this_connection": dict(self.served), "stats": stats}
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def build_server(backend: Backend):
+    """The MCPServer with leanctx's tools. Each tool returns plain text (no structured copy: the
+    host would carry the same bytes twice)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    import leanctx
+    from leanctx.state import api as state_api
+
+    from leanctx.state.errors import StateError
+
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=leanctx.__version__, log_level="WARNING")
+
+    def state_op(fn, *args):  # noqa: ANN001, ANN202
+        try:
+            return fn(*args)
+        except StateError as exc:  # bad input: nothing was written
+            raise ToolError(str(exc)) from None
+
+    def tool(description: str):
+        return server.tool(description=description, structured_output=False)
+
+    @tool("Read a text file in the workspace (optionally lines start_line..end_line, 1-based, inclusive). "
+          "Returns the content, or a short [unchanged] stub when this conversation already holds these exact bytes, "
+          "or a diff / range pointer against what it holds. fresh=true always returns the content.")
+    async def ctx_read(
+        path: Annotated[str, Field(description="File path, absolute or relative to the workspace root.")],
+        start_line: Annotated[int | None, Field(ge=1, description="First line (1-based).")] = None,
+        end_line: Annotated[int | None, Field(ge=1, description="Last line, inclusive.")] = None,
+        fresh: Annotated[bool, Field(description="Force the full content, never a stub.")] = False,
+    ) -> str:
+        try:
+            result = await backend.read(path, start_line, end_line, fresh)
+        except ToolFailure as exc:
+            raise ToolError(str(exc)) from None
+        if result.get("kind") == "error":
+            raise ToolError(str(result.get("text") or "cannot read that file"))
+        return str(result.get("text", ""))
+
+    @tool("Read-cache statistics: reads, stubs, diffs, pointers, tokens of raw content vs tokens delivered, "
+          "per agent and conversation, and the tokenizer used.")
+    async def ctx_stats() -> str:
+        return json.dumps(await backend.stats(), ensure_ascii=False, sort_keys=True)
+
+    @tool("Show the user's current conversation thread: summary, recent turns, active work, pending question.")
+    def state_show() -> str:
+        return json.dumps(state_op(state_api.show), ensure_ascii=False, sort_keys=True)
+
+    @tool("Record a clarification question you just asked the user (and its options); "
+          "the user's next message will be recorded as its answer.")
+    def state_set_pending(
+        question: Annotated[str, Field(description="The question as asked.")],
+        options: Annotated[list[str], Field(description="The offered options, if any.")] = [],  # noqa: B006
+    ) -> str:
+        state = state_op(state_api.set_pending, question, tuple(options))
+        return f"pending question recorded (revision {state.get('revision')})"
+
+    @tool("Clear the pending question (it was answered or no longer applies).")
+    def state_clear_pending() -> str:
+        state = state_op(state_api.clear_pending)
+        return f"pending question cleared (revision {state.get('revision')})"
+
+    @tool("Replace the thread's running summary with a one-paragraph summary (at most 2,000 characters).")
+    def state_set_summary(text: Annotated[str, Field(description="The new summary.")]) -> str:
+        state = state_op(state_api.set_summary, text)
+        return f"summary saved (revision {state.get('revision')})"
+
+    @tool("End the current thread: its digest is appended to the user's history and a fresh thread starts.")
+    def state_end_thread() -> str:
+        out = state_op(state_api.end_thread)
+        return "thread ended; digest appended to history" if out.get("digest") else "thread was empty; nothing appended"
+
+    return server
+
+
+class _Lines:
+    """stdin as the SDK's stdio_server iterates it: decoded lines, read by the event loop."""
+
+    def __init__(self, reader) -> None:  # noqa: ANN001
+        self.reader = reader
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            try:
+                line = await self.reader.readline()
+            except ValueError:  # a line over the limit: dropped; its tail fails to parse and is reported
+                log.warning("dropped an over-long message from the host")
+                continue
+            if not line:
+                raise StopAsyncIteration
+            return line.decode("utf-8", "replace")
+
+
+class _Out:
+    def __init__(self, writer) -> None:  # noqa: ANN001
+        self.writer = writer
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+async def serve_stdio(server) -> None:  # noqa: ANN001
+    """Serve MCP on stdin/stdout with the event loop reading and writing the pipes.
+
+    The SDK's own stdio transport moves every line through a worker thread (anyio.wrap_file),
+    which costs about a millisecond per message here; this keeps its framing, parsing and
+    protocol (its `stdio_server` with explicit streams) and only replaces the pipe I/O. Like the
+    SDK, fd 0 and 1 are pointed at /dev/null and stderr while serving, so nothing a library or
+    child prints can reach the wire. Anything unusual (stdin not a pipe/socket/tty, an SDK
+    without the expected internals) falls back to the SDK's transport."""
+    import asyncio
+    import fcntl
+
+    from mcp.server.stdio import stdio_server
+
+    low = getattr(server, "_lowlevel_server", None)
+    if low is None or not hasattr(low, "run") or not hasattr(low, "create_initialization_options"):
+        await server.run_stdio_async()
+        return
+    loop = asyncio.get_running_loop()
+    in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    saved = (os.dup(0), os.dup(1))
+    try:
+        reader = asyncio.StreamReader(limit=client.MAX_RESPONSE)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                         os.fdopen(in_fd, "rb", buffering=0))
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                            os.fdopen(out_fd, "wb", buffering=0))
+    except (OSError, ValueError):  # e.g. stdin is a regular file: the SDK's threads handle that
+        for fd in (in_fd, out_fd, *saved):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        await server.run_stdio_async()
+        return
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        async with stdio_server(stdin=_Lines(reader), stdout=_Out(writer)) as (read_stream, write_stream):
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+    finally:
+        transport.close()
+        read_transport.close()
+        os.dup2(saved[0], 0)
+        os.dup2(saved[1], 1)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def run(data_dir: str | None = None) -> int:
+    """Serve MCP on stdin/stdout until the host closes stdin."""
+    import anyio
+
+    facts = capture_connection()
+    base = os.fspath(data_dir or paths.data_dir())
+    use_daemon = os.environ.get("LEANCTX_DAEMON", "1").strip().lower() not in ("0", "off", "false", "no")
+    backend = Backend(base, facts, use_daemon=use_daemon)
+    server = build_server(backend)
+    backend.start()
+
+    async def main() -> None:
+        try:
+            await serve_stdio(server)
+        finally:
+            backend.close()
+
+    anyio.run(main)
+    return 0

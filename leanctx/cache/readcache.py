@@ -1,0 +1,395 @@
+"""The conversation-scoped read cache: full content, `[unchanged]` stubs, range pointers, diffs.
+
+One decision point (lean-ctx #1128: never a second, ungated stub path). For a read of `path`
+(optionally a window `start_line..end_line`) by a conversation `scope`:
+
+- The file is resolved and checked (paths.py), then read once: its fingerprint
+  (`<size>:<blake2b>` of the bytes just read), size, mtime and line count are facts of THIS read,
+  so "hash verified" is always true of what we compare.
+- A **stub** needs ALL of: a known conversation (`scope.key`), `scope.stub_ok` (fresh-sampled by
+  the service), not `fresh=True`, a holding of this conversation for this real path with the same
+  compaction counter, the same fingerprint, the same size and the same mtime (`!=`, so a
+  backwards mtime is a change too), and the whole requested range inside what it holds.
+  The stub must also be smaller than the content it replaces.
+- **Range dedup** (unless `LEANCTX_DEDUP=0` / `dedup=False`): the same conditions, but the window
+  is only partly held -> covered runs of >= 8 lines become one pointer, only the new lines are
+  sent; when the new text is under 160 characters it follows the pointer line directly.
+- **Diff**: the conversation holds the whole file at this compaction counter, the file changed on
+  disk, the old text is still in memory (never after a restart), the request is for the whole
+  file, and the unified diff is under 0.6x the file's tokens.
+- Otherwise **full** content (the window's lines).
+
+What a conversation holds is recorded only for reads whose scope is known and `stub_ok` (a read
+while a subagent window is open, or while several chats share the host, may have gone to someone
+else). Holdings: per conversation key, per real path: fingerprint, size, mtime, compaction
+counter at delivery, line count, whole-or-ranges (ranges coalesced, at most 24, smallest dropped
+first). After a compaction (the counter moved) nothing held before counts: everything is re-sent
+once. The index (index.py) persists holdings, never contents.
+
+The result is a dict: kind ("full"|"stub"|"diff"|"pointer"|"error"), text, path (relative to the
+workspace root), lines (of the whole file), tokens_raw (tokens of the requested content),
+tokens_sent (tokens of `text`), tokenizer, and for stub/pointer/diff `claims`: {"fingerprint",
+"spans"} — the bytes the caller is presumed to hold (what the oracle test checks). Errors carry
+`code`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+import time
+from collections import OrderedDict
+
+from leanctx.cache import dedup as rng
+from leanctx.cache import index as idx
+from leanctx.cache import stubs, tokens
+from leanctx.cache.paths import FileSnap, ReadError, line_starts, load, real_roots, resolve
+from leanctx.cache.scope import Scope
+
+MAX_CONVERSATIONS = 1024
+MAX_FILES_PER_CONVERSATION = 4096
+CONTENT_BUDGET_BYTES = 64 << 20
+DIFF_RATIO = 0.6
+DIFF_MAX_LINES = 20000
+_OFF = frozenset({"0", "false", "off", "no"})
+KINDS = ("full", "stub", "diff", "pointer", "error")
+_PLURAL = {"full": "full", "stub": "stubs", "diff": "diffs", "pointer": "pointers", "error": "errors"}
+
+
+class Holding:
+    __slots__ = ("fp", "size", "mtime_ns", "compactions", "lines", "whole", "ranges", "cold")
+
+    def __init__(self, fp: str, size: int, mtime_ns: int, compactions: int, lines: int, whole: bool,
+                 ranges: list, cold: bool = False) -> None:
+        self.fp, self.size, self.mtime_ns, self.compactions = fp, size, mtime_ns, compactions
+        self.lines, self.whole, self.ranges, self.cold = lines, whole, ranges, cold
+
+    def spans(self) -> list:
+        return [(1, self.lines)] if self.whole and self.lines else list(self.ranges)
+
+    def to_dict(self) -> dict:
+        return {"fp": self.fp, "size": self.size, "mtime_ns": self.mtime_ns, "compactions": self.compactions,
+                "lines": self.lines, "whole": self.whole, "ranges": [list(r) for r in self.ranges]}
+
+
+class _Conv:
+    __slots__ = ("agent", "held", "used_ts", "persist")
+
+    def __init__(self, agent: str | None, persist: bool) -> None:
+        self.agent = agent
+        self.held: OrderedDict[str, Holding] = OrderedDict()
+        self.used_ts = 0.0
+        self.persist = persist
+
+
+def _bucket() -> dict:
+    return {"reads": 0, "full": 0, "stubs": 0, "diffs": 0, "pointers": 0, "errors": 0, "cold_stubs": 0,
+            "withheld": 0, "tokens_raw": 0, "tokens_sent": 0}
+
+
+def split_lines(text: str) -> list[str]:
+    starts = line_starts(text)
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+def render_diff(rel: str, old: str, new: str, nlines: int) -> str | None:
+    """The diff text we send for a changed file, or None when a diff is not worth computing."""
+    a, b = split_lines(old), split_lines(new)
+    if len(a) > DIFF_MAX_LINES or len(b) > DIFF_MAX_LINES:
+        return None
+    out = []
+    for line in difflib.unified_diff(a, b, fromfile=f"a/{rel}", tofile=f"b/{rel}", n=3):
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + "\n\\ No newline at end of file\n")
+    return stubs.diff_header(rel, nlines) + "".join(out)
+
+
+class ReadCache:
+    def __init__(self, state_dir: str | None, *, dedup: bool | None = None, max_file_bytes: int = 2_000_000,
+                 allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time) -> None:  # noqa: ANN001
+        self.state_dir = str(state_dir) if state_dir else None
+        if dedup is None:
+            dedup = os.environ.get("LEANCTX_DEDUP", "1").strip().lower() not in _OFF
+        self.dedup = bool(dedup)
+        self.max_file_bytes = int(max_file_bytes)
+        self.allow = real_roots(allow)
+        self.autosave_s = autosave_s
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._convs: OrderedDict[str, _Conv] = OrderedDict()
+        self._contents: OrderedDict[str, str] = OrderedDict()
+        self._content_bytes = 0
+        self._file_tokens: OrderedDict[str, int] = OrderedDict()
+        self._roots_memo: dict[tuple, tuple] = {}
+        self._stats = {"total": _bucket(), "by_agent": {}, "by_conversation": OrderedDict(), "withheld_reasons": {}}
+        self._dirty = False
+        self._saved_at = clock()
+        self.quarantined: str | None = None
+        self.save_errors = 0
+        self.loaded_holdings = 0
+        if self.state_dir:
+            self._load()
+
+    # -- persistence --------------------------------------------------------------------------
+    def _load(self) -> None:
+        doc, self.quarantined = idx.load(self.state_dir)
+        for key, c in doc["conversations"].items():
+            conv = _Conv(c["agent"], True)
+            conv.used_ts = c["used_ts"]
+            for path, h in c["held"].items():
+                conv.held[path] = Holding(h["fp"], h["size"], h["mtime_ns"], h["compactions"], h["lines"],
+                                          h["whole"], h["ranges"], cold=True)
+                self.loaded_holdings += 1
+            self._convs[key] = conv
+        st = doc.get("stats") or {}
+        try:
+            for name in ("total",):
+                if isinstance(st.get(name), dict):
+                    self._stats[name].update({k: int(v) for k, v in st[name].items() if k in self._stats[name]})
+            for group in ("by_agent", "by_conversation"):
+                for k, b in (st.get(group) or {}).items():
+                    nb = _bucket()
+                    nb.update({f: int(v) for f, v in b.items() if f in nb})
+                    self._stats[group][k] = nb
+        except (TypeError, ValueError, AttributeError):
+            pass
+
+    def save(self) -> None:
+        """Persist the index (holdings of persistable conversations, cumulative stats; never contents)."""
+        if not self.state_dir:
+            return
+        with self._lock:
+            convs = {}
+            for key, c in self._convs.items():
+                if not c.persist or not c.held:
+                    continue
+                convs[key] = {"agent": c.agent, "used_ts": c.used_ts,
+                              "held": {p: h.to_dict() for p, h in c.held.items()}}
+            stats = {"total": dict(self._stats["total"]), "by_agent": self._stats["by_agent"],
+                     "by_conversation": dict(self._stats["by_conversation"])}
+            idx.save(self.state_dir, {"conversations": convs, "stats": stats, "tokenizer": tokens.name()})
+            self._dirty = False
+            self._saved_at = self.clock()
+
+    def _maybe_autosave(self) -> None:
+        if self.state_dir and self._dirty and self.autosave_s is not None and self.clock() - self._saved_at >= self.autosave_s:
+            try:
+                self.save()
+            except OSError:
+                self.save_errors += 1
+                self._saved_at = self.clock()
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+    def _roots(self, roots: tuple) -> tuple:
+        r = self._roots_memo.get(roots)
+        if r is None:
+            if len(self._roots_memo) > 1024:
+                self._roots_memo.clear()
+            r = self._roots_memo[roots] = real_roots(roots)
+        return r
+
+    def _file_token_count(self, snap: FileSnap) -> int:
+        with self._lock:
+            n = self._file_tokens.get(snap.fp)
+            if n is not None:
+                self._file_tokens.move_to_end(snap.fp)
+                return n
+        n = tokens.count(snap.text)
+        with self._lock:
+            self._file_tokens[snap.fp] = n
+            while len(self._file_tokens) > 16384:
+                self._file_tokens.popitem(last=False)
+        return n
+
+    def _put_content(self, fp: str, text: str) -> None:
+        if fp in self._contents:
+            self._contents.move_to_end(fp)
+            return
+        if len(text) > CONTENT_BUDGET_BYTES // 4:
+            return
+        self._contents[fp] = text
+        self._content_bytes += len(text)
+        while self._content_bytes > CONTENT_BUDGET_BYTES and self._contents:
+            _, old = self._contents.popitem(last=False)
+            self._content_bytes -= len(old)
+
+    def _conv(self, scope: Scope) -> _Conv:
+        conv = self._convs.get(scope.key)
+        if conv is None:
+            conv = self._convs[scope.key] = _Conv(scope.agent, scope.persist)
+            while len(self._convs) > MAX_CONVERSATIONS:
+                self._convs.popitem(last=False)
+        else:
+            self._convs.move_to_end(scope.key)
+            if scope.agent and not conv.agent:
+                conv.agent = scope.agent
+        conv.used_ts = self.clock()
+        return conv
+
+    def _hold(self, conv: _Conv, real: str, h: Holding) -> None:
+        conv.held[real] = h
+        conv.held.move_to_end(real)
+        while len(conv.held) > MAX_FILES_PER_CONVERSATION:
+            conv.held.popitem(last=False)
+        self._dirty = True
+
+    def _count(self, scope: Scope | None, kind: str, raw: int, sent: int, cold: bool = False, withheld: str | None = None) -> None:
+        agent = (scope.agent if scope else None) or "unknown"
+        key = (scope.key if scope else None) or "unknown"
+        byconv = self._stats["by_conversation"]
+        if key not in byconv:
+            byconv[key] = _bucket()
+            while len(byconv) > MAX_CONVERSATIONS:
+                byconv.popitem(last=False)
+        else:
+            byconv.move_to_end(key)
+        for b in (self._stats["total"], self._stats["by_agent"].setdefault(agent, _bucket()), byconv[key]):
+            b["reads"] += 1
+            b[_PLURAL[kind]] += 1
+            b["tokens_raw"] += raw
+            b["tokens_sent"] += sent
+            if cold:
+                b["cold_stubs"] += 1
+            if withheld:
+                b["withheld"] += 1
+        if withheld:
+            reasons = self._stats["withheld_reasons"]
+            reasons[withheld] = reasons.get(withheld, 0) + 1
+        self._dirty = True
+
+    # -- the read -------------------------------------------------------------------------------
+    def _before_open(self, real: str) -> None:
+        """Test seam: runs after the path check, before the file is opened."""
+
+    def read(self, scope: Scope, path: str, start_line: int | None = None, end_line: int | None = None,
+             fresh: bool = False) -> dict:
+        try:
+            result = self._read(scope, path, start_line, end_line, bool(fresh))
+        except ReadError as exc:
+            with self._lock:
+                self._count(scope, "error", 0, 0)
+            result = {"kind": "error", "code": exc.code, "text": f"error: {exc.message}", "path": str(path),
+                      "lines": 0, "tokens_raw": 0, "tokens_sent": 0, "tokenizer": tokens.name()}
+        with self._lock:
+            self._maybe_autosave()
+        return result
+
+    def _window(self, n: int, start_line: object, end_line: object) -> tuple[int, int] | None:
+        for name, v in (("start_line", start_line), ("end_line", end_line)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise ReadError("bad_range", f"{name} must be a positive line number, got {v!r}")
+        if n == 0:
+            if start_line not in (None, 1):
+                raise ReadError("bad_range", f"start_line {start_line} is past the end of the file (it is empty)")
+            return None
+        s = start_line or 1
+        e = min(end_line, n) if end_line is not None else n
+        if s > n:
+            raise ReadError("bad_range", f"start_line {s} is past the end of the file ({n} lines)")
+        if e < s:
+            raise ReadError("bad_range", f"end_line {end_line} is before start_line {s}")
+        return (s, e)
+
+    def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool) -> dict:  # noqa: ANN001
+        roots = self._roots(tuple(scope.roots))
+        real, rel = resolve(path, roots, self.allow, scope.cwd)
+        self._before_open(real)
+        snap = load(real, rel, self.max_file_bytes, roots + self.allow)
+        n = snap.nlines
+        window = self._window(n, start_line, end_line)
+        whole = window is None or window == (1, n)
+        raw_text = snap.text if whole else snap.slice(*window)
+        tokens_raw = self._file_token_count(snap) if whole else tokens.count(raw_text)
+        tok = tokens.count
+
+        known = scope.key is not None
+        record = known and scope.stub_ok
+        can_claim = record and not fresh
+        kind, text, claims, cold = "full", raw_text, None, False
+        with self._lock:
+            conv = self._convs.get(scope.key) if known else None
+            h = conv.held.get(real) if conv is not None else None
+            if h is not None and h.compactions != scope.compactions:
+                h = None  # delivered before a compaction: the conversation no longer holds it
+            same = (h is not None and h.fp == snap.fp and h.size == snap.size and h.mtime_ns == snap.mtime_ns
+                    and h.lines == n)
+            held = h.spans() if same else []
+            new_spans: list = []
+            if can_claim and same and n:
+                win = window or (1, n)
+                if rng.covers(held, win):
+                    t = stubs.stub(rel, n, None if whole else win)
+                    if tok(t) < tokens_raw:
+                        kind, text, claims, cold = "stub", t, [win], h.cold
+                elif self.dedup:
+                    covered, new_spans = rng.plan(win, held)
+                    if covered:
+                        sections = [(sp, snap.slice(*sp)) for sp in new_spans]
+                        folded = sum(len(x) for _, x in sections) < rng.MIN_DELTA_CHARS
+                        t = stubs.pointer(rel, n, win, covered, sections, folded)
+                        if tok(t) < tokens_raw:
+                            kind, text, claims = "pointer", t, covered
+            elif can_claim and h is not None and h.whole and whole and h.fp != snap.fp:
+                old = self._contents.get(h.fp)
+                if old is not None:
+                    t = render_diff(rel, old, snap.text, n)
+                    if t is not None and tok(t) < DIFF_RATIO * tokens_raw:
+                        kind, text, claims = "diff", t, [(1, h.lines)] if h.lines else []
+                        base_fp = h.fp
+            if record:
+                conv = self._conv(scope)
+                if kind == "stub":
+                    conv.held.move_to_end(real)
+                elif kind == "pointer":
+                    h.ranges, _ = rng.coalesce(held + new_spans)
+                    h.whole = rng.covers(h.ranges, (1, n))
+                    self._dirty = True
+                elif whole or kind == "diff":
+                    self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, True,
+                                                   [(1, n)] if n else []))
+                    self._put_content(snap.fp, snap.text)
+                elif same:
+                    h.ranges, _ = rng.coalesce(held + [window])
+                    h.whole = rng.covers(h.ranges, (1, n))
+                    h.cold = False
+                    self._dirty = True
+                else:
+                    self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, False, [window]))
+            withheld = None
+            if known and not scope.stub_ok and not fresh:
+                withheld = scope.reason or "stub not allowed"
+            elif not known and not fresh:
+                withheld = scope.reason or "unknown caller"
+            sent = tok(text) if kind != "full" or not whole else tokens_raw
+            self._count(scope, kind, tokens_raw, sent, cold=cold, withheld=withheld)
+        result = {"kind": kind, "text": text, "path": rel, "lines": n, "tokens_raw": tokens_raw,
+                  "tokens_sent": sent, "tokenizer": tokens.name()}
+        if claims is not None:
+            result["claims"] = {"fingerprint": base_fp if kind == "diff" else snap.fp, "spans": [list(s) for s in claims]}
+        result["fingerprint"] = snap.fp
+        result["window"] = list(window) if window else None
+        return result
+
+    # -- reporting ------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        with self._lock:
+            total = dict(self._stats["total"])
+            out = {
+                "tokenizer": tokens.name(),
+                **total,
+                "tokens_saved": total["tokens_raw"] - total["tokens_sent"],
+                "by_agent": {k: dict(v) for k, v in self._stats["by_agent"].items()},
+                "by_conversation": {k: dict(v) for k, v in self._stats["by_conversation"].items()},
+                "withheld_reasons": dict(self._stats["withheld_reasons"]),
+                "conversations": len(self._convs),
+                "entries": sum(len(c.held) for c in self._convs.values()),
+                "files": len({p for c in self._convs.values() for p in c.held}),
+                "dedup": self.dedup,
+                "index": {"path": idx.index_path(self.state_dir) if self.state_dir else None,
+                          "quarantined": self.quarantined, "loaded_holdings": self.loaded_holdings,
+                          "save_errors": self.save_errors},
+            }
+        return out

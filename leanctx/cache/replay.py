@@ -1,0 +1,324 @@
+"""Replay a trace of host activity through read-cache policies, against the ground truth.
+
+Used by bench/cache_replay.py and by the property test. A trace is a list of events (one JSON
+object per line in a `.jsonl` file):
+
+    {"op": "host", "host": "h1", "agent": "claude"|"codex"|"cursor"|"none", "env": {...}}
+        a host process starts and spawns its MCP server (agent "none": a host without our hooks)
+    {"op": "hook", "host": "h1", "event": "start"|"prompt"|"stop"|"compact"|"sub_start"|"sub_stop"|"end",
+     "conv": "s1", "sub": "a1"?, "source": "startup"|"clear"|"resume"|"compact"?}
+        one hook event of conversation s1 on h1, by meaning; or, for recorded traces,
+    {"op": "hook", "host": "h1", "event": "<host's event name>", "payload": {...the host's stdin...}}
+    {"op": "read", "host": "h1", "conv": "s1", "sub": null|"a1", "path": "src/a.py",
+     "start": null|int, "end": null|int, "fresh": false}
+        a ctx_read through h1's MCP connection, made by conversation s1 (or its subagent a1: on
+        Claude Code / Codex through the parent's connection, on Cursor through the subagent's own
+        connection with CURSOR_TASK_ID). `conv`/`sub` are the GROUND TRUTH, never shown to a policy.
+    {"op": "write", "path": "src/a.py", "text": "..."}            create or replace a file
+    {"op": "edit", "path": "src/a.py", "mode": "line"|"append"|"touch"|"same_mtime"|"revert", "n": int}
+    {"op": "tick", "s": 31.0}                                      the clock moves
+    {"op": "restart", "graceful": true}                            the daemon restarts
+    {"op": "miss", "host": "h1", "conv": "s1"}                     the conversation's record vanishes
+
+Every policy sees the same files, the same records and the same clock. Each has its own Truth
+(what each context received from THAT policy), which decides whether a stub/pointer/diff it sent
+was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+from leanctx.cache import ReadCache, Resolver
+from leanctx.cache.oracle import EVENTS, FakeHost, OracleCache, Truth, hook, publish_event
+from leanctx.cache.scope import Connection, Scope
+from leanctx.hooks.publish import record_path
+
+T0 = 1_800_000_000.0
+
+
+class HostProc:
+    def __init__(self, name: str, agent: str, fake: FakeHost, env: dict) -> None:
+        self.name, self.agent, self.fake, self.env = name, agent, fake, env
+
+
+class Policy:
+    name = "policy"
+
+    def __init__(self) -> None:
+        self.truth = Truth()
+        self.tokens = 0
+        self.raw = 0
+        self.reads = 0
+        self.kinds: Counter = Counter()
+        self.wrong = 0
+        self.wrong_examples: list[str] = []
+
+    def setup(self, eng: Engine) -> None:
+        self.eng = eng
+
+    def read(self, host: HostProc, conv: str, sub: str | None, path: str, start, end, fresh: bool) -> dict:  # noqa: ANN001
+        raise NotImplementedError
+
+    def restart(self, graceful: bool) -> None:
+        pass
+
+
+class NoCache(Policy):
+    name = "no cache"
+
+    def setup(self, eng: Engine) -> None:
+        super().setup(eng)
+        self.cache = ReadCache(None, dedup=False)
+
+    def read(self, host, conv, sub, path, start, end, fresh):  # noqa: ANN001, ANN201
+        root = self.eng.root
+        return self.cache.read(Scope(None, None, 0, (root,), False, "no cache", root), path, start, end, True)
+
+
+class Ours(Policy):
+    name = "ours"
+
+    def __init__(self, dedup: bool = True) -> None:
+        super().__init__()
+        self.dedup = dedup
+        self.why: Counter = Counter()
+
+    def setup(self, eng: Engine) -> None:
+        super().setup(eng)
+        self.state = os.path.join(eng.base, "state-ours")
+        self._new()
+
+    def _new(self) -> None:
+        self.resolver = Resolver(self.eng.data, clock=self.eng.clock)
+        self.cache = ReadCache(self.state, dedup=self.dedup, clock=self.eng.clock)
+
+    def conn(self, host: HostProc, sub: str | None) -> Connection:
+        root = self.eng.root
+        if host.agent == "cursor" and sub:
+            return Connection(f"task-{host.name}-{sub}", {"CURSOR_TASK_ID": sub}, None, None, root)
+        return Connection(f"mcp-{host.name}", dict(host.env), host.fake.pid, host.fake.ticks, root)
+
+    def read(self, host, conv, sub, path, start, end, fresh):  # noqa: ANN001, ANN201
+        scope = self.resolver.resolve(self.conn(host, sub), fresh=True)
+        self.last_scope = scope
+        self.last_holding = self._holding(scope, path)
+        return self.cache.read(scope, path, start, end, fresh)
+
+    def _holding(self, scope: Scope, path: str):  # noqa: ANN202
+        conv = self.cache._convs.get(scope.key) if scope.key else None
+        if conv is None:
+            return None
+        return conv.held.get(os.path.realpath(os.path.join(self.eng.root, path)))
+
+    def explain(self, res: dict, oracle_res: dict) -> str:
+        """Why we sent content where the oracle did not (for the report)."""
+        s = self.last_scope
+        if not s.stub_ok:
+            reason = s.reason
+            for word in ("subagent window open", "conversations active on this host process"):
+                if word in reason:
+                    return "withheld: " + word
+            return "withheld: " + reason.split(":")[0]
+        h = self.last_holding
+        ok = oracle_res["kind"]
+        if h is None:
+            return "not credited: delivered while stubs were withheld, or to another key"
+        if h.compactions != s.compactions:
+            return "compaction epoch moved"
+        if ok == "diff":
+            return "diff: old text not in memory (restart) or holding partial"
+        if h.fp == res.get("fingerprint") and h.mtime_ns is not None:
+            if h.lines and res.get("window") and not h.whole:
+                return "range not recorded (cap / under-report)"
+            return "mtime changed, bytes identical"
+        return "held an older version"
+
+    def restart(self, graceful: bool) -> None:
+        if graceful:
+            self.cache.save()
+        self._new()
+
+
+class Oracle(Policy):
+    name = "oracle"
+
+    def setup(self, eng: Engine) -> None:
+        super().setup(eng)
+        self.cache = OracleCache(self.truth)
+
+    def read(self, host, conv, sub, path, start, end, fresh):  # noqa: ANN001, ANN201
+        ctx = self.eng.ctx(conv, sub)
+        _real, res = self.cache.read(ctx, [self.eng.root], self.eng.root, path, start, end, fresh)
+        return res
+
+
+class Engine:
+    def __init__(self, base: str, policies: list[Policy]) -> None:
+        self.base = base
+        self.root = os.path.realpath(os.path.join(base, "proj"))
+        self.data = os.path.join(base, "data")
+        os.makedirs(self.root, exist_ok=True)
+        self.t = T0
+        self._mtime = int(T0 * 1e9)
+        self._pid = 50000
+        self.hosts: dict[str, HostProc] = {}
+        self.history: dict[str, list[str]] = {}
+        self.policies = policies
+        self.events = 0
+        self.divergences: Counter = Counter()
+        for p in policies:
+            p.setup(self)
+
+    def clock(self) -> float:
+        return self.t
+
+    @staticmethod
+    def ctx(conv: str, sub: str | None) -> str:
+        return f"{conv}/{sub}" if sub else conv
+
+    # files ------------------------------------------------------------------------------------
+    def _path(self, rel: str) -> str:
+        return os.path.join(self.root, rel)
+
+    def _write(self, rel: str, text: str, mtime_ns: int | None = None) -> None:
+        p = self._path(rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        if mtime_ns is None:
+            self._mtime += 1_000_003
+            mtime_ns = self._mtime
+        os.utime(p, ns=(mtime_ns, mtime_ns))
+        hist = self.history.setdefault(rel, [])
+        if not hist or hist[-1] != text:
+            hist.append(text)
+
+    def _edit(self, rel: str, mode: str, n: int) -> None:
+        p = self._path(rel)
+        with open(p, encoding="utf-8", newline="") as f:
+            text = f.read()
+        lines = text.split("\n")
+        if mode == "touch":
+            self._mtime += 1_000_003
+            os.utime(p, ns=(self._mtime, self._mtime))
+        elif mode == "same_mtime":
+            m = os.stat(p).st_mtime_ns
+            i = n % max(1, len(text))
+            ch = text[i] if text else "a"
+            rep = "b" if ch != "b" and ch.isascii() and ch != "\n" else "c" if ch != "\n" else "\n"
+            self._write(rel, text[:i] + rep + text[i + 1 :] if text else "a", mtime_ns=m)
+        elif mode == "append":
+            self._write(rel, text + f"def added_{n}():\n    return {n}\n")
+        elif mode == "revert":
+            hist = self.history.get(rel, [])
+            if len(hist) >= 2:
+                self._write(rel, hist[-2])
+        else:  # "line": change one line
+            i = n % max(1, len(lines) - 1)
+            lines[i] = f"    value_{n} = compute({n})  # edited"
+            self._write(rel, "\n".join(lines))
+
+    # events -------------------------------------------------------------------------------------
+    def run(self, events) -> None:  # noqa: ANN001
+        for ev in events:
+            self.apply(ev)
+
+    def apply(self, ev: dict) -> None:
+        self.events += 1
+        op = ev["op"]
+        if op == "host":
+            self._pid += 1
+            fake = FakeHost(self._pid, 1000 + self._pid, ev.get("agent", "claude"))
+            self.hosts[ev["host"]] = HostProc(ev["host"], ev.get("agent", "claude"), fake, dict(ev.get("env") or {}))
+        elif op == "hook":
+            host = self.hosts[ev["host"]]
+            if "payload" in ev:
+                publish_event(self.data, host.agent, ev["event"], ev["payload"], host.fake.as_host(), self.t)
+                self._truth_after_raw(host, ev)
+                return
+            meaning, conv = ev["event"], ev["conv"]
+            extra = {k: ev[k] for k in ("sub", "source", "reason", "prompt") if ev.get(k) is not None}
+            if meaning == "start" and "source" not in extra:
+                extra["source"] = "startup"
+            if host.agent in EVENTS:
+                hook(self.data, host.fake, meaning, conv, self.root, self.t, **extra)
+            self._truth_after(meaning, conv, ev.get("sub"))
+        elif op == "read":
+            self._read(ev)
+        elif op == "write":
+            self._write(ev["path"], ev["text"])
+        elif op == "edit":
+            self._edit(ev["path"], ev.get("mode", "line"), int(ev.get("n", 0)))
+        elif op == "tick":
+            self.t += float(ev["s"])
+        elif op == "restart":
+            for p in self.policies:
+                p.restart(bool(ev.get("graceful", True)))
+        elif op == "miss":
+            host = self.hosts[ev["host"]]
+            try:
+                os.remove(record_path(self.data, host.agent, ev["conv"]))
+            except OSError:
+                pass
+        else:
+            raise ValueError(f"unknown trace op {op!r}")
+
+    def _truth_after(self, meaning: str, conv: str, sub: str | None) -> None:
+        for p in self.policies:
+            if meaning == "compact" or meaning == "end":
+                p.truth.clear(conv)
+            elif meaning == "sub_stop" and sub:
+                p.truth.clear(self.ctx(conv, sub))
+
+    def _truth_after_raw(self, host: HostProc, ev: dict) -> None:
+        from leanctx import agents
+        from leanctx.agents.base import PRE_COMPACT, SESSION_END, SUBAGENT_STOP
+
+        norm = agents.get(host.agent).normalize(ev["event"], ev["payload"])
+        meaning = {PRE_COMPACT: "compact", SESSION_END: "end", SUBAGENT_STOP: "sub_stop"}.get(norm.kind)
+        if meaning and norm.conversation_id:
+            self._truth_after(meaning, norm.conversation_id, norm.subagent_id)
+
+    def _read(self, ev: dict) -> None:
+        host = self.hosts[ev["host"]]
+        conv, sub = ev["conv"], ev.get("sub")
+        ctx = self.ctx(conv, sub)
+        path = ev["path"]
+        real = os.path.realpath(os.path.join(self.root, path))
+        results = {}
+        for p in self.policies:
+            res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")))
+            results[p.name] = res
+            p.reads += 1
+            p.kinds[res["kind"]] += 1
+            p.tokens += res.get("tokens_sent", 0)
+            p.raw += res.get("tokens_raw", 0)
+            why = p.truth.violation(ctx, real, res)
+            if why:
+                p.wrong += 1
+                if len(p.wrong_examples) < 5:
+                    p.wrong_examples.append(f"event {self.events}: {why}")
+            p.truth.apply(ctx, real, res)
+        ours = next((p for p in self.policies if isinstance(p, Ours)), None)
+        orc = results.get("oracle")
+        if ours is not None and orc is not None:
+            mine = results[ours.name]
+            if orc["kind"] in ("stub", "pointer", "diff") and mine["tokens_sent"] > orc["tokens_sent"]:
+                ours.why[ours.explain(mine, orc)] += mine["tokens_sent"] - orc["tokens_sent"]
+
+
+def load_trace(path: str) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            ev = json.loads(line)
+            if not isinstance(ev, dict) or "op" not in ev:
+                raise ValueError(f"{path}:{n}: not a trace event")
+            out.append(ev)
+    return out

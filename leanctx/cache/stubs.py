@@ -1,0 +1,57 @@
+"""The texts the read cache sends instead of content. Pure functions of their inputs, so the same
+situation always produces the same bytes (provider prompt caching, #498): no counters, no times.
+
+Every text names the file by its path relative to the workspace root (never the basename), says
+the copy came from THIS conversation and is unchanged on disk since, and names `fresh=true` as
+the way to get the content again. None says "omitted" or "unavailable".
+"""
+
+from __future__ import annotations
+
+from leanctx.cache.dedup import Span, fmt_spans
+
+FRESH_HINT = "fresh=true to re-read"
+
+
+def _plural(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
+def stub(rel: str, nlines: int, window: Span | None = None) -> str:
+    """The whole file (window None) or a window the conversation already holds, unchanged."""
+    where = rel if window is None else f"{rel} L{window[0]}-{window[1]} of"
+    return (
+        f"[unchanged] {where} {_plural(nlines)} · already sent earlier in this conversation and "
+        f"unchanged on disk since, so that copy is exact · {FRESH_HINT}"
+    )
+
+
+def pointer(rel: str, nlines: int, window: Span, covered: list[Span], sections: list[tuple[Span, str]], folded: bool) -> str:
+    """Held runs named, only the new lines sent. `folded`: the new text is short, so it follows the
+    pointer line directly (numbered lines) instead of in its own `@@ Lx-y @@` sections."""
+    is_are = "was" if len(covered) == 1 else "were"
+    head = (
+        f"[partly unchanged] {rel} L{window[0]}-{window[1]} of {_plural(nlines)}: "
+        f"{fmt_spans(covered)} {is_are} already sent earlier in this conversation and unchanged on disk since, "
+        f"so that copy is exact"
+    )
+    if folded:
+        new = fmt_spans([s for s, _ in sections], limit=len(sections))
+        lines = []
+        for (s, _e), text in sections:
+            body = text[:-1] if text.endswith("\n") else text
+            for i, line in enumerate(body.split("\n")):
+                lines.append(f"{s + i}\t{line}")
+        return f"{head}; the only new lines are {new}:\n" + "\n".join(lines) + "\n"
+    parts = [f"{head}; only the new lines follow ({FRESH_HINT} everything)."]
+    for (s, e), text in sections:
+        parts.append(f"@@ L{s}-{e} @@")
+        parts.append(text if text.endswith("\n") else text + "\n")
+    return "\n".join(p.rstrip("\n") for p in parts) + "\n"
+
+
+def diff_header(rel: str, nlines: int) -> str:
+    return (
+        f"[changed] {rel} ({_plural(nlines)} now) changed on disk since it was sent earlier in this "
+        f"conversation; unified diff against that copy ({FRESH_HINT} the whole file):\n"
+    )

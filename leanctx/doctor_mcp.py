@@ -1,0 +1,81 @@
+"""Doctor's MCP checks: the `leanctx` server is registered as init wrote it, and answers.
+
+The round trip starts the registered command exactly as the host would (stdio, no shell) in a
+scratch project with a scratch data dir, in-process mode (`LEANCTX_DAEMON=0`, so no daemon is
+left behind) and an explicit scope, then reads one file twice through `ctx_read`: the first read
+must return the file, the second the `[unchanged]` stub. That proves the whole chain: the entry,
+the interpreter, the SDK, scope resolution and the read cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from leanctx.agents.base import Agent
+from leanctx.installer import mcpreg
+from leanctx.installer.files import ConfigError
+
+ROUND_TRIP_TIMEOUT_S = 60.0
+
+
+def checks(agent: Agent, home: Path) -> list[dict]:
+    fix = f"leanctx init --agent {agent.name}   (or: leanctx doctor --fix)"
+    try:
+        entry = mcpreg.registered(agent, home, None)
+    except ConfigError as exc:
+        return [{"name": "mcp server", "status": "fail", "detail": str(exc), "fix": "fix the file's syntax"}]
+    from leanctx.installer.install import display
+
+    path = display(agent.mcp_config(home, None)[0], home)
+    if entry is None:
+        return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)", "fix": fix}]
+    want = mcpreg.wanted_entry(agent)
+    if entry != want:
+        return [{"name": "mcp server", "status": "fail", "detail": f"the entry in {path} differs from this installation's: {entry}", "fix": fix}]
+    out = [{"name": "mcp server", "status": "ok", "detail": f"registered in {path}", "fix": None}]
+    out.append(round_trip(entry["command"], list(entry.get("args") or [])))
+    return out
+
+
+def round_trip(command: str, args: list[str]) -> dict:
+    started = time.perf_counter()
+    try:
+        first, second = asyncio.run(asyncio.wait_for(_two_reads(command, args), ROUND_TRIP_TIMEOUT_S))
+    except Exception as exc:  # noqa: BLE001 - whatever broke, say it
+        return {"name": "mcp round trip", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"[:300],
+                "fix": "run `leanctx mcp` by hand to see its error; reinstall leanctx if imports fail"}
+    ms = (time.perf_counter() - started) * 1000
+    if first != _CONTENT or not second.startswith("[unchanged]"):
+        return {"name": "mcp round trip", "status": "fail", "detail": f"unexpected answers: {first[:60]!r} / {second[:60]!r}",
+                "fix": "leanctx doctor --fix"}
+    return {"name": "mcp round trip", "status": "ok", "detail": f"ctx_read returned the file, then the [unchanged] stub ({ms:.0f} ms)",
+            "fix": None, "ms": round(ms, 1)}
+
+
+_CONTENT = "".join(f"leanctx doctor line {i}\n" for i in range(1, 41))
+
+
+async def _two_reads(command: str, args: list[str]) -> tuple[str, str]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    with tempfile.TemporaryDirectory(prefix="leanctx-doctor-mcp-") as scratch:
+        project = Path(scratch) / "proj"
+        project.mkdir()
+        (project / "doctor.txt").write_text(_CONTENT)
+        env = dict(os.environ, LEANCTX_HOME=str(Path(scratch) / "data"), LEANCTX_DAEMON="0",
+                   LEANCTX_SCOPE=f"doctor-{uuid.uuid4().hex[:12]}")
+        params = StdioServerParameters(command=command, args=args, env=env, cwd=str(project))
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                answers = []
+                for _ in range(2):
+                    result = await session.call_tool("ctx_read", {"path": "doctor.txt"})
+                    answers.append("".join(c.text for c in result.content if getattr(c, "type", None) == "text"))
+        return answers[0], answers[1]

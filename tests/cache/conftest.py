@@ -1,0 +1,104 @@
+"""A small world for cache tests: a project on disk, a data dir with real hook records (written
+by leanctx.hooks.publish's own apply_event), host processes with pid + start ticks, a virtual
+clock shared by the records, the resolver and the cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from leanctx.cache import Connection, ReadCache, Resolver
+from leanctx.cache.oracle import FakeHost, hook
+
+T0 = 1_800_000_000.0
+
+
+class World:
+    def __init__(self, tmp: Path, **cache_kw: object) -> None:
+        self.tmp = tmp
+        self.root = tmp / "proj"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.data = tmp / "data"
+        self.state = tmp / "state"
+        self.t = T0
+        self._mtime = int(T0 * 1e9)
+        self._pid = 40000
+        self.cache_kw = dict(cache_kw)
+        self.resolver = Resolver(str(self.data), clock=self.clock)
+        self.cache = ReadCache(str(self.state), clock=self.clock, **self.cache_kw)
+
+    def clock(self) -> float:
+        return self.t
+
+    def tick(self, seconds: float) -> None:
+        self.t += seconds
+
+    # files ------------------------------------------------------------------------------------
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def write(self, rel: str, text: str | bytes, mtime_ns: int | None = None) -> Path:
+        p = self.path(rel)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, str):
+            p.write_text(text, encoding="utf-8")
+        else:
+            p.write_bytes(text)
+        if mtime_ns is None:
+            self._mtime += 1_000_003
+            mtime_ns = self._mtime
+        os.utime(p, ns=(mtime_ns, mtime_ns))
+        return p
+
+    def mtime_ns(self, rel: str) -> int:
+        return self.path(rel).stat().st_mtime_ns
+
+    # hosts --------------------------------------------------------------------------------------
+    def host(self, agent: str = "claude", pid: int | None = None, ticks: int = 777) -> FakeHost:
+        if pid is None:
+            self._pid += 1
+            pid = self._pid
+        return FakeHost(pid, ticks, agent)
+
+    def hook(self, host: FakeHost, meaning: str, conv: str, cwd: str | None = None, **extra: object) -> str | None:
+        return hook(str(self.data), host, meaning, conv, cwd or str(self.root), self.t, **extra)
+
+    def session(self, host: FakeHost, conv: str, **extra: object) -> None:
+        """A session that has started and is inside a turn."""
+        extra.setdefault("source", "startup")
+        self.hook(host, "start", conv, **extra)
+        self.hook(host, "prompt", conv, prompt="go")
+
+    def conn(self, host: FakeHost | None, cid: str | None = None, env: dict | None = None, cwd: str | None = None) -> Connection:
+        return Connection(
+            connection_id=cid or f"conn-{host.pid if host else 'none'}",
+            env=dict(env or {}),
+            host_pid=host.pid if host else None,
+            host_start_ticks=host.ticks if host else None,
+            cwd=cwd if cwd is not None else str(self.root),
+        )
+
+    def scope(self, conn: Connection):  # noqa: ANN201
+        return self.resolver.resolve(conn, fresh=True)
+
+    def read(self, conn: Connection, path: str, start: int | None = None, end: int | None = None, fresh: bool = False) -> dict:
+        return self.cache.read(self.scope(conn), path, start, end, fresh)
+
+    def restart(self, graceful: bool = True) -> None:
+        if graceful:
+            self.cache.save()
+        self.resolver = Resolver(str(self.data), clock=self.clock)
+        self.cache = ReadCache(str(self.state), clock=self.clock, **self.cache_kw)
+
+
+def code(n: int, tag: str = "x") -> str:
+    return "".join(f"def {tag}_{i}(a, b):  # line {i}\n    return a + b * {i}\n" for i in range(1, n // 2 + 1))
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    for name in ("LEANCTX_DEDUP", "LEANCTX_SCOPE", "LEANCTX_CONVERSATION_SCOPE", "CURSOR_TASK_ID", "CLAUDE_CODE_SESSION_ID"):
+        monkeypatch.delenv(name, raising=False)
+    return World(tmp_path)

@@ -1,0 +1,267 @@
+"""`leanctx mcp` as a real subprocess driven by the official SDK's stdio client, against a real
+daemon: the stub on a re-read, fallback when the daemon dies mid-request or cannot start, the
+detached start, and the conversation-state tools."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from leanctx.cache import client
+
+_spec = importlib.util.spec_from_file_location("leanctx_test_service_support", Path(__file__).with_name("test_service_support.py"))
+S = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(S)
+
+if sys.platform != "linux":
+    pytestmark = pytest.mark.skip("Linux-only process checks")
+
+TOOLS = {"ctx_read", "ctx_stats", "state_show", "state_set_pending", "state_clear_pending", "state_set_summary", "state_end_thread"}
+
+
+@pytest.fixture
+def env(home: Path, data_dir: Path, tmp_path: Path):
+    e = S.subprocess_env(home, data_dir)
+    yield e
+    S.stop_any_daemon(data_dir)
+
+
+@pytest.fixture
+def daemon(env: dict, tmp_path: Path):
+    proc = S.start_daemon(env, tmp_path / "daemon.log")
+    yield proc
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.txt").write_text("".join(f"alpha line {i}\n" for i in range(1, 301)))
+    (proj / "b.txt").write_text("".join(f"beta line {i}\n" for i in range(1, 51)))
+    return proj
+
+
+@asynccontextmanager
+async def mcp_session(env: dict, project: Path, log: Path, **extra: str):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "leanctx.cache.cli", "mcp"],
+                                   env={**env, **extra}, cwd=str(project))
+    with open(log, "a") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            yield session
+
+
+def text_of(result) -> str:  # noqa: ANN001
+    return "".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+
+
+async def read(session: ClientSession, path: str, **args: object) -> tuple[bool, str]:
+    result = await session.call_tool("ctx_read", {"path": path, **args})
+    return bool(result.is_error), text_of(result)
+
+
+def mcp_server_pid() -> int:
+    kids = [p for p in psutil.Process().children() if "mcp" in p.cmdline()]
+    assert len(kids) == 1, kids
+    return kids[0].pid
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def test_read_twice_second_is_the_stub(daemon: subprocess.Popen, env: dict, data_dir: Path, project: Path, tmp_path: Path) -> None:
+    S.publish_conversation(data_dir, "conv-mcp", project)
+    content = (project / "a.txt").read_text()
+
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            init = await session.initialize()
+            assert init.server_info.name == "leanctx"
+            assert len(init.instructions) <= 2048
+            assert "[unchanged]" in init.instructions and "fresh=true" in init.instructions
+            tools = await session.list_tools()
+            assert {t.name for t in tools.tools} == TOOLS
+            schema = next(t for t in tools.tools if t.name == "ctx_read").input_schema
+            assert set(schema["properties"]) == {"path", "start_line", "end_line", "fresh"} and schema["required"] == ["path"]
+
+            assert await read(session, "a.txt") == (False, content)
+            err, stub = await read(session, "a.txt")
+            assert not err and stub.startswith("[unchanged]") and "a.txt" in stub and "fresh=true" in stub
+            assert len(stub) < len(content) / 10
+            assert await read(session, "a.txt", fresh=True) == (False, content)
+            stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
+            assert stats["served_by"] == "daemon" and stats["this_connection"] == {"daemon": 3, "in_process": 0}
+            assert stats["stats"]["tokenizer"]
+            status = client.ServiceClient(data_dir).request("status")
+            assert status["connections"]["clients"] == 1
+
+    asyncio.run(scenario())
+
+
+def test_unknown_caller_never_gets_a_stub(daemon: subprocess.Popen, env: dict, project: Path, tmp_path: Path) -> None:
+    content = (project / "b.txt").read_text()
+
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            await session.initialize()
+            for _ in range(3):
+                err, text = await read(session, str(project / "b.txt"))
+                assert not text.startswith("[unchanged]")
+
+    asyncio.run(scenario())
+    assert content
+
+
+def test_daemon_killed_mid_request_falls_back(daemon: subprocess.Popen, env: dict, data_dir: Path, project: Path, tmp_path: Path) -> None:
+    S.publish_conversation(data_dir, "conv-kill", project)
+    content = (project / "a.txt").read_text()
+
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            await session.initialize()
+            assert await read(session, "a.txt") == (False, content)
+            assert (await read(session, "a.txt"))[1].startswith("[unchanged]")
+            # Freeze the daemon, send the read, kill the daemon while the read is in flight.
+            os.kill(daemon.pid, signal.SIGSTOP)
+            pending = asyncio.ensure_future(read(session, "a.txt"))
+            await asyncio.sleep(0.5)
+            assert not pending.done()
+            os.kill(daemon.pid, signal.SIGKILL)
+            daemon.wait(10)
+            # A normal answer: the in-process cache never delivered this file, so the content.
+            assert await asyncio.wait_for(pending, 30) == (False, content)
+            # The MCP server starts a new daemon in the background; reads go back through it.
+            assert S.wait_until(lambda: client.daemon_process(data_dir) is not None, 20)
+            assert client.wait_for_socket(data_dir, 10)
+            assert client.daemon_process(data_dir).pid != daemon.pid
+            first = await read(session, "a.txt")
+            second = await read(session, "a.txt")
+            stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
+            assert stats["served_by"] == "daemon"
+            assert stats["this_connection"] == {"daemon": 4, "in_process": 1}
+            # The new daemon never saw the fallback's delivery: the first read through it is
+            # forced fresh (content), the next one is its own stub.
+            assert first == (False, content)
+            assert second[1].startswith("[unchanged]")
+
+    asyncio.run(scenario())
+    assert "serving in-process" in (tmp_path / "mcp.log").read_text()
+
+
+def test_daemon_that_cannot_start_still_gets_answers(env: dict, data_dir: Path, project: Path, tmp_path: Path) -> None:
+    S.publish_conversation(data_dir, "conv-nodaemon", project)
+    os.makedirs(data_dir, exist_ok=True)
+    # Something occupies the socket's name (a directory): the daemon cannot bind and exits.
+    os.makedirs(client.socket_path(data_dir))
+    content = (project / "b.txt").read_text()
+
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            await session.initialize()
+            assert await read(session, "b.txt") == (False, content)
+            err, stub = await read(session, "b.txt")
+            assert not err and stub.startswith("[unchanged]"), "in-process: this cache delivered it itself"
+            stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
+            assert stats["served_by"].startswith("in-process")
+
+    asyncio.run(scenario())
+    assert client.daemon_process(data_dir) is None
+
+
+def test_in_process_only_mode(env: dict, data_dir: Path, project: Path, tmp_path: Path) -> None:
+    S.publish_conversation(data_dir, "conv-local", project)
+
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log", LEANCTX_DAEMON="0") as session:
+            await session.initialize()
+            assert not (await read(session, "b.txt"))[1].startswith("[unchanged]")
+            assert (await read(session, "b.txt"))[1].startswith("[unchanged]")
+
+    asyncio.run(scenario())
+    assert client.daemon_process(data_dir) is None and not os.path.exists(client.socket_path(data_dir))
+
+
+def test_mcp_starts_the_daemon_detached(env: dict, data_dir: Path, project: Path, tmp_path: Path) -> None:
+    S.publish_conversation(data_dir, "conv-spawn", project)
+    assert client.daemon_process(data_dir) is None
+    seen = {}
+
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            await session.initialize()
+            server = psutil.Process(mcp_server_pid())
+            assert S.wait_until(lambda: client.daemon_process(data_dir) is not None, 20)
+            proc = client.daemon_process(data_dir)
+            seen["pid"] = proc.pid
+            assert proc.pid not in {p.pid for p in server.children(recursive=True)}
+            assert os.getsid(proc.pid) not in (os.getsid(server.pid), os.getsid(0))
+            for fd in ("0", "1", "2"):
+                target = os.readlink(f"/proc/{proc.pid}/fd/{fd}")
+                assert not target.startswith("pipe:"), f"daemon fd {fd} holds a pipe: {target}"
+            assert (await read(session, "a.txt"))[0] is False
+            assert (await read(session, "a.txt"))[1].startswith("[unchanged]")
+            stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
+            assert stats["served_by"] == "daemon"
+
+    asyncio.run(scenario())
+    # The host (our SDK client) closed the MCP server; the shared daemon lives on.
+    proc = client.daemon_process(data_dir)
+    assert proc is not None and proc.pid == seen["pid"]
+
+
+def test_bad_read_arguments_are_tool_errors(daemon: subprocess.Popen, env: dict, data_dir: Path, project: Path, tmp_path: Path) -> None:
+    S.publish_conversation(data_dir, "conv-bad", project)
+
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            await session.initialize()
+            err, text = await read(session, "a.txt", start_line=0)
+            assert err
+            err, text = await read(session, "a.txt", start_line=9, end_line=3)
+            assert err and "end_line is before start_line" in text
+            err, text = await read(session, "does-not-exist.txt")
+            assert err and "does-not-exist.txt" in text
+            err, text = await read(session, "a.txt", start_line=2, end_line=3)
+            assert not err and text == "alpha line 2\nalpha line 3\n"
+
+    asyncio.run(scenario())
+
+
+def test_state_tools(env: dict, project: Path, tmp_path: Path, home: Path) -> None:
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log", LEANCTX_DAEMON="0", CKS_ACTIVE_USER="Ana") as session:
+            await session.initialize()
+            r = await session.call_tool("state_set_pending", {"question": "Single-user or shared?", "options": ["single", "shared"]})
+            assert not r.is_error and "pending question recorded" in text_of(r)
+            state = json.loads(text_of(await session.call_tool("state_show", {})))
+            assert state["user_slug"] == "ana"
+            assert state["pending"]["question"] == "Single-user or shared?" and state["pending"]["options"] == ["single", "shared"]
+            r = await session.call_tool("state_set_summary", {"text": "Setting up the bot."})
+            assert not r.is_error
+            r = await session.call_tool("state_clear_pending", {})
+            assert not r.is_error
+            state = json.loads(text_of(await session.call_tool("state_show", {})))
+            assert state["pending"] is None and state["thread_summary"] == "Setting up the bot."
+            r = await session.call_tool("state_set_pending", {"question": "   "})
+            assert r.is_error
+            r = await session.call_tool("state_end_thread", {})
+            assert not r.is_error and "thread ended" in text_of(r)
+            state = json.loads(text_of(await session.call_tool("state_show", {})))
+            assert state["thread_summary"] in ("", None)
+
+    asyncio.run(scenario())
+    assert (home / ".cks" / "user" / "ana" / "history.md").exists()

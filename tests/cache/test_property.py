@@ -1,0 +1,143 @@
+"""Property: random interleavings of reads (whole/windowed), edits, compactions, subagent windows,
+daemon restarts, /clear, transient record misses and concurrent conversations never produce a
+stub, pointer or diff for bytes the caller does not hold (checked against the ground truth)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from leanctx.cache.replay import Engine, Oracle, Ours
+
+FILES = ["src/a.py", "src/b.py", "lib/c.py", "d.txt"]
+HOSTS = [("h0", "claude"), ("h1", "claude"), ("h2", "codex"), ("h3", "cursor"), ("h4", "none")]
+MAX_EXAMPLES = int(os.environ.get("LEANCTX_PROPERTY_EXAMPLES", "120"))
+
+
+def _text(n: int, tag: str) -> str:
+    return "".join(f"def {tag}_{i}(x):  # {'.' * (i % 13)}\n    return x * {i}\n" for i in range(1, n // 2 + 1))
+
+
+op = st.one_of(
+    st.tuples(st.just("read"), st.integers(0, 4), st.integers(0, 2), st.integers(0, 3),
+              st.one_of(st.none(), st.tuples(st.integers(1, 90), st.integers(0, 60))), st.booleans()),
+    st.tuples(st.just("edit"), st.integers(0, 3), st.sampled_from(["line", "append", "touch", "same_mtime", "revert"]), st.integers(0, 500)),
+    st.tuples(st.just("compact"), st.integers(0, 3), st.integers(0, 1)),
+    st.tuples(st.just("sub"), st.integers(0, 3), st.integers(0, 1)),
+    st.tuples(st.just("stop"), st.integers(0, 3), st.integers(0, 1)),
+    st.tuples(st.just("clear"), st.integers(0, 2)),
+    st.tuples(st.just("restart"), st.booleans()),
+    st.tuples(st.just("tick"), st.sampled_from([0.5, 2, 4, 31, 400, 7300])),
+    st.tuples(st.just("miss"), st.integers(0, 3)),
+)
+
+
+class Gen:
+    """Turns abstract ops into a valid trace (a chat reads only inside a turn, etc.)."""
+
+    def __init__(self) -> None:
+        self.ev: list[dict] = []
+        self.gen = {h: 0 for h, _ in HOSTS}
+        self.turn: dict[tuple, bool] = {}
+        self.subs: dict[tuple, str | None] = {}
+        self.nsub = 0
+        for h, agent in HOSTS:
+            self.ev.append({"op": "host", "host": h, "agent": agent})
+        for i, f in enumerate(FILES):
+            self.ev.append({"op": "write", "path": f, "text": _text(40 + 37 * i, f"f{i}")})
+        for h, agent in HOSTS:
+            for chat in self.chats(h):
+                self.ev.append({"op": "hook", "host": h, "event": "start", "conv": chat})
+
+    def agent(self, h: str) -> str:
+        return dict(HOSTS)[h]
+
+    def chats(self, h: str) -> list[str]:
+        g = self.gen[h]
+        if self.agent(h) == "cursor":
+            return [f"{h}-chat0", f"{h}-chat1"]
+        return [f"{h}-s{g}"]
+
+    def chat(self, h: str, k: int) -> str:
+        cs = self.chats(h)
+        return cs[k % len(cs)]
+
+    def ensure_turn(self, h: str, conv: str) -> None:
+        if not self.turn.get((h, conv)):
+            self.ev.append({"op": "hook", "host": h, "event": "prompt", "conv": conv})
+            self.turn[(h, conv)] = True
+
+    def add(self, o: tuple) -> None:
+        kind = o[0]
+        if kind == "read":
+            _, hi, who, fi, win, fresh = o
+            h = HOSTS[hi][0]
+            conv = self.chat(h, who)
+            sub = None
+            if self.agent(h) != "none":
+                self.ensure_turn(h, conv)
+                if who == 2 and self.subs.get((h, conv)):
+                    sub = self.subs[(h, conv)]
+            ev = {"op": "read", "host": h, "conv": conv, "sub": sub, "path": FILES[fi], "fresh": fresh}
+            if win is not None:
+                ev["start"], ev["end"] = win[0], win[0] + win[1]
+            self.ev.append(ev)
+        elif kind == "edit":
+            self.ev.append({"op": "edit", "path": FILES[o[1]], "mode": o[2], "n": o[3]})
+        elif kind in ("compact", "sub", "stop"):
+            h = HOSTS[o[1]][0]
+            conv = self.chat(h, o[2])
+            if kind == "compact":
+                self.ev.append({"op": "hook", "host": h, "event": "compact", "conv": conv})
+            elif kind == "stop":
+                self.ev.append({"op": "hook", "host": h, "event": "stop", "conv": conv})
+                self.turn[(h, conv)] = False
+            else:
+                cur = self.subs.get((h, conv))
+                if cur:
+                    self.ev.append({"op": "hook", "host": h, "event": "sub_stop", "conv": conv, "sub": cur})
+                    self.subs[(h, conv)] = None
+                else:
+                    self.ensure_turn(h, conv)
+                    self.nsub += 1
+                    sub = f"ag{self.nsub}"
+                    self.ev.append({"op": "hook", "host": h, "event": "sub_start", "conv": conv, "sub": sub})
+                    self.subs[(h, conv)] = sub
+        elif kind == "clear":
+            h = HOSTS[o[1]][0]
+            old = self.chat(h, 0)
+            if self.subs.get((h, old)):
+                self.ev.append({"op": "hook", "host": h, "event": "sub_stop", "conv": old, "sub": self.subs[(h, old)]})
+                self.subs[(h, old)] = None
+            if self.agent(h) == "claude":  # Claude Code ends the old session on /clear; Codex /new may not
+                self.ev.append({"op": "hook", "host": h, "event": "end", "conv": old, "reason": "clear"})
+            else:
+                self.ev.append({"op": "hook", "host": h, "event": "stop", "conv": old})
+            self.turn[(h, old)] = False
+            self.gen[h] += 1
+            self.ev.append({"op": "tick", "s": 0.01})
+            self.ev.append({"op": "hook", "host": h, "event": "start", "conv": self.chat(h, 0), "source": "clear"})
+        elif kind == "restart":
+            self.ev.append({"op": "restart", "graceful": o[1]})
+        elif kind == "tick":
+            self.ev.append({"op": "tick", "s": o[1]})
+        elif kind == "miss":
+            h = HOSTS[o[1]][0]
+            self.ev.append({"op": "miss", "host": h, "conv": self.chat(h, 0)})
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(op, min_size=5, max_size=45))
+def test_never_a_wrong_stub_pointer_or_diff(ops: list) -> None:
+    g = Gen()
+    for o in ops:
+        g.add(o)
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        eng = Engine(base, [ours, oracle])
+        eng.run(g.ev)
+        assert ours.wrong == 0, ours.wrong_examples
+        assert oracle.wrong == 0, oracle.wrong_examples

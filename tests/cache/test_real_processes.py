@@ -1,0 +1,68 @@
+"""Host-process matching with real processes: a host process runs the real hook (under `sh -c`,
+as Claude Code and Codex do) and spawns an "MCP server" that captures its Connection; the
+resolver must put each MCP connection with its own host's conversation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from leanctx.cache import Connection, ReadCache, Resolver
+
+from .conftest import code
+
+HOST = textwrap.dedent(
+    r"""
+    import json, os, subprocess, sys
+    data, agent, conv, cwd = sys.argv[1:5]
+    env = dict(os.environ, LEANCTX_HOME=data)
+    if agent == "claude":
+        env["CLAUDE_CODE_SESSION_ID"] = conv
+    hook = sys.executable + " -c 'from leanctx.hooks import run; run()' " + agent + " "
+    for event, extra in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"prompt": "go"})):
+        payload = dict({"session_id": conv, "transcript_path": "/t/" + conv + ".jsonl", "cwd": cwd,
+                        "hook_event_name": event}, **extra)
+        subprocess.run(["/bin/sh", "-c", hook + event + " ; true"], input=json.dumps(payload).encode(),
+                       env=env, check=True)
+    out = subprocess.run([sys.executable, "-c",
+                          "import json; from leanctx.cache import Connection; "
+                          "print(json.dumps(Connection.capture('mcp-" + conv + "').to_dict()))"],
+                         env=env, cwd=cwd, capture_output=True, check=True).stdout
+    sys.stdout.write(out.decode())
+    """
+)
+
+
+def _host(data: str, agent: str, conv: str, cwd: str) -> tuple[Connection, int]:
+    p = subprocess.Popen([sys.executable, "-c", HOST, data, agent, conv, cwd], stdout=subprocess.PIPE,
+                         env={k: v for k, v in os.environ.items() if k != "CLAUDE_CODE_SESSION_ID"})
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0
+    return Connection.from_dict(json.loads(out)), p.pid
+
+
+def test_concurrent_cli_sessions_match_their_own_host_process(tmp_path) -> None:  # noqa: ANN001
+    data = str(tmp_path / "data")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.py").write_text(code(100))
+    c1, pid1 = _host(data, "claude", "sess-one", str(proj))
+    c2, pid2 = _host(data, "codex", "thread-two", str(proj))
+    assert c1.host_pid == pid1 and c2.host_pid == pid2
+    assert c1.host_start_ticks is not None and c1.env.get("CLAUDE_CODE_SESSION_ID") == "sess-one"
+    assert c1.cwd == str(proj)
+    recs = [json.load(open(os.path.join(data, "conversations", a, f"{i}.json"))) for a, i in
+            (("claude", "sess-one"), ("codex", "thread-two"))]
+    assert [r["host"]["pid"] for r in recs] == [pid1, pid2]
+
+    resolver, cache = Resolver(data), ReadCache(None)
+    s1, s2 = resolver.resolve(c1, fresh=True), resolver.resolve(c2, fresh=True)
+    assert s1.key.startswith("claude:sess-one@") and s1.stub_ok
+    assert s2.key.startswith("codex:thread-two@") and s2.stub_ok
+    assert cache.read(s1, "a.py")["kind"] == "full"
+    assert cache.read(s2, "a.py")["kind"] == "full"
+    assert cache.read(s1, "a.py")["kind"] == "stub"
+    assert cache.read(s2, "a.py")["kind"] == "stub"
