@@ -164,7 +164,7 @@ def installed_profile(wired: dict[str, list[str]]):
     from leanctx.installer.install import Profile
 
     words = {w for cmds in wired.values() for c in cmds for w in c.split()}
-    return Profile(bot="--bot" in words, guard="--guard" in words)
+    return Profile(bot="--bot" in words, guard="--guard" in words, read_gate="--read-gate" in words)
 
 
 def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, explicit: bool) -> dict:
@@ -203,6 +203,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     expected = wrapper.wrapper_path(data_dir)
     profile = installed_profile(wired)
     result["profile"] = profile.name
+    result["read_gate"] = profile.read_gate
     checks.append(_check("profile", INFO, {"coding": "coding: ids only, no prompts or replies recorded",
                                            "bot": "bot: prompts and replies recorded in conversation-state",
                                            "guard": "guard: multi-user guard on tool calls",
@@ -221,7 +222,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     checks.extend(agent_specific_checks(agent, home))
     from leanctx import doctor_mcp
 
-    checks.extend(doctor_mcp.checks(agent, home))
+    checks.extend(doctor_mcp.checks(agent, home, data_dir))
     result["last_published"] = last_published(agent, data_dir)
     lp = result["last_published"]
     if lp:
@@ -290,7 +291,7 @@ def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -
         report_fix = 0
         for a in broken_reports:  # each with the profile it was installed with
             name = a.get("profile", "coding")
-            profile = Profile(bot="bot" in name, guard="guard" in name)
+            profile = Profile(bot="bot" in name, guard="guard" in name, read_gate=a.get("read_gate", True))
             report_fix = run_init([agents.get(a["agent"])], home, data_dir, None, dry_run=False, say=say, profile=profile) or report_fix
         report = build(home, data_dir, agent_name)
         report["fixed"] = [a.name for a in broken]

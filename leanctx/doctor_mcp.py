@@ -23,7 +23,7 @@ from leanctx.installer.files import ConfigError
 ROUND_TRIP_TIMEOUT_S = 60.0
 
 
-def checks(agent: Agent, home: Path) -> list[dict]:
+def checks(agent: Agent, home: Path, data_dir: Path) -> list[dict]:
     fix = f"leanctx init --agent {agent.name}   (or: leanctx doctor --fix)"
     try:
         entry = mcpreg.registered(agent, home, None)
@@ -34,18 +34,18 @@ def checks(agent: Agent, home: Path) -> list[dict]:
     path = display(agent.mcp_config(home, None)[0], home)
     if entry is None:
         return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)", "fix": fix}]
-    want = mcpreg.wanted_entry(agent)
+    want = mcpreg.wanted_entry(agent, data_dir)
     if entry != want:
         return [{"name": "mcp server", "status": "fail", "detail": f"the entry in {path} differs from this installation's: {entry}", "fix": fix}]
     out = [{"name": "mcp server", "status": "ok", "detail": f"registered in {path}", "fix": None}]
-    out.append(round_trip(entry["command"], list(entry.get("args") or [])))
+    out.append(round_trip(entry["command"], list(entry.get("args") or []), entry.get("env") or {}))
     return out
 
 
-def round_trip(command: str, args: list[str]) -> dict:
+def round_trip(command: str, args: list[str], entry_env: dict) -> dict:
     started = time.perf_counter()
     try:
-        first, second = asyncio.run(asyncio.wait_for(_two_reads(command, args), ROUND_TRIP_TIMEOUT_S))
+        first, second = asyncio.run(asyncio.wait_for(_two_reads(command, args, entry_env), ROUND_TRIP_TIMEOUT_S))
     except Exception as exc:  # noqa: BLE001 - whatever broke, say it
         return {"name": "mcp round trip", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"[:300],
                 "fix": "run `leanctx mcp` by hand to see its error; reinstall leanctx if imports fail"}
@@ -60,7 +60,7 @@ def round_trip(command: str, args: list[str]) -> dict:
 _CONTENT = "".join(f"leanctx doctor line {i}\n" for i in range(1, 41))
 
 
-async def _two_reads(command: str, args: list[str]) -> tuple[str, str]:
+async def _two_reads(command: str, args: list[str], entry_env: dict) -> tuple[str, str]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -68,7 +68,8 @@ async def _two_reads(command: str, args: list[str]) -> tuple[str, str]:
         project = Path(scratch) / "proj"
         project.mkdir()
         (project / "doctor.txt").write_text(_CONTENT)
-        env = dict(os.environ, LEANCTX_HOME=str(Path(scratch) / "data"), LEANCTX_DAEMON="0",
+        env = dict(os.environ, **entry_env)
+        env.update(LEANCTX_HOME=str(Path(scratch) / "data"), LEANCTX_DAEMON="0",
                    LEANCTX_SCOPE=f"doctor-{uuid.uuid4().hex[:12]}")
         params = StdioServerParameters(command=command, args=args, env=env, cwd=str(project))
         with open(os.devnull, "w") as errlog:

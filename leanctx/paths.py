@@ -26,6 +26,11 @@ def data_dir() -> Path:
     env = os.environ.get("LEANCTX_HOME")
     if env:
         return Path(env).expanduser()
+    return default_data_dir()
+
+
+def default_data_dir() -> Path:
+    """The data dir without LEANCTX_HOME: what a process started by a host finds on its own."""
     import platformdirs
 
     return Path(platformdirs.user_data_dir("leanctx", appauthor=False))

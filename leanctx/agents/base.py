@@ -149,6 +149,8 @@ class Agent:
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)
     guard_event: ClassVar[EventSpec | None] = None
+    #: the pre-tool event, narrowed to our ctx_read, that notes who is about to read (None: none)
+    read_gate_event: ClassVar[EventSpec | None] = None
 
     # -- where ---------------------------------------------------------------------------
     def config_dir(self, home: Path) -> Path:
@@ -187,20 +189,24 @@ class Agent:
     # -- what ----------------------------------------------------------------------------
     def event(self, name: str) -> EventSpec | None:
         """The spec of an event we may wire, in any profile."""
-        extra = (self.guard_event,) if self.guard_event else ()
+        extra = tuple(e for e in (self.guard_event, self.read_gate_event) if e is not None)
         for spec in self.events + self.bot_events + extra:
             if spec.name == name:
                 return spec
         return None
 
-    def profile_events(self, bot: bool = False, guard: bool = False) -> list[tuple[EventSpec, tuple[str, ...]]]:
-        """(event, hook flags) to wire for a profile: plain coding, `--bot`, `--guard`."""
+    def profile_events(self, bot: bool = False, guard: bool = False, read_gate: bool = False) -> list[tuple[EventSpec, tuple[str, ...]]]:
+        """(event, hook flags) to wire for a profile: plain coding, `--bot`, `--guard`, and the
+        read gate that comes with the MCP server (`--read-gate`). The guard sees every tool
+        call, so with `--guard` one pre-tool entry does both jobs."""
         bot_kinds = (SESSION_START, PROMPT, STOP, REPLY)
         wired = [(spec, ("--bot",) if bot and spec.kind in bot_kinds else ()) for spec in self.events]
         if bot:
             wired += [(spec, ("--bot",)) for spec in self.bot_events]
         if guard and self.guard_event is not None:
-            wired.append((self.guard_event, ("--guard",)))
+            wired.append((self.guard_event, ("--guard", "--read-gate") if read_gate and self.read_gate_event else ("--guard",)))
+        elif read_gate and self.read_gate_event is not None:
+            wired.append((self.read_gate_event, ("--read-gate",)))
         return wired
 
     def hook_group(self, command: str, spec: EventSpec) -> dict:
@@ -302,6 +308,7 @@ class ClaudeShapeAgent(Agent):
     """Hosts using Claude Code's settings shape: event -> [matcher group {matcher?, hooks: [handler]}]."""
 
     guard_event = EventSpec("PreToolUse", PRE_TOOL)
+    read_gate_event = EventSpec("PreToolUse", PRE_TOOL, matcher="mcp__leanctx__ctx_read")
     #: events where `hookSpecificOutput.additionalContext` reaches the model
     context_events: ClassVar[tuple[str, ...]] = ("SessionStart", "UserPromptSubmit")
 

@@ -98,15 +98,23 @@ class _Unix:
 
 
 def connect(path: str, timeout: float = 1.0) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        with _Unix(path) as addr:
-            sock.connect(addr)
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    """Connect, waiting out a full listen backlog (a Unix socket says EAGAIN instead of queueing)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            with _Unix(path) as addr:
+                sock.connect(addr)
+            return sock
+        except BlockingIOError:
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.002)
+        except OSError:
+            sock.close()
+            raise
 
 
 def bind(sock: socket.socket, path: str) -> None:

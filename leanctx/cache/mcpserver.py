@@ -47,8 +47,9 @@ this conversation already holds the identical bytes of that file or range, it re
 `[unchanged]` stub naming the file instead of re-sending them; a file you hold that changed on \
 disk may come back as a unified diff; a window overlapping lines you already hold may come back \
 as a pointer to them plus the new lines. Stubs are only served when leanctx can prove this \
-conversation received those bytes (never after a compaction, in a subagent, or when unsure). \
-If you no longer have the content in view, call ctx_read again with fresh=true to force it.
+conversation received those bytes (never for text sent before a compaction, never inside a \
+subagent, never when unsure). If you no longer have the content in view, call ctx_read again \
+with fresh=true to force it.
 ctx_stats reports reads, stubs and tokens saved.
 state_* tools keep the user's conversation thread (summary, pending question) across restarts."""
 

@@ -24,7 +24,7 @@ import os
 from leanctx.cache import dedup as rng
 from leanctx.cache import stubs, tokens
 from leanctx.cache.paths import ReadError, line_starts, load, real_roots, resolve
-from leanctx.cache.readcache import DIFF_RATIO, render_diff
+from leanctx.cache.readcache import DIFF_RATIO, render_diff, window_of
 
 
 class Truth:
@@ -101,15 +101,10 @@ class OracleCache:
         try:
             real, rel = resolve(path, rr, (), cwd)
             snap = load(real, rel, self.max_file_bytes, rr)
+            win = window_of(snap.nlines, start_line, end_line)
         except ReadError as exc:
             return "", {"kind": "error", "text": exc.message, "tokens_raw": 0, "tokens_sent": 0}
         n = snap.nlines
-        if n and start_line is not None:
-            win = (start_line, min(end_line or n, n))
-        elif n and end_line is not None:
-            win = (1, min(end_line, n))
-        else:
-            win = (1, n) if n else None
         whole = win is None or win == (1, n)
         raw = snap.text if whole else snap.slice(*win)
         traw = tokens.count(raw)

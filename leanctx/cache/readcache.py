@@ -107,6 +107,24 @@ def render_diff(rel: str, old: str, new: str, nlines: int) -> str | None:
     return stubs.diff_header(rel, nlines) + "".join(out)
 
 
+def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] | None:
+    """The requested span of an n-line file (None: the file is empty), or ReadError."""
+    for name, v in (("start_line", start_line), ("end_line", end_line)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise ReadError("bad_range", f"{name} must be a positive line number, got {v!r}")
+    if n == 0:
+        if start_line not in (None, 1):
+            raise ReadError("bad_range", f"start_line {start_line} is past the end of the file (it is empty)")
+        return None
+    s = start_line or 1
+    e = min(end_line, n) if end_line is not None else n
+    if s > n:
+        raise ReadError("bad_range", f"start_line {s} is past the end of the file ({n} lines)")
+    if e < s:
+        raise ReadError("bad_range", f"end_line {end_line} is before start_line {s}")
+    return (s, e)
+
+
 class ReadCache:
     def __init__(self, state_dir: str | None, *, dedup: bool | None = None, max_file_bytes: int = 2_000_000,
                  allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time) -> None:  # noqa: ANN001
@@ -277,29 +295,13 @@ class ReadCache:
             self._maybe_autosave()
         return result
 
-    def _window(self, n: int, start_line: object, end_line: object) -> tuple[int, int] | None:
-        for name, v in (("start_line", start_line), ("end_line", end_line)):
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-                raise ReadError("bad_range", f"{name} must be a positive line number, got {v!r}")
-        if n == 0:
-            if start_line not in (None, 1):
-                raise ReadError("bad_range", f"start_line {start_line} is past the end of the file (it is empty)")
-            return None
-        s = start_line or 1
-        e = min(end_line, n) if end_line is not None else n
-        if s > n:
-            raise ReadError("bad_range", f"start_line {s} is past the end of the file ({n} lines)")
-        if e < s:
-            raise ReadError("bad_range", f"end_line {end_line} is before start_line {s}")
-        return (s, e)
-
     def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool) -> dict:  # noqa: ANN001
         roots = self._roots(tuple(scope.roots))
         real, rel = resolve(path, roots, self.allow, scope.cwd)
         self._before_open(real)
         snap = load(real, rel, self.max_file_bytes, roots + self.allow)
         n = snap.nlines
-        window = self._window(n, start_line, end_line)
+        window = window_of(n, start_line, end_line)
         whole = window is None or window == (1, n)
         raw_text = snap.text if whole else snap.slice(*window)
         tokens_raw = self._file_token_count(snap) if whole else tokens.count(raw_text)

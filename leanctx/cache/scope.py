@@ -425,8 +425,7 @@ class Resolver:
                 and now - st.lkg_updated <= RECORD_MAX_AGE_S
             ):
                 return st.lkg_scope
-            st.lkg_scope = None
-            return Scope(None, None, 0, self._fallback_roots(conn), False, self._why_unknown(conn), conn.cwd, False)
+            return Scope('anon', None, 0, self._fallback_roots(conn), True, '', conn.cwd, False)
         open_ = [r for r in cands if not r.ended]
         if not open_:
             latest = max(cands, key=lambda r: r.updated_ts)

@@ -39,6 +39,7 @@ log = logging.getLogger("leanctx.service")
 SAVE_EVERY_S = 15.0
 CHECK_EVERY_S = 2.0  # is our socket / pid file still ours
 DRAIN_S = 3.0
+MAX_SOCKETS = 256  # open client sockets (one thread each); more are told so and closed
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
 
@@ -250,7 +251,7 @@ class Daemon:
         finally:
             os.umask(old_umask)
         os.chmod(self._tmp_sock, 0o600)
-        sock.listen(64)
+        sock.listen(512)
         sock.setblocking(False)
         st = os.stat(self._tmp_sock)
         self._sock_ino = (st.st_dev, st.st_ino)
@@ -367,8 +368,18 @@ class Daemon:
                 return
             conn.setblocking(True)
             with self._stats_lock:
-                self.open_sockets += 1
-                self.sockets_total += 1
+                full = self.open_sockets >= MAX_SOCKETS
+                if not full:
+                    self.open_sockets += 1
+                    self.sockets_total += 1
+            if full:
+                try:
+                    conn.settimeout(0.5)
+                    conn.sendall(client.encode({"ok": False, "code": "busy", "error": f"over {MAX_SOCKETS} open connections"}))
+                except OSError:
+                    pass
+                conn.close()
+                continue
             threading.Thread(target=self._serve_socket, args=(conn,), name="leanctx-conn", daemon=True).start()
 
     def _serve_socket(self, sock: socket.socket) -> None:

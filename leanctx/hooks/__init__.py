@@ -44,7 +44,7 @@ def log(data_dir: str | None, agent: str, event: str, message: str) -> None:
         pass
 
 
-FLAGS = ("--bot", "--guard")
+FLAGS = ("--bot", "--guard", "--read-gate")
 
 
 def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: tuple[str, ...] = ()) -> str:
@@ -61,7 +61,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
     if unknown:
         raise ValueError(f"unknown hook flags {unknown}")
     spec = agent.event(event_name)
-    wired = {s.name for s, _ in agent.profile_events(bot="--bot" in flags, guard="--guard" in flags)}
+    wired = {s.name for s, _ in agent.profile_events(bot="--bot" in flags, guard="--guard" in flags, read_gate="--read-gate" in flags)}
     if spec is None or event_name not in wired:
         raise ValueError(f"event {event_name!r} is not wired for {agent_name} {' '.join(flags)}".rstrip())
     text = raw.decode("utf-8")
@@ -73,10 +73,16 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
     if not isinstance(payload, dict):
         raise ValueError(f"payload is a JSON {type(payload).__name__}, not an object")
     event = agent.normalize(event_name, payload)
-    if "--guard" in flags and event.kind == "pre_tool":
-        from leanctx.hooks.guard import check
+    if event.kind == "pre_tool":
+        if "--read-gate" in flags and (event.tool_name or "").endswith("leanctx__ctx_read"):
+            from leanctx.hooks.publish import note_read_call
 
-        return check(agent, event)
+            note_read_call(data_dir, event)
+        if "--guard" in flags:
+            from leanctx.hooks.guard import check
+
+            return check(agent, event)
+        return agent.no_opinion(event.event)
     publish(data_dir, event)
     if "--bot" in flags:
         from leanctx.hooks.bot import on_event

@@ -192,3 +192,18 @@ def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
         },
     )
     return path
+
+
+def note_read_call(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
+    """Note, just before the host runs our ctx_read, who is asking: the conversation itself, or
+    one of its subagents (`agent_id`). The pre-tool hook finishes before the tool call is sent,
+    so the cache service sees the note in time; a SubagentStart hook gives no such guarantee."""
+    if not ev.conversation_id:
+        return None
+    ts = time.time()
+    path = record_path(data_dir, ev.agent, ev.conversation_id)
+    with _Lock(os.path.join(os.path.dirname(path), ".lock")):
+        record = read_json(path) or apply_event({}, ev, ts, host_process())
+        record["last_read_call"] = {"agent_id": ev.subagent_id, "ts": ts}
+        write_json_atomic(path, record)
+    return path

@@ -85,6 +85,10 @@ def run_init(
     mcp: bool = True,
 ) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
+    if not mcp and profile.read_gate:
+        from dataclasses import replace
+
+        profile = replace(profile, read_gate=False)
     try:
         if dry_run:
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp)

@@ -74,9 +74,10 @@ class Profile:
 
     bot: bool = False
     guard: bool = False
+    read_gate: bool = True  # comes with the MCP server: notes who is about to call ctx_read
 
     def events(self, agent: Agent) -> list:
-        return agent.profile_events(bot=self.bot, guard=self.guard)
+        return agent.profile_events(bot=self.bot, guard=self.guard, read_gate=self.read_gate)
 
     @property
     def name(self) -> str:

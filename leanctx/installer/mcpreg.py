@@ -16,6 +16,7 @@ from pathlib import Path
 import tomlkit
 import tomlkit.exceptions
 
+from leanctx import paths
 from leanctx.agents.base import Agent
 from leanctx.installer import files, hookconfig, jsonc, manifest
 from leanctx.installer.files import ConfigError
@@ -29,8 +30,14 @@ def server_command() -> tuple[str, list[str]]:
     return sys.executable, ["-m", "leanctx", "mcp"]
 
 
-def wanted_entry(agent: Agent) -> dict:
-    return agent.mcp_entry(*server_command())
+def wanted_entry(agent: Agent, data_dir: Path | None = None) -> dict:
+    """The entry for this installation. When init ran with a LEANCTX_HOME other than the default,
+    the entry carries it, or the server the host spawns (without that variable) would look for
+    the hooks' records in the default place while the wrapper publishes them in LEANCTX_HOME."""
+    entry = agent.mcp_entry(*server_command())
+    if data_dir is not None and Path(data_dir) != paths.default_data_dir():
+        entry["env"] = {"LEANCTX_HOME": str(data_dir)}
+    return entry
 
 
 def _toml(path: Path, text: str) -> tomlkit.TOMLDocument:
@@ -58,7 +65,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
     target = files.resolve_target(path, home)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else ""
-    entry = wanted_entry(agent)
+    entry = wanted_entry(agent, data_dir)
     created: list = []
     if fmt == "toml":
         doc = _toml(target.path, text)

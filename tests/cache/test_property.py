@@ -21,17 +21,22 @@ def _text(n: int, tag: str) -> str:
     return "".join(f"def {tag}_{i}(x):  # {'.' * (i % 13)}\n    return x * {i}\n" for i in range(1, n // 2 + 1))
 
 
+host_i = st.sampled_from([0, 0, 1, 2, 3, 3, 4])
+file_i = st.sampled_from([0, 0, 1, 2, 3])
+read_op = st.tuples(st.just("read"), host_i, st.sampled_from([0, 1, 2, 2]), file_i,
+                    st.one_of(st.none(), st.none(), st.tuples(st.integers(1, 90), st.integers(0, 60))),
+                    st.sampled_from([False, False, False, True]))
 op = st.one_of(
-    st.tuples(st.just("read"), st.integers(0, 4), st.integers(0, 2), st.integers(0, 3),
-              st.one_of(st.none(), st.tuples(st.integers(1, 90), st.integers(0, 60))), st.booleans()),
-    st.tuples(st.just("edit"), st.integers(0, 3), st.sampled_from(["line", "append", "touch", "same_mtime", "revert"]), st.integers(0, 500)),
-    st.tuples(st.just("compact"), st.integers(0, 3), st.integers(0, 1)),
-    st.tuples(st.just("sub"), st.integers(0, 3), st.integers(0, 1)),
-    st.tuples(st.just("stop"), st.integers(0, 3), st.integers(0, 1)),
+    read_op, read_op, read_op, read_op,
+    st.tuples(st.just("edit"), file_i, st.sampled_from(["line", "append", "touch", "same_mtime", "revert"]), st.integers(0, 500)),
+    st.tuples(st.just("compact"), host_i, st.integers(0, 1)),
+    st.tuples(st.just("sub"), host_i, st.integers(0, 1)),
+    st.tuples(st.just("sub"), host_i, st.integers(0, 1)),
+    st.tuples(st.just("stop"), host_i, st.integers(0, 1)),
     st.tuples(st.just("clear"), st.integers(0, 2)),
     st.tuples(st.just("restart"), st.booleans()),
     st.tuples(st.just("tick"), st.sampled_from([0.5, 2, 4, 31, 400, 7300])),
-    st.tuples(st.just("miss"), st.integers(0, 3)),
+    st.tuples(st.just("miss"), host_i),
 )
 
 
@@ -130,7 +135,7 @@ class Gen:
 
 
 @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(op, min_size=5, max_size=45))
+@given(st.lists(op, min_size=25, max_size=80))
 def test_never_a_wrong_stub_pointer_or_diff(ops: list) -> None:
     g = Gen()
     for o in ops:

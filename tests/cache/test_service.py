@@ -15,7 +15,6 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 from leanctx.cache import client
@@ -275,6 +274,24 @@ def test_oversized_request_is_refused_and_the_daemon_keeps_serving(daemon: subpr
     assert answer == {"ok": False, "code": "too_large", "error": f"request over {client.MAX_REQUEST} bytes"}
     sock.close()
     assert client.ServiceClient(data_dir).request("hello")["pid"] == daemon.pid
+
+
+def test_connection_cap(daemon: subprocess.Popen, data_dir: Path) -> None:
+    from leanctx.cache.service import MAX_SOCKETS
+
+    path = client.socket_path(data_dir)
+    held = [client.connect(path, 5.0) for _ in range(MAX_SOCKETS)]
+    try:
+        held[0].sendall(client.encode({"v": 1, "op": "hello"}))
+        assert json.loads(client.LineSocket(held[0]).recv_line(1 << 16))["ok"] is True
+        extra = client.LineSocket(client.connect(path, 5.0))
+        assert json.loads(extra.recv_line(1 << 16))["code"] == "busy"
+        assert extra.recv_line(1 << 16) is None  # and closed
+        extra.close()
+    finally:
+        for sock in held:
+            sock.close()
+    assert S.wait_until(lambda: client.ServiceClient(data_dir).request("hello")["pid"] == daemon.pid)
 
 
 def test_client_pool_survives_a_daemon_restart(env: dict, data_dir: Path, tmp_path: Path) -> None:

@@ -68,12 +68,15 @@ def test_init_keeps_user_entries_comments_and_order(home: Path, data_dir: Path) 
     assert "// my Claude settings: keep this comment" in text and "// mine" in text and "/* trailing block comment */" in text
     assert list(value) == ["model", "hooks", "permissions"]
     assert value["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "notify-send done"}]}
-    assert value["hooks"]["PreToolUse"] == jsonc.loads(USER_SETTINGS)["hooks"]["PreToolUse"]
+    assert value["hooks"]["PreToolUse"][0] == jsonc.loads(USER_SETTINGS)["hooks"]["PreToolUse"][0]  # the user's first
     wired = our_commands(value)
     wrapper_file = wrapper.wrapper_path(data_dir)
     for spec in agents.get("claude").events:
         assert wired[spec.name] == [wrapper.command(wrapper_file, "claude", spec.name)]
-    assert "PreToolUse" not in wired  # observe-only: never on pre-tool events
+    # the only pre-tool entry is the read gate, narrowed to our own ctx_read tool
+    assert wired["PreToolUse"] == [wrapper.command(wrapper_file, "claude", "PreToolUse", ("--read-gate",))]
+    gate = [g for g in value["hooks"]["PreToolUse"] if "leanctx-hook" in json.dumps(g)]
+    assert gate[0]["matcher"] == "mcp__leanctx__ctx_read"
     # our group comes after the user's in an existing event list
     assert "notify-send" in json.dumps(value["hooks"]["Stop"][0]) and "leanctx-hook" in json.dumps(value["hooks"]["Stop"][1])
 
@@ -435,7 +438,7 @@ def test_trust_writes_only_our_keys_and_uninstall_restores(home: Path, data_dir:
 
     hooks_path = home / ".codex" / "hooks.json"
     report = trust_report(agents.get("codex"), home, hooks_path, hooks_path.read_text())
-    assert {r["status"] for r in report} == {"trusted"} and len(report) == len(agents.get("codex").events)
+    assert {r["status"] for r in report} == {"trusted"} and len(report) == len(agents.get("codex").events) + 1  # + the read gate
     assert all(r["key"].startswith(f"{hooks_path}:") for r in report)
     assert codex_trust.event_label("UserPromptSubmit") == "user_prompt_submit"
     # init --trust twice changes nothing

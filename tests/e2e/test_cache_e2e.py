@@ -1,0 +1,133 @@
+"""End to end: the read cache through the real Claude Code CLI and its real MCP connection.
+
+`leanctx init --agent claude` wires the hooks and registers `leanctx mcp`; Claude spawns that
+server itself (with CLAUDE_CODE_SESSION_ID in its environment, as its child), the scripted model
+calls `mcp__leanctx__ctx_read`, and the tool results are read back from the requests the fake
+model server receives. The daemon the MCP server starts is stopped after each test.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tests.e2e import hostcli
+from tests.e2e.conftest import CLI_TIMEOUT
+from tests.e2e.fake_anthropic import FakeAnthropic, is_subagent, tool_use
+
+pytestmark = pytest.mark.e2e
+
+READ = "mcp__leanctx__ctx_read"
+TOOLS = f"{READ},Agent"
+
+
+def tool_results(body: dict) -> list[str]:
+    """The text of every tool_result block in the latest message that has any (Claude may append
+    system-role reminders after it)."""
+    out: list[str] = []
+    for message in reversed(body["messages"]):
+        blocks = [b for b in message["content"] if isinstance(b, dict) and b.get("type") == "tool_result"] \
+            if isinstance(message["content"], list) else []
+        if blocks:
+            break
+    else:
+        return out
+    for block in blocks:
+        if block.get("type") == "tool_result":
+            content = block.get("content")
+            if isinstance(content, list):
+                out.append("".join(c.get("text", "") for c in content if isinstance(c, dict)))
+            else:
+                out.append(str(content))
+    return out
+
+
+@pytest.fixture
+def wired(host_home, lean):
+    lean.run("init", "--agent", "claude")
+    big = host_home.proj / "big.py"
+    big.write_text("".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(200)))
+    yield host_home
+    subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
+
+
+def run(claude_cli, hh, lean, run_host, script, *extra, prompt="read big.py"):
+    with FakeAnthropic(script=script) as srv:
+        # Claude Code 2.1.197 may send the first turn before a slow-starting MCP server connected;
+        # MCP_CONNECTION_NONBLOCKING=false makes it wait (the official SDK takes ~1 s to import here)
+        env = hostcli.claude_env(hh.home, srv.base_url, {"MCP_CONNECTION_NONBLOCKING": "false"})
+        cp, _ = run_host([claude_cli, "-p", prompt, "--allowedTools", TOOLS, *extra], cwd=hh.proj, env=env)
+        assert cp.returncode == 0, cp.stderr
+        return srv.main_requests
+
+
+def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(claude_cli, wired, lean, run_host):
+    hh = wired
+    content = (hh.proj / "big.py").read_text()
+    bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"])
+    first, second = tool_results(bodies[1])[0], tool_results(bodies[2])[0]
+    assert "def function_199" in first and len(first) >= len(content) - 10
+    assert second.startswith("[unchanged]") and "big.py" in second and "fresh=true" in second
+    assert len(second) < len(content) / 20
+    lean.assert_no_hook_errors()
+    # a new session (a new claude process) never inherits the stub
+    bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), "done"])
+    assert "def function_199" in tool_results(bodies[1])[0]
+
+
+def test_after_compaction_the_next_read_is_full(claude_cli, wired, lean, run_host):
+    hh = wired
+    run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"])
+    run(claude_cli, hh, lean, run_host, ["summary of the conversation"], "--continue", prompt="/compact")
+    assert lean.only_record("claude")["compactions"] >= 1
+    bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), "done"], "--continue", prompt="read it again")
+    assert "def function_199" in tool_results(bodies[-1])[0], "a stub was served after the context was compacted"
+
+
+def test_two_concurrent_sessions_each_keep_their_own_stubs(claude_cli, wired, lean, run_host):
+    hh = wired
+    results: dict[int, list] = {}
+
+    def session(n: int) -> None:
+        results[n] = run(claude_cli, hh, lean, run_host,
+                         [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"], prompt=f"session {n}")
+
+    threads = [threading.Thread(target=session, args=(n,)) for n in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(CLI_TIMEOUT * 2)
+    assert sorted(results) == [1, 2]
+    for bodies in results.values():
+        assert "def function_199" in tool_results(bodies[1])[0], "a session got a stub for its first read"
+        assert tool_results(bodies[2])[0].startswith("[unchanged]"), "a session lost its own stub to the other one"
+    assert len(lean.records("claude")) == 2
+
+
+def test_a_subagent_window_gets_no_stub(claude_cli, wired, lean, run_host):
+    hh = wired
+    script = [
+        tool_use(READ, {"path": "big.py"}),                                   # parent reads: full
+        tool_use("Agent", {"description": "read big.py", "prompt": "Read big.py with ctx_read.",
+                           "subagent_type": "general-purpose"}),              # parent spawns a subagent
+        tool_use(READ, {"path": "big.py"}),                                   # the subagent reads
+        "sub: done",
+        "done",
+    ]
+    bodies = run(claude_cli, hh, lean, run_host, script)
+    sub = [b for b in bodies if is_subagent(b)]
+    assert sub, "no subagent turn reached the model"
+    sub_result = tool_results(sub[-1])[0]
+    assert "def function_199" in sub_result, "the subagent was served a stub for content only its parent holds"
+
+
+def test_claude_mcp_list_shows_leanctx(claude_cli, wired, lean):
+    env = hostcli.claude_env(wired.home, "http://127.0.0.1:9")
+    cp = subprocess.run([claude_cli, "mcp", "list"], cwd=wired.proj, env=env, capture_output=True, text=True,
+                        timeout=CLI_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert cp.returncode == 0, cp.stderr
+    line = next((ln for ln in cp.stdout.splitlines() if ln.startswith("leanctx")), "")
+    assert line, cp.stdout
+    assert "-m leanctx mcp" in line and "Connected" in line, line
