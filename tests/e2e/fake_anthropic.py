@@ -69,9 +69,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from tests.e2e.fakeserver import RequestRecord, ScriptedFakeServer
 from typing import Any, Callable, Iterable, Optional, Union
 
 __all__ = [
@@ -153,16 +152,6 @@ def tool_results(body: dict) -> list:
     return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
-@dataclass
-class RequestRecord:
-    method: str
-    path: str
-    kind: str  # "main" | "side" | "compact" | "count_tokens" | "other"
-    body: Any
-    headers: dict
-    response: Any = None  # the blocks served (for /v1/messages)
-
-
 def _normalize(item: Any, body: dict) -> list:
     if callable(item) and not isinstance(item, (dict, list, str)):
         item = item(body)
@@ -178,7 +167,10 @@ def _normalize(item: Any, body: dict) -> list:
     raise TypeError(f"bad script item: {item!r}")
 
 
-class FakeAnthropic:
+class FakeAnthropic(ScriptedFakeServer):
+    NAME = "fake-anthropic"
+    URL_SUFFIX = ""
+
     def __init__(
         self,
         script: Iterable[ScriptItem] = (),
@@ -191,91 +183,15 @@ class FakeAnthropic:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        self.script = list(script)
-        self.default_text = default_text
-        self.side_text = side_text
-        self.compact_text = compact_text
-        self.classify = classify
-        self.model = model
-        self._host = host
-        self._port = port
-        self._lock = threading.Lock()
-        self._next = 0
+        super().__init__(script, default_text=default_text, side_text=side_text, compact_text=compact_text,
+                         classify=classify, model=model, host=host, port=port)
         self._msg_ids = itertools.count()
-        self.log: list[RequestRecord] = []
-        self._server: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
 
-    # ---- inspection -------------------------------------------------------------------
-    @property
-    def requests(self) -> list:
-        """Every parsed request body (all endpoints), in arrival order."""
-        with self._lock:
-            return [r.body for r in self.log]
+    def _make_handler(self) -> type:
+        return _make_handler(self)
 
-    @property
-    def main_requests(self) -> list:
-        with self._lock:
-            return [r.body for r in self.log if r.kind == "main"]
-
-    @property
-    def side_requests(self) -> list:
-        with self._lock:
-            return [r.body for r in self.log if r.kind == "side"]
-
-    @property
-    def compaction_requests(self) -> list:
-        with self._lock:
-            return [r.body for r in self.log if r.kind == "compact"]
-
-    @property
-    def turns_served(self) -> int:
-        return self._next
-
-    def all_text(self) -> str:
-        """JSON dump of every main request body (handy for `assert "x" in srv.all_text()`)."""
-        return "\n".join(json.dumps(b) for b in self.main_requests)
-
-    # ---- lifecycle ----------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "server not started"
-        return self._server.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> "FakeAnthropic":
-        handler = _make_handler(self)
-        self._server = ThreadingHTTPServer((self._host, self._port), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "FakeAnthropic":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    # ---- behaviour ----------------------------------------------------------------------
     def _answer(self, body: dict) -> tuple[str, list]:
-        try:
-            kind = self.classify(body)
-        except Exception:
-            kind = "side"
-        if kind is True:
-            kind = "main"
-        elif kind is False or kind not in ("main", "side", "compact"):
-            kind = "side"
+        kind = self._kind(body)
         if kind == "compact":
             return "compact", [text(self.compact_text)]
         if kind == "side":

@@ -72,10 +72,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from tests.e2e.fakeserver import RequestRecord, ScriptedFakeServer
 from typing import Any, Callable, Iterable, Optional
 
 __all__ = [
@@ -185,16 +184,6 @@ def function_outputs(body: dict) -> list:
     return [i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type") == "function_call_output"]
 
 
-@dataclass
-class RequestRecord:
-    method: str
-    path: str
-    kind: str  # "main" | "side" | "compact" | "other"
-    body: Any
-    headers: dict
-    response: Any = None
-
-
 def _normalize(item: Any, body: dict) -> list:
     if callable(item) and not isinstance(item, (dict, list, str)):
         item = item(body)
@@ -210,7 +199,10 @@ def _normalize(item: Any, body: dict) -> list:
     raise TypeError(f"bad script item: {item!r}")
 
 
-class FakeOpenAI:
+class FakeOpenAI(ScriptedFakeServer):
+    NAME = "fake-openai"
+    URL_SUFFIX = "/v1"
+
     def __init__(
         self,
         script: Iterable[Any] = (),
@@ -224,85 +216,15 @@ class FakeOpenAI:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        self.script = list(script)
+        super().__init__(script, default_text=default_text, side_text=side_text, compact_text=compact_text,
+                         classify=classify, model=model, host=host, port=port)
         self.usage = usage
-        self.default_text = default_text
-        self.side_text = side_text
-        self.compact_text = compact_text
-        self.classify = classify
-        self.model = model
-        self._host, self._port = host, port
-        self._lock = threading.Lock()
-        self._next = 0
-        self.log: list[RequestRecord] = []
-        self._server: Optional[ThreadingHTTPServer] = None
 
-    # inspection
-    @property
-    def requests(self) -> list:
-        with self._lock:
-            return [r.body for r in self.log]
-
-    @property
-    def main_requests(self) -> list:
-        with self._lock:
-            return [r.body for r in self.log if r.kind == "main"]
-
-    @property
-    def side_requests(self) -> list:
-        with self._lock:
-            return [r.body for r in self.log if r.kind == "side"]
-
-    @property
-    def compaction_requests(self) -> list:
-        with self._lock:
-            return [r.body for r in self.log if r.kind == "compact"]
-
-    @property
-    def turns_served(self) -> int:
-        return self._next
-
-    def all_text(self) -> str:
-        return "\n".join(json.dumps(b) for b in self.main_requests)
-
-    # lifecycle
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "server not started"
-        return self._server.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        """Provider base URL for config.toml (``.../v1``)."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> "FakeOpenAI":
-        self._server = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "FakeOpenAI":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def _make_handler(self) -> type:
+        return _make_handler(self)
 
     def _answer(self, body: dict) -> tuple[str, list]:
-        try:
-            kind = self.classify(body)
-        except Exception:
-            kind = "side"
-        if kind is True:
-            kind = "main"
-        elif kind is False or kind not in ("main", "side", "compact"):
-            kind = "side"
+        kind = self._kind(body)
         if kind == "compact":
             return "compact", [text(self.compact_text)]
         if kind == "side":
