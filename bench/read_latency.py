@@ -12,6 +12,7 @@ Rows:
   open().read() (floor)         the same file read in this process
   MCP ping (transport floor)    the SDK's ping: JSON-RPC over the stdio pipes, no tool
   daemon socket, stub           the daemon's answer to a read, from a socket in this process
+  raw JSON-RPC ping / stub      a third MCP server driven by a bare line client (no SDK client)
   ctx_read stub (daemon)        tools/call ctx_read of a file this conversation holds
   ctx_read full (daemon)        the same with fresh=true: the whole file comes back
   ctx_read stub (in-process)    a second MCP server with LEANCTX_DAEMON=0 (the fallback path)
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import shutil
@@ -74,6 +76,34 @@ def server_params(env: dict[str, str], proj: Path, **extra: str) -> StdioServerP
                                  env={**env, **extra}, cwd=str(proj))
 
 
+class RawClient:
+    """A bare line-based JSON-RPC client on a third MCP server: the server's share of a round
+    trip without the SDK client's own overhead (a host's client has its own, in another runtime)."""
+
+    def __init__(self, env: dict[str, str], proj: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "leanctx.cache.cli", "mcp"], env=env, cwd=proj,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 0
+        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, msg: dict) -> None:
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict | None = None) -> dict:
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
 async def timed(fn) -> float:  # noqa: ANN001
     t0 = time.perf_counter()
     await fn()
@@ -100,6 +130,7 @@ async def run(runs: int, lines: int) -> None:
         facts = {"connection_id": uuid.uuid4().hex, "env": {}, "host_pid": os.getpid(),
                  "host_start_ticks": (_stat(os.getpid()) or (None, None, None))[2]}
         direct = client.ServiceClient(data_dir)
+        raw = RawClient(env, proj)
         async with stdio_client(server_params(env, proj)) as (r1, w1), ClientSession(r1, w1) as via_daemon, \
                 stdio_client(server_params(env, proj, LEANCTX_DAEMON="0")) as (r2, w2), ClientSession(r2, w2) as local:
             await via_daemon.initialize()
@@ -122,10 +153,15 @@ async def run(runs: int, lines: int) -> None:
             async def sync(fn) -> None:  # noqa: ANN001
                 fn()
 
+            raw.call("tools/call", {"name": "ctx_read", "arguments": {"path": "module.py"}})
+
             rows = {
                 "open().read() (floor)": lambda: sync(plain),
                 "MCP ping (transport floor)": via_daemon.send_ping,
                 "daemon socket, stub": lambda: sync(sock_stub),
+                "raw JSON-RPC ping": lambda: sync(lambda: raw.call("ping")),
+                "raw JSON-RPC ctx_read stub": lambda: sync(lambda: raw.call(
+                    "tools/call", {"name": "ctx_read", "arguments": {"path": "module.py"}})),
                 "ctx_read stub (daemon)": lambda: via_daemon.call_tool("ctx_read", {"path": "module.py"}),
                 "ctx_read full (daemon)": lambda: via_daemon.call_tool("ctx_read", {"path": "module.py", "fresh": True}),
                 "ctx_read stub (in-process)": lambda: local.call_tool("ctx_read", {"path": "module.py"}),
@@ -140,6 +176,7 @@ async def run(runs: int, lines: int) -> None:
             stub_daemon = await via_daemon.call_tool("ctx_read", {"path": "module.py"})
             status = direct.request("status")
         direct.close()
+        raw.close()
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(10)

@@ -29,10 +29,14 @@ def _print_json(value: object) -> None:
 
 @click.command()
 @click.option("--detach", is_flag=True, help="Start the daemon in the background and return once it accepts connections.")
-def serve(detach: bool) -> None:
+@click.option("--idle-exit", type=float, default=None, metavar="SECONDS",
+              help="Exit after this long with no client connected (0: never). Default: $LEANCTX_DAEMON_IDLE_S, else 3600.")
+def serve(detach: bool, idle_exit: float | None) -> None:
     """Run the cache daemon (one for every chat on this machine) on a Unix socket in the data dir."""
     base = _base()
     if detach:
+        if idle_exit is not None:
+            os.environ["LEANCTX_DAEMON_IDLE_S"] = str(idle_exit)  # the detached daemon reads it
         running = client.daemon_process(base)
         if running is not None:
             click.echo(f"leanctx: a daemon is already running (pid {running.pid})", err=True)
@@ -46,7 +50,7 @@ def serve(detach: bool) -> None:
         return
     from leanctx.cache.service import serve as run_daemon
 
-    sys.exit(run_daemon(base))
+    sys.exit(run_daemon(base, idle_exit))
 
 
 @click.command()
@@ -59,6 +63,7 @@ def mcp() -> None:
 
 def daemon_status(base: str) -> dict:
     """The daemon's own report, or what the files say when it does not answer."""
+    problem = "no status"
     try:
         answer = client.ServiceClient(base, timeout=5.0).request("status")
         if isinstance(answer, dict):

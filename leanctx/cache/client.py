@@ -61,6 +61,10 @@ class DaemonUnavailable(DaemonError):
     """No daemon accepted the connection: the request never reached one (safe to retry)."""
 
 
+class DaemonTimeout(DaemonError):
+    """The daemon accepted the request and did not answer in time (it may still be working)."""
+
+
 class RemoteError(Exception):
     """The daemon answered, with an error (bad arguments, an internal failure)."""
 
@@ -201,7 +205,10 @@ class ServiceClient:
             ls.sock.settimeout(timeout or self.timeout)
             ls.send(data)
             line = ls.recv_line(MAX_RESPONSE)
-        except OSError as exc:  # includes timeouts and ECONNRESET from a killed daemon
+        except socket.timeout:
+            ls.close()
+            raise DaemonTimeout(f"daemon did not answer {op!r} within {timeout or self.timeout:g} s") from None
+        except OSError as exc:  # ECONNRESET from a killed daemon and friends
             ls.close()
             raise DaemonError(f"daemon request {op!r} failed: {exc}") from None
         if not line:
@@ -286,7 +293,10 @@ class AsyncServiceClient:
         try:
             writer.write(encode(msg))
             line = await _within(reader.readline(), timeout or self.timeout)
-        except (OSError, ValueError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+        except asyncio.TimeoutError:
+            writer.close()
+            raise DaemonTimeout(f"daemon did not answer {op!r} within {timeout or self.timeout:g} s") from None
+        except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
             writer.close()
             raise DaemonError(f"daemon request {op!r} failed: {exc!r}") from None
         except BaseException:  # cancelled mid-request: the answer would arrive on a reused socket
@@ -419,14 +429,17 @@ def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> None:
     env["LEANCTX_HOME"] = base
     cmd = [python, "-m", SERVE_MODULE, "serve"]
     launcher = (
-        "import os,subprocess,sys\n"
-        "log=os.open(sys.argv[1],os.O_WRONLY|os.O_APPEND|os.O_CREAT,0o600)\n"
-        "subprocess.Popen(sys.argv[2:],stdin=subprocess.DEVNULL,stdout=log,stderr=log,"
+        "import subprocess,sys\n"
+        "subprocess.Popen(sys.argv[1:],stdin=subprocess.DEVNULL,stdout=2,stderr=2,"
         "start_new_session=True,close_fds=True,cwd='/')\n"
     )
-    with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
-        inter = subprocess.Popen([python, "-I", "-S", "-c", launcher, log, *cmd], stdin=null_in, stdout=null_out,
-                                 stderr=null_out, close_fds=True, cwd="/", env=env, start_new_session=True)
+    log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        with open(os.devnull, "rb") as null_in:
+            inter = subprocess.Popen([python, "-I", "-S", "-c", launcher, *cmd], stdin=null_in, stdout=log_fd,
+                                     stderr=log_fd, close_fds=True, cwd="/", env=env, start_new_session=True)
+    finally:
+        os.close(log_fd)
     # The intermediate exits as soon as it has forked; reap it off the caller's path.
     threading.Thread(target=inter.wait, name="leanctx-spawn-reaper", daemon=True).start()
 

@@ -37,8 +37,11 @@ log = logging.getLogger("leanctx.mcp")
 
 SERVER_NAME = "leanctx"
 SPAWN_WAIT_S = 3.0  # how long a tool call waits for a daemon it just started
+DYING_WAIT_S = 3.0  # a daemon that stopped answering may still be exiting: wait this long for it
 RESPAWN_AFTER_S = 10.0  # at most one start attempt per this interval
 MAX_SPAWNS = 5  # attempts without the daemon ever answering, then in-process for good
+DAEMON_TIMEOUT_S = 15.0  # one answer; the core caps files at 2 MB, a full read takes well under 1 s
+SKIP_AFTER_TIMEOUT_S = 30.0  # after a timeout, serve in-process this long before trying again
 
 INSTRUCTIONS = """\
 leanctx serves file reads for this conversation.
@@ -77,28 +80,34 @@ class Backend:
         self.facts = facts
         self.use_daemon = use_daemon
         self.autostart = autostart
-        self.client = client.AsyncServiceClient(data_dir)
+        self.client = client.AsyncServiceClient(data_dir, timeout=DAEMON_TIMEOUT_S)
         self._local_core = None
         self._local_lock = threading.Lock()
         self._spawn_lock = threading.Lock()
         self._spawned_at: float | None = None
         self._spawns_unanswered = 0
         self._tainted: set[str] = set()
+        self._skip_until = 0.0
         self.cwd = os.getcwd()
         self.served = {"daemon": 0, "in_process": 0}
 
     # --- daemon lifecycle ----------------------------------------------------------
 
-    def start(self) -> None:
-        """At server start, off the handshake's path: make sure a daemon is coming up."""
+    def start(self, after_failure: bool = False) -> None:
+        """Off the caller's path, make sure a daemon is coming up: at server start (unless one
+        accepts connections), and after the daemon died under a request (then without the
+        connect probe: a dying daemon's listening socket can still accept for a moment)."""
         if not (self.use_daemon and self.autostart):
             return
 
         def probe() -> None:
-            try:
-                client.connect(client.socket_path(self.data_dir), 1.0).close()
-            except OSError:
-                self._ensure_daemon(wait=False)
+            if not after_failure:
+                try:
+                    client.connect(client.socket_path(self.data_dir), 1.0).close()
+                    return
+                except OSError:
+                    pass
+            self._ensure_daemon(wait=False)
 
         threading.Thread(target=probe, name="leanctx-daemon-probe", daemon=True).start()
 
@@ -112,8 +121,9 @@ class Backend:
             if not recent:
                 if self._spawns_unanswered >= MAX_SPAWNS:
                     return False
-                if client.daemon_process(self.data_dir) is not None:
-                    return False  # alive but not accepting: hung or stopping; do not pile on
+                alive = client.daemon_process(self.data_dir)
+                if alive is not None and not client.wait_gone(alive, DYING_WAIT_S):
+                    return False  # alive but not accepting (stopping, or hung): do not pile on
                 try:
                     client.spawn_daemon(self.data_dir)
                 except OSError as exc:
@@ -130,8 +140,14 @@ class Backend:
 
         if not self.use_daemon:
             raise client.DaemonError("daemon disabled (LEANCTX_DAEMON=0)")
+        if time.monotonic() < self._skip_until:
+            raise client.DaemonError("daemon timed out recently; in-process for now")
         try:
             result = await self.client.request(op, self.facts, args)
+        except client.DaemonTimeout:
+            # Alive but not answering (stopped, wedged): do not make every call wait it out.
+            self._skip_until = time.monotonic() + SKIP_AFTER_TIMEOUT_S
+            raise
         except client.DaemonUnavailable:
             # Never reached a daemon: starting one and retrying cannot answer twice.
             if not await anyio.to_thread.run_sync(self._ensure_daemon, True):
@@ -181,7 +197,7 @@ class Backend:
             if self.use_daemon:
                 log.warning("daemon read failed (%s); serving in-process", exc)
             if isinstance(exc, client.DaemonError) and not isinstance(exc, client.DaemonUnavailable):
-                self.start()  # it died under us: have a new one ready for the next call
+                self.start(after_failure=True)  # it died under us: have a new one ready for the next call
         else:
             self._local_core = None  # back on the daemon: a later fallback starts empty
             if tainted and start_line is None and end_line is None and result.get("kind") != "error":
@@ -191,7 +207,7 @@ class Backend:
         import anyio.to_thread
 
         result = await anyio.to_thread.run_sync(self._local_read, path, start_line, end_line, fresh)
-        if self.use_daemon:
+        if self.use_daemon:  # errors too: a daemon that died mid-request may have recorded it
             self._tainted |= self._keys(path, result.get("path"))
         self.served["in_process"] += 1
         return result
@@ -219,7 +235,6 @@ def build_server(backend: Backend):
 
     import leanctx
     from leanctx.state import api as state_api
-
     from leanctx.state.errors import StateError
 
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=leanctx.__version__, log_level="WARNING")
@@ -312,63 +327,73 @@ class _Out:
         self.writer = writer
 
     async def write(self, text: str) -> None:
-        self.writer.write(text.encode("utf-8"))
+        self.writer.write(text.encode("utf-8", "replace"))
 
     async def flush(self) -> None:
         await self.writer.drain()
 
 
+def _pipe_or_socket(fd: int) -> bool:
+    import stat as statmod
+
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return statmod.S_ISFIFO(mode) or statmod.S_ISSOCK(mode)
+
+
 async def serve_stdio(server) -> None:  # noqa: ANN001
     """Serve MCP on stdin/stdout with the event loop reading and writing the pipes.
 
-    The SDK's own stdio transport moves every line through a worker thread (anyio.wrap_file),
-    which costs about a millisecond per message here; this keeps its framing, parsing and
+    The SDK's own stdio transport moves every line through worker threads (anyio.wrap_file),
+    which costs most of a millisecond per message; this keeps the SDK's framing, parsing and
     protocol (its `stdio_server` with explicit streams) and only replaces the pipe I/O. Like the
-    SDK, fd 0 and 1 are pointed at /dev/null and stderr while serving, so nothing a library or
-    child prints can reach the wire. Anything unusual (stdin not a pipe/socket/tty, an SDK
-    without the expected internals) falls back to the SDK's transport."""
+    SDK, fd 0 and 1 point at /dev/null and stderr while serving, so nothing a library or child
+    prints can reach the wire. Used only when stdin and stdout are pipes or sockets (what hosts
+    give; a terminal shared with a shell must not be left non-blocking) and the SDK has the
+    expected internals; otherwise the SDK's transport serves."""
     import asyncio
     import fcntl
 
     from mcp.server.stdio import stdio_server
 
     low = getattr(server, "_lowlevel_server", None)
-    if low is None or not hasattr(low, "run") or not hasattr(low, "create_initialization_options"):
+    usable = low is not None and hasattr(low, "run") and hasattr(low, "create_initialization_options")
+    if not (usable and _pipe_or_socket(0) and _pipe_or_socket(1)):
         await server.run_stdio_async()
         return
     loop = asyncio.get_running_loop()
+    saved = (os.dup(0), os.dup(1))
+    blocking = (os.get_blocking(0), os.get_blocking(1))
     in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    saved = (os.dup(0), os.dup(1))
-    try:
-        reader = asyncio.StreamReader(limit=client.MAX_RESPONSE)
-        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                                         os.fdopen(in_fd, "rb", buffering=0))
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                            os.fdopen(out_fd, "wb", buffering=0))
-    except (OSError, ValueError):  # e.g. stdin is a regular file: the SDK's threads handle that
-        for fd in (in_fd, out_fd, *saved):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        await server.run_stdio_async()
-        return
+    reader = asyncio.StreamReader(limit=client.MAX_RESPONSE)
+    read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                     os.fdopen(in_fd, "rb", buffering=0))
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                        os.fdopen(out_fd, "wb", buffering=0))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    null = os.open(os.devnull, os.O_RDONLY)
+    null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no usable stderr: stray output goes nowhere
+        os.dup2(null, 1)
     os.close(null)
-    os.dup2(2, 1)
     try:
         async with stdio_server(stdin=_Lines(reader), stdout=_Out(writer)) as (read_stream, write_stream):
             await low.run(read_stream, write_stream, low.create_initialization_options())
     finally:
         transport.close()
         read_transport.close()
-        os.dup2(saved[0], 0)
-        os.dup2(saved[1], 1)
-        os.close(saved[0])
-        os.close(saved[1])
+        for fd, was_blocking, saved_fd in zip((0, 1), blocking, saved):
+            os.dup2(saved_fd, fd)
+            os.close(saved_fd)
+            try:
+                os.set_blocking(fd, was_blocking)  # the descriptions are shared with the host's ends
+            except OSError:
+                pass
 
 
 def run(data_dir: str | None = None) -> int:

@@ -11,12 +11,15 @@ One decision point (lean-ctx #1128: never a second, ungated stub path). For a re
   compaction counter, the same fingerprint, the same size and the same mtime (`!=`, so a
   backwards mtime is a change too), and the whole requested range inside what it holds.
   The stub must also be smaller than the content it replaces.
-- **Range dedup** (unless `LEANCTX_DEDUP=0` / `dedup=False`): the same conditions, but the window
-  is only partly held -> covered runs of >= 8 lines become one pointer, only the new lines are
-  sent; when the new text is under 160 characters it follows the pointer line directly.
+- **Range dedup** (unless `LEANCTX_DEDUP=0` / `dedup=False`): known conversation, `stub_ok`, not
+  fresh, a holding at this compaction counter with the same fingerprint (CG-18's content gate: the
+  bytes the held spans were sliced from; the mtime is not part of it), and the window only partly
+  held -> covered runs of >= 8 lines become one pointer, only the new lines are sent; when the new
+  text is under 160 characters it follows the pointer line directly.
 - **Diff**: the conversation holds the whole file at this compaction counter, the file changed on
-  disk, the old text is still in memory (never after a restart), the request is for the whole
-  file, and the unified diff is under 0.6x the file's tokens.
+  disk, the request is for the whole file, and the unified diff is under 0.6x the file's tokens.
+  The old text must still be in memory (never after a restart) — except when the bytes did not
+  change at all and only the mtime moved (touch, checkout): then the diff is empty and says so.
 - Otherwise **full** content (the window's lines).
 
 What a conversation holds is recorded only for reads whose scope is known and `stub_ok` (a read
@@ -316,17 +319,26 @@ class ReadCache:
             h = conv.held.get(real) if conv is not None else None
             if h is not None and h.compactions != scope.compactions:
                 h = None  # delivered before a compaction: the conversation no longer holds it
-            same = (h is not None and h.fp == snap.fp and h.size == snap.size and h.mtime_ns == snap.mtime_ns
-                    and h.lines == n)
-            held = h.spans() if same else []
+            same_bytes = h is not None and h.fp == snap.fp and h.size == snap.size and h.lines == n
+            same = same_bytes and h.mtime_ns == snap.mtime_ns
+            held = h.spans() if same_bytes else []
             new_spans: list = []
-            if can_claim and same and n:
+            base_fp = None
+            if can_claim and same_bytes and n:
                 win = window or (1, n)
                 if rng.covers(held, win):
-                    t = stubs.stub(rel, n, None if whole else win)
-                    if tok(t) < tokens_raw:
-                        kind, text, claims, cold = "stub", t, [win], h.cold
+                    if same:
+                        t = stubs.stub(rel, n, None if whole else win)
+                        if tok(t) < tokens_raw:
+                            kind, text, claims, cold = "stub", t, [win], h.cold
+                    elif whole:
+                        # touched (checkout, touch, save without change): the mtime moved, so no
+                        # stub; the file "changed on disk" and its diff is empty
+                        t = stubs.same_bytes(rel, n)
+                        if tok(t) < DIFF_RATIO * tokens_raw:
+                            kind, text, claims, base_fp = "diff", t, [(1, n)], snap.fp
                 elif self.dedup:
+                    # the content gate of range dedup is the fingerprint (CG-18), not the mtime
                     covered, new_spans = rng.plan(win, held)
                     if covered:
                         sections = [(sp, snap.slice(*sp)) for sp in new_spans]
@@ -339,25 +351,22 @@ class ReadCache:
                 if old is not None:
                     t = render_diff(rel, old, snap.text, n)
                     if t is not None and tok(t) < DIFF_RATIO * tokens_raw:
-                        kind, text, claims = "diff", t, [(1, h.lines)] if h.lines else []
-                        base_fp = h.fp
+                        kind, text, claims, base_fp = "diff", t, [(1, h.lines)] if h.lines else [], h.fp
             if record:
                 conv = self._conv(scope)
                 if kind == "stub":
                     conv.held.move_to_end(real)
-                elif kind == "pointer":
-                    h.ranges, _ = rng.coalesce(held + new_spans)
+                elif kind == "pointer" or (kind == "full" and not whole and same_bytes):
+                    sent_spans = new_spans if kind == "pointer" else [window]
+                    h.ranges, _ = rng.coalesce(held + sent_spans)
                     h.whole = rng.covers(h.ranges, (1, n))
+                    h.mtime_ns = snap.mtime_ns  # bytes verified identical at this mtime
+                    conv.held.move_to_end(real)
                     self._dirty = True
                 elif whole or kind == "diff":
                     self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, True,
                                                    [(1, n)] if n else []))
                     self._put_content(snap.fp, snap.text)
-                elif same:
-                    h.ranges, _ = rng.coalesce(held + [window])
-                    h.whole = rng.covers(h.ranges, (1, n))
-                    h.cold = False
-                    self._dirty = True
                 else:
                     self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, False, [window]))
             withheld = None
@@ -370,7 +379,7 @@ class ReadCache:
         result = {"kind": kind, "text": text, "path": rel, "lines": n, "tokens_raw": tokens_raw,
                   "tokens_sent": sent, "tokenizer": tokens.name()}
         if claims is not None:
-            result["claims"] = {"fingerprint": base_fp if kind == "diff" else snap.fp, "spans": [list(s) for s in claims]}
+            result["claims"] = {"fingerprint": base_fp or snap.fp, "spans": [list(s) for s in claims]}
         result["fingerprint"] = snap.fp
         result["window"] = list(window) if window else None
         return result

@@ -18,7 +18,9 @@ object per line in a `.jsonl` file):
     {"op": "edit", "path": "src/a.py", "mode": "line"|"append"|"touch"|"same_mtime"|"revert", "n": int}
     {"op": "tick", "s": 31.0}                                      the clock moves
     {"op": "restart", "graceful": true}                            the daemon restarts
-    {"op": "miss", "host": "h1", "conv": "s1"}                     the conversation's record vanishes
+    {"op": "miss", "host": "h1", "conv": "s1"}                     the daemon cannot read the conversation's
+                                                                   record until h1's next hook event
+                                                                   (a transient miss; the hook loses nothing)
 
 Every policy sees the same files, the same records and the same clock. Each has its own Truth
 (what each context received from THAT policy), which decides whether a stub/pointer/diff it sent
@@ -54,6 +56,7 @@ class Policy:
         self.reads = 0
         self.kinds: Counter = Counter()
         self.wrong = 0
+        self.wrong_raw = 0  # tokens a caller must fetch again after a wrong stub (what it lacked)
         self.wrong_examples: list[str] = []
 
     def setup(self, eng: Engine) -> None:
@@ -169,6 +172,7 @@ class Engine:
         self.policies = policies
         self.events = 0
         self.divergences: Counter = Counter()
+        self.hidden: dict[str, str] = {}
         for p in policies:
             p.setup(self)
 
@@ -235,6 +239,7 @@ class Engine:
             self.hosts[ev["host"]] = HostProc(ev["host"], ev.get("agent", "claude"), fake, dict(ev.get("env") or {}))
         elif op == "hook":
             host = self.hosts[ev["host"]]
+            self._unhide(ev["host"])
             if "payload" in ev:
                 publish_event(self.data, host.agent, ev["event"], ev["payload"], host.fake.as_host(), self.t)
                 self._truth_after_raw(host, ev)
@@ -243,6 +248,10 @@ class Engine:
             extra = {k: ev[k] for k in ("sub", "source", "reason", "prompt") if ev.get(k) is not None}
             if meaning == "start" and "source" not in extra:
                 extra["source"] = "startup"
+            if meaning == "start" and host.agent == "claude":
+                # Claude Code puts the session id into its MCP server's environment at start-up
+                # (it goes stale after /clear, which is what host matching is for)
+                host.env.setdefault("CLAUDE_CODE_SESSION_ID", conv)
             if host.agent in EVENTS:
                 hook(self.data, host.fake, meaning, conv, self.root, self.t, **extra)
             self._truth_after(meaning, conv, ev.get("sub"))
@@ -259,12 +268,25 @@ class Engine:
                 p.restart(bool(ev.get("graceful", True)))
         elif op == "miss":
             host = self.hosts[ev["host"]]
+            path = record_path(self.data, host.agent, ev["conv"])
             try:
-                os.remove(record_path(self.data, host.agent, ev["conv"]))
+                os.replace(path, path + ".hidden")
+                self.hidden[path] = ev["host"]
             except OSError:
                 pass
         else:
             raise ValueError(f"unknown trace op {op!r}")
+
+    def _unhide(self, host: str) -> None:
+        """A transient miss ends when the host writes the record again: the hook itself could
+        always read it (the miss is the daemon's, e.g. EMFILE), so no state is lost."""
+        for path, h in list(self.hidden.items()):
+            if h == host:
+                try:
+                    os.replace(path + ".hidden", path)
+                except OSError:
+                    pass
+                del self.hidden[path]
 
     def _truth_after(self, meaning: str, conv: str, sub: str | None) -> None:
         for p in self.policies:
@@ -299,6 +321,7 @@ class Engine:
             why = p.truth.violation(ctx, real, res)
             if why:
                 p.wrong += 1
+                p.wrong_raw += res.get("tokens_raw", 0)
                 if len(p.wrong_examples) < 5:
                     p.wrong_examples.append(f"event {self.events}: {why}")
             p.truth.apply(ctx, real, res)

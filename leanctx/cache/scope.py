@@ -14,7 +14,8 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
    no host match, any record) shows a new compaction. Legacy deliveries are never persisted, so
    a legacy connection gets no cold stubs after a daemon restart.
 3. Otherwise the hooks' records (`<data dir>/conversations/<agent>/<id>.json`):
-   - records whose `updated_ts` is more than 2 h old are ignored;
+   - records whose `updated_ts` is more than 2 h old are ignored (for matching; a chat still
+     inside a turn keeps its host ambiguous for up to 24 h, see concurrency);
    - sampled with a 3 s cache per connection; `resolve(conn, fresh=True)` re-samples now and
      must be used right before every stub decision;
    - **per-connection identity** (improvement 2): the records whose `host` (pid + start ticks
@@ -34,11 +35,24 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
    - otherwise the one active record wins, or with none active the **latest** (`updated_ts`):
      that covers `/clear` (the old session ends, the new one is written later);
    - **subagent window**: while the winning record has an open subagent (SubagentStart without
-     SubagentStop, started within 2 h), the subagent shares the parent's MCP connection and we
-     cannot tell who is asking -> no stub;
-   - **last-known-good**: when nothing matches because the record we matched last is missing or
-     unreadable (a transient miss), the previous scope is kept while that record's last update is
-     within 2 h. A record that is readable but now names another host is not a miss.
+     SubagentStop), the subagent shares the parent's MCP connection and we cannot tell who is
+     asking -> no stub;
+   - **last-known-good**: a record we have read before that is now missing or unreadable (deleted,
+     torn, a failed read) is still known by its last good contents (a "ghost") while its last
+     update is within 2 h. A ghost keeps the connection's identity (key, roots) across the
+     miss, and it still counts for concurrency (a chat whose record we cannot read may still be
+     working). But a ghost can be stale — the update we failed to read may have been a
+     compaction or a SubagentStart — so while a connection's own record is a ghost, stubs are
+     withheld (lean-ctx keeps serving them; that is the one place we deliberately differ). The
+     same holds when the records folder cannot be listed. The last good records are kept in
+     `<data dir>/conversations/.last_good.json`, so a daemon restart does not forget them. A
+     record that is readable but now names another host is not a miss. An unreadable record we
+     never read (host unknown) withholds stubs for every record-based scope until it is
+     rewritten or 2 h old. A lost record that the next hook event re-creates is a new
+     incarnation (see the key below); the subagent windows its lost incarnation had open (as
+     far as we saw them) stay open for us. A subagent window closes on SubagentStop, on a
+     SessionStart (startup/resume/clear) or SessionEnd, never by time alone (a subagent may run
+     for hours without a hook event); 24 h is only a memory bound;
    - **unknown caller** (improvement 1): nothing matches -> `key=None`, no stub, ever.
 
 The key of a hook-record conversation is `<agent>:<conversation_id>@<created_at>`: the record's
@@ -57,7 +71,7 @@ import stat as statmod
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from leanctx.cache.paths import real_roots
@@ -65,7 +79,8 @@ from leanctx.cache.paths import real_roots
 REFRESH_TTL_S = 3.0
 CONCURRENCY_WINDOW_S = 30.0
 RECORD_MAX_AGE_S = 7200.0
-RACY_S = 2.0  # a folder modified this recently may hide a same-timestamp change: rescan it
+IN_TURN_MAX_AGE_S = 86400.0  # a chat still inside a turn keeps its host ambiguous this long
+LAST_GOOD_NAME = ".last_good.json"
 MAX_CONNECTIONS = 4096
 
 #: environment names a connection captures (identity only; never credentials)
@@ -155,8 +170,29 @@ class Rec:
 
     __slots__ = (
         "path", "agent", "conversation_id", "session_id", "created_at", "compactions", "updated_ts",
-        "ended", "host_pid", "host_ticks", "cwd", "roots", "subagents", "in_turn",
+        "ended", "host_pid", "host_ticks", "cwd", "roots", "subagents", "in_turn", "inherited", "ghost",
     )
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "ghost"}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Rec | None:
+        r = cls()
+        try:
+            for k in cls.__slots__:
+                if k != "ghost":
+                    setattr(r, k, d[k])
+            r.roots = tuple(r.roots)
+            r.subagents = {str(a): float(b) for a, b in dict(r.subagents).items()}
+            r.inherited = {str(a): float(b) for a, b in dict(r.inherited).items()}
+            r.updated_ts = float(r.updated_ts)
+            if not (isinstance(r.path, str) and isinstance(r.conversation_id, str) and isinstance(r.compactions, int)):
+                return None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        r.ghost = False
+        return r
 
     def key(self) -> str:
         return f"{self.agent}:{self.conversation_id}@{self.created_at}"
@@ -239,6 +275,8 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
             started = _num(info.get("started_ts")) if isinstance(info, dict) else None
             r.subagents[str(sid)] = started if started is not None else updated
     r.in_turn = _in_turn(r.agent, value, r.subagents)
+    r.inherited = {}
+    r.ghost = False
     return r
 
 
@@ -253,29 +291,98 @@ class _Dir:
 
     def __init__(self, mtime_ns: int, files: dict) -> None:
         self.mtime_ns = mtime_ns
-        self.files = files  # name -> (signature, Rec | None)
+        self.files = files  # name -> (signature, Rec | None, path)
+
+
+class View:
+    """Indexes over one version of the snapshot (time filters are applied by the caller)."""
+
+    __slots__ = ("recs", "by_host", "by_id", "bad")
+
+    def __init__(self, recs: list[Rec], bad: list[tuple[str, int]]) -> None:
+        self.recs = recs
+        self.by_host: dict[tuple, list[Rec]] = {}
+        self.by_id: dict[str, list[Rec]] = {}
+        for r in recs:
+            self.by_host.setdefault((r.host_pid, r.host_ticks), []).append(r)
+            for i in {r.conversation_id, r.session_id}:
+                if i:
+                    self.by_id.setdefault(i, []).append(r)
+        self.bad = bad  # (path, mtime_ns) of unreadable files whose host we never knew
 
 
 class RecordSnapshot:
     """All records under `<data dir>/conversations`, re-read only when they changed.
 
-    A record is always written by rename, which touches its folder's mtime; a folder whose mtime
-    is unchanged (and not racily recent) is not listed again, except on a full rescan every
-    REFRESH_TTL_S of wall time (which also catches in-place edits). Files are re-parsed only when
-    their (mtime, size, inode) changed."""
+    Records are always written by rename, which touches their folder's mtime: a folder whose
+    mtime is unchanged is not listed again, unless that mtime is so recent that a second write in
+    the same timestamp tick could hide behind it (RACY: 50 ms where the filesystem keeps
+    sub-second mtimes, 2 s where it does not). Every FULL_RESCAN_S of wall time everything is
+    listed and stat'ed again (a safety net for writes that did not rename). Files are re-parsed
+    only when their (mtime, size, inode) changed. `last_good` keeps the last good parse of every
+    record (persisted), so a record that vanishes or turns unreadable is still known (a ghost)."""
 
-    def __init__(self, data_dir: str) -> None:
+    FULL_RESCAN_S = 60.0
+
+    def __init__(self, data_dir: str, persist: bool = True) -> None:
         self.base = os.path.join(data_dir, "conversations")
+        self.state_file = os.path.join(self.base, LAST_GOOD_NAME) if persist else None
         self._dirs: dict[str, _Dir] = {}
         self._full_at = 0.0
+        self._fine_mtime = False  # seen a sub-second mtime on this filesystem
+        self.degraded = False
+        self.last_good: dict[str, Rec] = {}
+        self._dirty = False
+        self.version = 0
+        self._view: View | None = None
+        self._view_version = -1
+        self._load()
+
+    def _load(self) -> None:
+        if not self.state_file:
+            return
+        value = _read_json(self.state_file)
+        recs = value.get("records") if isinstance(value, dict) else None
+        for d in recs if isinstance(recs, list) else []:
+            rec = Rec.from_dict(d) if isinstance(d, dict) else None
+            if rec is not None:
+                self.last_good[rec.path] = rec
+
+    def save_if_dirty(self, now: float) -> None:
+        stale = [p for p, r in self.last_good.items()
+                 if now - r.updated_ts > (IN_TURN_MAX_AGE_S if r.in_turn or r.subagents or r.inherited else RECORD_MAX_AGE_S)]
+        for p in stale:
+            del self.last_good[p]
+        if stale:
+            self.version += 1
+        if not (self._dirty or stale) or not self.state_file:
+            return
+        try:
+            from leanctx.hooks.publish import write_json_atomic
+
+            write_json_atomic(self.state_file, {"records": [r.to_dict() for r in self.last_good.values()]})
+            self._dirty = False
+        except OSError:
+            pass
+
+    def _racy(self, wall: float, mtime_ns: int) -> bool:
+        if mtime_ns % 1_000_000_000:
+            self._fine_mtime = True
+        return wall - mtime_ns / 1e9 <= (0.05 if self._fine_mtime else 2.0)
 
     def refresh(self) -> None:
         wall = time.time()
-        force = wall - self._full_at >= REFRESH_TTL_S
+        force = wall - self._full_at >= self.FULL_RESCAN_S
+        self.degraded = False
         try:
             entries = list(os.scandir(self.base))
+        except FileNotFoundError:
+            if self._dirs:
+                self._dirs = {}
+                self.version += 1
+            return
         except OSError:
-            self._dirs = {}
+            self.degraded = True  # keep what we had, but it may be stale
             return
         seen = set()
         for d in entries:
@@ -287,20 +394,25 @@ class RecordSnapshot:
                 continue
             seen.add(d.name)
             cached = self._dirs.get(d.name)
-            if not force and cached and cached.mtime_ns == st.st_mtime_ns and wall - st.st_mtime_ns / 1e9 > RACY_S:
+            if not force and cached and cached.mtime_ns == st.st_mtime_ns and not self._racy(wall, st.st_mtime_ns):
                 continue
             old = cached.files if cached else {}
             files = {}
+            changed = cached is None
             try:
                 listing = list(os.scandir(d.path))
             except OSError:
+                self.degraded = True
                 continue
             for f in listing:
                 if f.name.startswith(".") or not f.name.endswith(".json"):
                     continue
                 try:
                     fst = f.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
                 except OSError:
+                    self.degraded = True
                     continue
                 if not statmod.S_ISREG(fst.st_mode):
                     continue
@@ -309,43 +421,87 @@ class RecordSnapshot:
                 if prev is not None and prev[0] == sig:
                     files[f.name] = prev
                     continue
-                files[f.name] = (sig, parse_record(f.path, d.name, _read_json(f.path)))
+                changed = True
+                rec = parse_record(f.path, d.name, _read_json(f.path))
+                files[f.name] = (sig, rec, f.path)
+                if rec is not None:
+                    self._inherit(rec, self.last_good.get(rec.path))
+                    self.last_good[rec.path] = rec
+                    self._dirty = True
+            if changed or len(files) != len(old):
+                self.version += 1
             self._dirs[d.name] = _Dir(st.st_mtime_ns, files)
         for name in list(self._dirs):
             if name not in seen:
                 del self._dirs[name]
+                self.version += 1
         if force:
             self._full_at = wall
 
-    def records(self) -> list[Rec]:
-        return [rec for d in self._dirs.values() for _sig, rec in d.files.values() if rec is not None]
+    @staticmethod
+    def _inherit(rec: Rec, prev: Rec | None) -> None:
+        """A record re-created at the same path (lost and written again from the next event)
+        starts with no subagent windows; the windows the lost incarnation had open may still be
+        running in the same host process, so they stay open for us (until the conversation ends
+        or a new process takes it over)."""
+        if prev is None or rec.ended:
+            return
+        if prev.created_at == rec.created_at:
+            inh = dict(prev.inherited)
+        elif not prev.ended and (prev.host_pid, prev.host_ticks) == (rec.host_pid, rec.host_ticks):
+            inh = {**prev.inherited, **prev.subagents}
+        else:
+            inh = {}
+        if inh:
+            rec.inherited = inh
+            rec.in_turn = True
 
-    def readable_paths(self) -> set[str]:
-        return {rec.path for rec in self.records()}
+    def records(self) -> list[Rec]:
+        return [rec for d in self._dirs.values() for _sig, rec, _p in d.files.values() if rec is not None]
+
+    def view(self) -> View:
+        """Readable records plus ghosts (the last good state of records that vanished or turned
+        unreadable), indexed by host and by id; rebuilt only when something changed."""
+        if self._view is None or self._view_version != self.version:
+            recs = self.records()
+            readable = {r.path for r in recs}
+            for path, r in self.last_good.items():
+                if path not in readable:
+                    g = Rec.from_dict(r.to_dict())
+                    if g is not None:
+                        g.inherited = dict(r.inherited)
+                        g.ghost = True
+                        recs.append(g)
+            bad = [(path, sig[0]) for d in self._dirs.values() for sig, rec, path in d.files.values()
+                   if rec is None and path not in self.last_good]
+            self._view, self._view_version = View(recs, bad), self.version
+        return self._view
+
+    def unknown_bad(self) -> list[str]:
+        """Unreadable record files we never read well (their host is unknown), modified < 2 h ago."""
+        wall = time.time()
+        return [p for p, m in self.view().bad if wall - m / 1e9 <= RECORD_MAX_AGE_S]
 
 
 # -- the resolver ---------------------------------------------------------------------------
 
 
 class _ConnState:
-    __slots__ = ("sampled_at", "scope", "lkg_path", "lkg_updated", "lkg_scope", "legacy_seen", "legacy_count", "legacy_started")
+    __slots__ = ("sampled_at", "scope", "legacy_seen", "legacy_count", "legacy_started")
 
     def __init__(self) -> None:
         self.sampled_at = -1e18
         self.scope: Scope | None = None
-        self.lkg_path: str | None = None
-        self.lkg_updated = 0.0
-        self.lkg_scope: Scope | None = None
         self.legacy_seen: dict[str, tuple[str, int]] = {}
         self.legacy_count = 0
         self.legacy_started = False
 
 
 class Resolver:
-    def __init__(self, data_dir: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, data_dir: str, clock: Callable[[], float] = time.time, *, persist: bool = True) -> None:
         self.data_dir = str(data_dir)
         self.clock = clock
-        self._snap = RecordSnapshot(self.data_dir)
+        self._snap = RecordSnapshot(self.data_dir, persist=persist)
         self._conns: OrderedDict[str, _ConnState] = OrderedDict()
         self._lock = threading.RLock()
 
@@ -364,6 +520,7 @@ class Resolver:
                 return st.scope
             scope = self._resolve_now(conn, st, now)
             st.scope, st.sampled_at = scope, now
+            self._snap.save_if_dirty(now)
             return scope
 
     def forget(self, connection_id: str) -> None:
@@ -375,9 +532,9 @@ class Resolver:
         cands = [conn.env.get(k) for k in _ROOT_ENV] + [conn.cwd]
         return real_roots(c for c in cands if c)
 
-    def _live(self, now: float) -> list[Rec]:
+    def _view(self) -> View:
         self._snap.refresh()
-        return [r for r in self._snap.records() if now - r.updated_ts <= RECORD_MAX_AGE_S]
+        return self._snap.view()
 
     def _roots_of(self, recs: list[Rec], conn: Connection) -> tuple[str, ...]:
         raw: list[str] = []
@@ -388,23 +545,27 @@ class Resolver:
         roots = real_roots(raw)
         return roots or self._fallback_roots(conn)
 
-    def _host_match(self, conn: Connection, live: list[Rec]) -> list[Rec]:
+    @staticmethod
+    def _host_match(conn: Connection, view: View) -> list[Rec]:
+        """Every record (any age) of the connection's host process."""
         if conn.host_pid is None:
             return []
-        return [r for r in live if r.host_pid == conn.host_pid and r.host_ticks == conn.host_start_ticks]
+        return view.by_host.get((conn.host_pid, conn.host_start_ticks), [])
 
-    def _env_match(self, conn: Connection, live: list[Rec]) -> list[Rec]:
-        ids = {conn.env[k] for k in _ID_ENV if conn.env.get(k)}
-        if not ids:
-            return []
+    @staticmethod
+    def _env_match(conn: Connection, view: View) -> list[Rec]:
         out = []
-        for r in live:
-            if r.session_id not in ids and r.conversation_id not in ids:
-                continue
-            if r.host_pid is not None and conn.host_pid is not None:
-                continue  # both sides know their host and they differ: another process's session
-            out.append(r)
+        for i in {conn.env[k] for k in _ID_ENV if conn.env.get(k)}:
+            for r in view.by_id.get(i, []):
+                if r.host_pid is not None and conn.host_pid is not None:
+                    continue  # both sides know their host and they differ: another process's session
+                if r not in out:
+                    out.append(r)
         return out
+
+    @staticmethod
+    def _fresh(recs: list[Rec], now: float) -> list[Rec]:
+        return [r for r in recs if now - r.updated_ts <= RECORD_MAX_AGE_S]
 
     def _resolve_now(self, conn: Connection, st: _ConnState, now: float) -> Scope:
         env = conn.env
@@ -416,34 +577,41 @@ class Resolver:
             return self._explicit(conn, f"task:{task}", None, now, agent="cursor")
         if (env.get("LEANCTX_CONVERSATION_SCOPE") or "").strip().lower() in _OFF:
             return self._legacy(conn, st, now)
-        live = self._live(now)
-        cands = self._host_match(conn, live) or self._env_match(conn, live)
+        view = self._view()
+        mine = self._host_match(conn, view)
+        cands = self._fresh(mine, now) or self._fresh(self._env_match(conn, view), now)
         if not cands:
-            if (
-                st.lkg_scope is not None
-                and st.lkg_path not in self._snap.readable_paths()
-                and now - st.lkg_updated <= RECORD_MAX_AGE_S
-            ):
-                return st.lkg_scope
-            return Scope('anon', None, 0, self._fallback_roots(conn), True, '', conn.cwd, False)
+            return Scope(None, None, 0, self._fallback_roots(conn), False, self._why_unknown(conn), conn.cwd, False)
         open_ = [r for r in cands if not r.ended]
         if not open_:
             latest = max(cands, key=lambda r: r.updated_ts)
-            st.lkg_scope = None
             return Scope(None, latest.agent, 0, self._roots_of([latest], conn), False, "conversation ended", latest.cwd or conn.cwd, False)
         active = [r for r in open_ if now - r.updated_ts <= CONCURRENCY_WINDOW_S or r.in_turn]
+        # a chat of this host still inside a turn whose record is older than 2 h is ignored for
+        # matching, but it may still be working: it keeps the host ambiguous
+        active += [r for r in mine if r.in_turn and not r.ended and RECORD_MAX_AGE_S < now - r.updated_ts <= IN_TURN_MAX_AGE_S]
         if len(active) > 1:
-            st.lkg_scope = None
             latest = max(active, key=lambda r: r.updated_ts)
             return Scope(None, latest.agent, 0, self._roots_of(active, conn), False,
                          f"{len(active)} conversations active on this host process", latest.cwd or conn.cwd, False)
         latest = active[0] if active else max(open_, key=lambda r: r.updated_ts)
-        scope = self._scope_of(latest, latest.key(), conn, now)
-        st.lkg_path, st.lkg_updated, st.lkg_scope = latest.path, latest.updated_ts, scope
+        return self._guard(self._scope_of(latest, latest.key(), conn, now), latest)
+
+    def _guard(self, scope: Scope, rec: Rec | None) -> Scope:
+        """Withhold stubs when what we read may be stale or incomplete."""
+        if not scope.stub_ok:
+            return scope
+        if rec is not None and rec.ghost:
+            return replace(scope, stub_ok=False, reason="record unreadable (transient miss): identity kept, stubs withheld")
+        if self._snap.degraded:
+            return replace(scope, stub_ok=False, reason="conversation records could not be listed: stubs withheld")
+        bad = self._snap.unknown_bad()
+        if bad:
+            return replace(scope, stub_ok=False, reason=f"{len(bad)} unreadable conversation record(s), host unknown")
         return scope
 
     def _scope_of(self, rec: Rec, key: str, conn: Connection, now: float, agent: str | None = None) -> Scope:
-        open_subs = [s for s, ts in rec.subagents.items() if now - ts <= RECORD_MAX_AGE_S]
+        open_subs = [s for s, ts in {**rec.inherited, **rec.subagents}.items() if now - ts <= IN_TURN_MAX_AGE_S]
         reason = f"subagent window open ({len(open_subs)})" if open_subs else ""
         return Scope(key, agent or rec.agent, rec.compactions, self._roots_of([rec], conn), not open_subs, reason,
                      rec.cwd or conn.cwd, True)
@@ -451,16 +619,17 @@ class Resolver:
     def _explicit(self, conn: Connection, key: str, match_id: str | None, now: float, agent: str | None) -> Scope:
         rec = None
         if match_id:
-            live = self._live(now)
-            same = [r for r in live if r.conversation_id == match_id or r.session_id == match_id]
+            same = self._fresh(self._view().by_id.get(match_id, []), now)
             rec = max(same, key=lambda r: r.updated_ts) if same else None
         if rec is None:
             return Scope(key, agent, 0, self._fallback_roots(conn), True, "", conn.cwd, True)
-        return self._scope_of(rec, f"{key}@{rec.created_at}", conn, now, agent=agent or rec.agent)
+        scope = self._scope_of(rec, f"{key}@{rec.created_at}", conn, now, agent=agent or rec.agent)
+        return replace(scope, stub_ok=False, reason="record unreadable (transient miss): stubs withheld") if rec.ghost and scope.stub_ok else scope
 
     def _legacy(self, conn: Connection, st: _ConnState, now: float) -> Scope:
-        live = self._live(now)
-        recs = self._host_match(conn, live) or live
+        view = self._view()
+        live = self._fresh(view.recs, now)
+        recs = self._fresh(self._host_match(conn, view), now) or live
         for r in recs:
             cur = (r.created_at, r.compactions)
             prev = st.legacy_seen.get(r.path)
@@ -471,7 +640,7 @@ class Resolver:
                 st.legacy_count += 1
             st.legacy_seen[r.path] = cur
         st.legacy_started = True
-        mine = self._host_match(conn, live)
+        mine = self._fresh(self._host_match(conn, view), now)
         latest = max(mine, key=lambda r: r.updated_ts) if mine else None
         roots = self._roots_of([latest], conn) if latest else self._fallback_roots(conn)
         return Scope(f"conn:{conn.connection_id}", latest.agent if latest else None, st.legacy_count, roots, True, "",
@@ -480,7 +649,6 @@ class Resolver:
     def _why_unknown(self, conn: Connection) -> str:
         if conn.host_pid is None and not any(conn.env.get(k) for k in _ID_ENV):
             return "unknown caller: the connection names no host process and no session"
-        stale = [r for r in self._snap.records() if r.host_pid == conn.host_pid and r.host_ticks == conn.host_start_ticks]
-        if stale:
+        if self._snap.view().by_host.get((conn.host_pid, conn.host_start_ticks)):
             return "unknown caller: this host's hook records are older than 2 h"
         return "unknown caller: no hook record for this connection's host process"

@@ -11,16 +11,18 @@ time so `status`/`stop`/clients can verify with psutil that a pid is really our 
 daemon that gets the lock knows any pid file or socket left behind is stale and replaces them.
 
 Threads: the main thread accepts (a selector over the listening socket and a signal wake-up
-pipe); one thread per client socket; one housekeeping thread that saves the index every
-SAVE_EVERY_S and notices (every CHECK_EVERY_S) when our socket or pid file was removed from under us (we then shut
-down, so the next client starts a healthy daemon instead of talking to nobody). Calls into the
-cache core run concurrently (the Resolver and the ReadCache lock what they share).
-SIGTERM/SIGINT: stop accepting, let in-flight requests finish (bounded), save the index, remove
-our socket and pid file, exit 0.
+pipe); one thread per client socket (at most MAX_SOCKETS); one housekeeping thread that saves
+the index every SAVE_EVERY_S and notices (every CHECK_EVERY_S) when our socket or pid file was
+removed from under us (we then shut down, so the next client starts a healthy daemon instead of
+talking to nobody). Calls into the cache core run concurrently (the Resolver and the ReadCache
+lock what they share). Requests are bounded (client.MAX_REQUEST bytes a line).
+SIGTERM/SIGINT (and IDLE_EXIT_S with no client connected): stop accepting, let in-flight
+requests finish (bounded), save the index, remove our socket and pid file, exit 0.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -40,6 +42,7 @@ SAVE_EVERY_S = 15.0
 CHECK_EVERY_S = 2.0  # is our socket / pid file still ours
 DRAIN_S = 3.0
 MAX_SOCKETS = 256  # open client sockets (one thread each); more are told so and closed
+IDLE_EXIT_S = 3600.0  # exit after this long with no client socket open (the next MCP server restarts it)
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
 
@@ -168,14 +171,17 @@ class CacheCore:
 
 
 class Daemon:
-    def __init__(self, data_dir: str) -> None:
+    def __init__(self, data_dir: str, idle_exit_s: float = 0.0) -> None:
         self.data_dir = os.path.abspath(data_dir)
+        self.idle_exit_s = idle_exit_s
+        self.last_active = time.monotonic()
         self.sock_path = client.socket_path(self.data_dir)
         self.pid_file = client.pid_path(self.data_dir)
         self.started = time.time()
         self.stopping = threading.Event()
         self.core: CacheCore | None = None
         self.listener: socket.socket | None = None
+        self._tmp_sock: str | None = None
         self._lock_fd: int | None = None
         self._sock_ino: tuple[int, int] | None = None
         self._stats_lock = threading.Lock()
@@ -258,7 +264,9 @@ class Daemon:
         self.listener = sock
 
     def publish(self) -> None:
+        assert self._tmp_sock is not None
         os.replace(self._tmp_sock, self.sock_path)
+        self._tmp_sock = None
 
     def write_pidfile(self) -> None:
         import psutil
@@ -304,12 +312,12 @@ class Daemon:
         created nothing)."""
         if self.listener is not None:
             self.listener.close()
-            for path in (getattr(self, "_tmp_sock", None),):
-                try:
-                    if path:
-                        os.unlink(path)
-                except OSError:
-                    pass
+            self.listener = None
+        if self._tmp_sock is not None:
+            try:
+                os.unlink(self._tmp_sock)  # our pid is in its name: nobody else's
+            except OSError:
+                pass
         info = client.read_pidfile(self.data_dir)
         if info and info.get("pid") == os.getpid():
             try:
@@ -394,8 +402,9 @@ class Daemon:
                 if line is None:
                     return
                 if line == b"":
-                    ls.send(client.encode({"ok": False, "code": "too_large",
-                                           "error": f"request over {client.MAX_REQUEST} bytes"}))
+                    with contextlib.suppress(OSError):
+                        ls.send(client.encode({"ok": False, "code": "too_large",
+                                               "error": f"request over {client.MAX_REQUEST} bytes"}))
                     return  # the rest of that line is unreadable garbage: drop the socket
                 answer, cid = self.handle_line(line)
                 if cid and cid != carried:
@@ -409,6 +418,7 @@ class Daemon:
             ls.close()
             with self._stats_lock:
                 self.open_sockets -= 1
+                self.last_active = time.monotonic()
                 if carried:
                     self._drop_id(carried)
 
@@ -511,8 +521,16 @@ class Daemon:
                     self.core.save()
                 except Exception:
                     log.exception("saving the index failed")
+            reason = None
             if not self._still_ours():
-                log.warning("our socket or pid file was removed or replaced: shutting down")
+                reason = "our socket or pid file was removed or replaced"
+            elif self.idle_exit_s > 0:
+                with self._stats_lock:
+                    idle = self.open_sockets == 0 and time.monotonic() - self.last_active >= self.idle_exit_s
+                if idle:
+                    reason = f"no client for {self.idle_exit_s:g} s"
+            if reason:
+                log.warning("%s: shutting down", reason)
                 self.stopping.set()
                 os.kill(os.getpid(), signal.SIGTERM)  # wakes the selector
 
@@ -567,12 +585,21 @@ def savings(stats: dict) -> dict:
             "ratio": round(1 - sent / raw, 4) if raw else 0.0, "tokenizer": stats.get("tokenizer")}
 
 
-def serve(data_dir: str) -> int:
-    """Run the daemon in the foreground until SIGTERM. 0 on a clean stop, 1 when another
-    daemon already serves this data dir."""
+def idle_exit_default() -> float:
+    """`LEANCTX_DAEMON_IDLE_S` (0 = never), else IDLE_EXIT_S."""
+    raw = os.environ.get("LEANCTX_DAEMON_IDLE_S", "").strip()
+    try:
+        return max(0.0, float(raw)) if raw else IDLE_EXIT_S
+    except ValueError:
+        return IDLE_EXIT_S
+
+
+def serve(data_dir: str, idle_exit_s: float | None = None) -> int:
+    """Run the daemon in the foreground until SIGTERM (or idle_exit_s without any client).
+    0 on a clean stop, 1 when another daemon already serves this data dir or it cannot start."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(process)d %(levelname)s %(message)s")
-    daemon = Daemon(data_dir)
+    daemon = Daemon(data_dir, idle_exit_default() if idle_exit_s is None else idle_exit_s)
     try:
         return daemon.run()
     except AlreadyRunning as exc:

@@ -55,3 +55,11 @@ def diff_header(rel: str, nlines: int) -> str:
         f"[changed] {rel} ({_plural(nlines)} now) changed on disk since it was sent earlier in this "
         f"conversation; unified diff against that copy ({FRESH_HINT} the whole file):\n"
     )
+
+
+def same_bytes(rel: str, nlines: int) -> str:
+    """The file's mtime moved but its bytes are the ones this conversation holds: an empty diff."""
+    return (
+        f"[changed] {rel} {_plural(nlines)} · modified on disk since it was sent earlier in this "
+        f"conversation, but byte-identical to that copy (empty diff) · {FRESH_HINT}"
+    )

@@ -74,11 +74,20 @@ async def read(session: ClientSession, path: str, **args: object) -> tuple[bool,
     return bool(result.is_error), text_of(result)
 
 
+def stopped(pid: int) -> bool:
+    """All threads of `pid` are in the stopped state (SIGSTOP takes effect asynchronously)."""
+    states = [open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[0] for t in os.listdir(f"/proc/{pid}/task")]
+    return all(s == "T" for s in states)
+
+
 def diagnostics(data_dir: Path, tmp_path: Path) -> str:
     out = []
     for p in (Path(client.log_path(data_dir)), tmp_path / "mcp.log"):
         out.append(f"--- {p}:\n{p.read_text() if p.exists() else '(none)'}")
     out.append(f"pid file: {client.read_pidfile(data_dir)}")
+    out.append("processes: " + "; ".join(" ".join(p.info["cmdline"] or []) + f" [{p.info['status']}] ppid={p.info['ppid']}"
+                                          for p in psutil.process_iter(["cmdline", "status", "ppid"])
+                                          if p.info["cmdline"] and any("leanctx" in w for w in p.info["cmdline"])))
     return "\n".join(out)
 
 
@@ -144,9 +153,10 @@ def test_daemon_killed_mid_request_falls_back(daemon: subprocess.Popen, env: dic
             assert (await read(session, "a.txt"))[1].startswith("[unchanged]")
             # Freeze the daemon, send the read, kill the daemon while the read is in flight.
             os.kill(daemon.pid, signal.SIGSTOP)
+            assert S.wait_until(lambda: stopped(daemon.pid), 10)  # every thread, not just the signal sent
             pending = asyncio.ensure_future(read(session, "a.txt"))
             await asyncio.sleep(0.5)
-            assert not pending.done(), pending.exception() or pending.result()
+            assert not pending.done()
             os.kill(daemon.pid, signal.SIGKILL)
             daemon.wait(10)
             # A normal answer: the in-process cache never delivered this file, so the content.
@@ -272,3 +282,33 @@ def test_state_tools(env: dict, project: Path, tmp_path: Path, home: Path) -> No
 
     asyncio.run(scenario())
     assert (home / ".cks" / "user" / "ana" / "history.md").exists()
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def test_exits_when_the_host_closes_stdin(env: dict, project: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "leanctx.cache.cli", "mcp"], env=dict(env, LEANCTX_DAEMON="0"),
+                            cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write((json.dumps(INIT) + "\n" + json.dumps(LIST) + "\n").encode())
+    proc.stdin.flush()
+    first = json.loads(proc.stdout.readline())
+    second = json.loads(proc.stdout.readline())
+    proc.stdin.close()
+    assert proc.wait(10) == 0
+    assert first["result"]["serverInfo"]["name"] == "leanctx"
+    assert {t["name"] for t in second["result"]["tools"]} == TOOLS
+    assert proc.stdout.read() == b""  # nothing but JSON-RPC lines on stdout
+
+
+def test_stdin_from_a_file_is_served_by_the_sdk_transport(env: dict, project: Path, tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps(INIT) + "\n")
+    with open(requests, "rb") as stdin:
+        res = subprocess.run([sys.executable, "-m", "leanctx.cache.cli", "mcp"], env=dict(env, LEANCTX_DAEMON="0"),
+                             cwd=project, stdin=stdin, capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    answers = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(answers) == 1 and answers[0]["result"]["serverInfo"]["name"] == "leanctx"

@@ -83,11 +83,14 @@ def test_mtime_change_with_same_content_is_not_a_stub(world: World) -> None:
     world.read(c, f)
     text = world.path(f).read_text()
     old = world.mtime_ns(f)
-    world.write(f, text)  # touched: newer mtime
-    assert world.read(c, f)["kind"] == "full"
+    world.write(f, text)  # touched: newer mtime, same bytes
+    r = world.read(c, f)
+    assert r["kind"] == "diff" and "byte-identical" in r["text"] and "pkg/mod/app.py" in r["text"]
     assert world.read(c, f)["kind"] == "stub"
     world.write(f, text, mtime_ns=old - 10_000_000_000)  # backwards (git checkout): a change too
-    assert world.read(c, f)["kind"] == "full"
+    assert world.read(c, f)["kind"] == "diff"
+    world.write(f, text)
+    assert world.read(c, f, 10, 40)["kind"] == "full"  # a window: no stub without the same mtime
 
 
 def test_content_change_with_same_mtime_and_size_is_caught_by_the_hash(world: World) -> None:

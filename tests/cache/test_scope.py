@@ -95,24 +95,80 @@ def test_cached_for_three_seconds_fresh_resamples(world: World) -> None:
     assert world.resolver.resolve(c).stub_ok is True  # expired: sampled again
 
 
-def test_last_known_good_survives_a_transient_miss(world: World) -> None:
+def test_last_known_good_keeps_the_identity_across_a_transient_miss(world: World) -> None:
+    f = _file(world)
+    h = world.host()
+    world.session(h, "s1")
+    c = world.conn(h)
+    key = world.scope(c).key
+    world.read(c, f)
+    rec = world.hook(h, "prompt", "s1")
+    saved = open(rec, "rb").read()
+    os.remove(rec)  # the daemon cannot see the record for a moment
+    s = world.scope(c)
+    assert s.key == key and not s.stub_ok and "transient miss" in s.reason
+    assert s.roots == (str(world.root),)  # relative paths and path safety still work
+    assert world.read(c, f)["kind"] == "full"  # the miss may hide a compaction: no stub
+    with open(rec, "w") as fh:
+        fh.write("{torn")  # unreadable counts as a miss too
+    assert world.scope(c).key == key and not world.scope(c).stub_ok
+    with open(rec, "wb") as fh:
+        fh.write(saved)
+    assert world.read(c, f)["kind"] == "stub"  # readable again: the stub is back
+
+
+def test_a_miss_that_hid_a_compaction_never_serves_a_stale_stub(world: World) -> None:
     f = _file(world)
     h = world.host()
     world.session(h, "s1")
     c = world.conn(h)
     world.read(c, f)
-    rec = world.hook(h, "prompt", "s1")
-    saved = open(rec, "rb").read()
-    os.remove(rec)  # the record vanishes for a moment
+    rec = world.hook(h, "compact", "s1")  # not sampled yet
+    os.replace(rec, rec + ".away")
+    assert world.read(c, f)["kind"] == "full"
+    os.replace(rec + ".away", rec)
+    assert world.scope(c).compactions == 1
+
+
+def test_a_miss_on_a_multi_chat_host_keeps_the_host_ambiguous(world: World) -> None:
+    f = _file(world)
+    cur = world.host("cursor")
+    c = world.conn(cur)
+    world.session(cur, "chat-a")
+    world.session(cur, "chat-b")
+    world.read(c, f)
+    rec_a = world.hook(cur, "prompt", "chat-a")
+    world.scope(c)  # sampled
+    os.remove(rec_a)  # chat-a is still working, but invisible now
     s = world.scope(c)
-    assert s.key.startswith("claude:s1@") and s.stub_ok
-    assert world.read(c, f)["kind"] == "stub"
-    with open(rec, "w") as fh:
-        fh.write("{torn")  # unreadable counts as a miss too
-    assert world.read(c, f)["kind"] == "stub"
-    with open(rec, "wb") as fh:
-        fh.write(saved)
-    assert world.read(c, f)["kind"] == "stub"
+    assert not s.stub_ok and "2 conversations" in s.reason
+
+
+def test_last_good_records_survive_a_daemon_restart(world: World) -> None:
+    cur = world.host("cursor")
+    c = world.conn(cur)
+    world.session(cur, "chat-a")
+    world.session(cur, "chat-b")
+    rec_a = world.hook(cur, "prompt", "chat-a")
+    world.scope(c)
+    assert os.path.exists(os.path.join(world.data, "conversations", ".last_good.json"))
+    os.remove(rec_a)
+    world.restart()
+    assert "2 conversations" in world.scope(c).reason
+
+
+def test_an_unreadable_record_of_unknown_host_withholds_everywhere(world: World) -> None:
+    h = world.host()
+    world.session(h, "s1")
+    c = world.conn(h)
+    bad = os.path.join(world.data, "conversations", "cursor", "x.json")
+    os.makedirs(os.path.dirname(bad), exist_ok=True)
+    with open(bad, "w") as fh:
+        fh.write("{not json")
+    s = world.scope(c)
+    assert s.key.startswith("claude:s1@") and not s.stub_ok and "host unknown" in s.reason
+    os.remove(bad)
+    assert world.scope(c).stub_ok
 
 
 def test_last_known_good_expires_with_the_record_age(world: World) -> None:

@@ -185,6 +185,22 @@ def test_socket_removed_under_a_live_daemon_shuts_it_down(daemon: subprocess.Pop
     assert not os.path.exists(client.pid_path(data_dir))
 
 
+def test_idle_daemon_exits_but_not_while_a_client_is_connected(env: dict, data_dir: Path, tmp_path: Path) -> None:
+    proc = S.start_daemon(dict(env, LEANCTX_DAEMON_IDLE_S="1"), tmp_path / "idle.log")
+    try:
+        held = client.connect(client.socket_path(data_dir), 2.0)
+        time.sleep(4)  # two housekeeping rounds with a client connected
+        assert proc.poll() is None
+        held.close()
+        assert proc.wait(15) == 0
+        assert "no client for 1 s: shutting down" in (tmp_path / "idle.log").read_text()
+        assert not os.path.exists(client.socket_path(data_dir))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_detached_start_never_holds_the_callers_stdio(env: dict, data_dir: Path) -> None:
     res = subprocess.run(S.leanctx_cmd("serve", "--detach"), env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
