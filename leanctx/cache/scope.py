@@ -71,8 +71,8 @@ import stat as statmod
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from leanctx.cache.paths import real_roots
 
@@ -169,8 +169,22 @@ class Rec:
     """One parsed conversation record (only what scoping needs)."""
 
     __slots__ = (
-        "path", "agent", "conversation_id", "session_id", "created_at", "compactions", "updated_ts",
-        "ended", "host_pid", "host_ticks", "cwd", "roots", "subagents", "in_turn", "inherited", "ghost",
+        "agent",
+        "compactions",
+        "conversation_id",
+        "created_at",
+        "cwd",
+        "ended",
+        "ghost",
+        "host_pid",
+        "host_ticks",
+        "in_turn",
+        "inherited",
+        "path",
+        "roots",
+        "session_id",
+        "subagents",
+        "updated_ts",
     )
 
     def to_dict(self) -> dict:
@@ -218,7 +232,17 @@ def _event_kind(agent: str, event: str) -> str | None:
 
 def _in_turn(agent: str, value: dict, subagents: dict) -> bool:
     """Is this conversation inside a turn (a prompt seen, no stop since)? Unknown -> yes."""
-    from leanctx.agents.base import PRE_COMPACT, PRE_TOOL, PROMPT, REPLY, SESSION_END, SESSION_START, STOP, SUBAGENT_START, SUBAGENT_STOP
+    from leanctx.agents.base import (
+        PRE_COMPACT,
+        PRE_TOOL,
+        PROMPT,
+        REPLY,
+        SESSION_END,
+        SESSION_START,
+        STOP,
+        SUBAGENT_START,
+        SUBAGENT_STOP,
+    )
 
     if subagents:
         return True
@@ -274,6 +298,14 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
         for sid, info in subs.items():
             started = _num(info.get("started_ts")) if isinstance(info, dict) else None
             r.subagents[str(sid)] = started if started is not None else updated
+    # The read gate (a pre-tool hook narrowed to ctx_read) notes, before each call runs, whether a
+    # subagent is the caller. SubagentStart alone can land after the subagent's first tool call in
+    # the real Claude Code, so a subagent's note withholds stubs until the conversation's own next
+    # ctx_read note (agent_id None) replaces it.
+    gate = value.get("last_read_call")
+    if isinstance(gate, dict) and isinstance(gate.get("agent_id"), str) and gate["agent_id"]:
+        ts = _num(gate.get("ts"))
+        r.subagents["read-gate:" + gate["agent_id"]] = ts if ts is not None else updated
     r.in_turn = _in_turn(r.agent, value, r.subagents)
     r.inherited = {}
     r.ghost = False
@@ -287,7 +319,7 @@ def _read_json(path: str) -> object:
 
 
 class _Dir:
-    __slots__ = ("mtime_ns", "files")
+    __slots__ = ("files", "mtime_ns")
 
     def __init__(self, mtime_ns: int, files: dict) -> None:
         self.mtime_ns = mtime_ns
@@ -297,7 +329,7 @@ class _Dir:
 class View:
     """Indexes over one version of the snapshot (time filters are applied by the caller)."""
 
-    __slots__ = ("recs", "by_host", "by_id", "bad")
+    __slots__ = ("bad", "by_host", "by_id", "recs")
 
     def __init__(self, recs: list[Rec], bad: list[tuple[str, int]]) -> None:
         self.recs = recs
@@ -487,7 +519,7 @@ class RecordSnapshot:
 
 
 class _ConnState:
-    __slots__ = ("sampled_at", "scope", "legacy_seen", "legacy_count", "legacy_started")
+    __slots__ = ("legacy_count", "legacy_seen", "legacy_started", "sampled_at", "scope")
 
     def __init__(self) -> None:
         self.sampled_at = -1e18
