@@ -39,12 +39,11 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from leanctx.cache import tokens  # noqa: E402
-from leanctx.cache.paths import ReadError, load, real_roots, resolve  # noqa: E402
-from leanctx.cache.replay import Engine, NoCache, Oracle, Ours, Policy, load_trace  # noqa: E402
-from leanctx.cache.stubs import stub  # noqa: E402
-from leanctx.hooks.publish import read_json  # noqa: E402
-
+from leanctx.cache import tokens
+from leanctx.cache.paths import ReadError, load, real_roots, resolve
+from leanctx.cache.replay import Engine, NoCache, Oracle, Ours, Policy, load_trace
+from leanctx.cache.stubs import stub
+from leanctx.hooks.publish import read_json
 
 # -- the peer's policy (seed 000 + lean-ctx §2) -----------------------------------------------------
 
@@ -104,7 +103,7 @@ class Peer(Policy):
                 e["full"] = False
             self.index.clear()
 
-    def read(self, host, conv, sub, path, start, end, fresh):  # noqa: ANN001, ANN201
+    def read(self, host, conv, sub, path, start, end, fresh):
         root = self.eng.root
         scope_env = host.env.get("LEANCTX_SCOPE")
         if host.agent == "cursor" and sub:

@@ -25,20 +25,19 @@ def valid(span: object) -> bool:
     )
 
 
-def merge(spans) -> list[Span]:  # noqa: ANN001 - any iterable of pairs
+def merge(spans) -> list[Span]:
     """Valid spans only, sorted, touching/overlapping ones merged."""
     good = sorted((int(s[0]), int(s[1])) for s in spans if valid(s))
     out: list[list[int]] = []
     for s, e in good:
         if out and s <= out[-1][1] + 1:
-            if e > out[-1][1]:
-                out[-1][1] = e
+            out[-1][1] = max(out[-1][1], e)
         else:
             out.append([s, e])
     return [(s, e) for s, e in out]
 
 
-def coalesce(spans, cap: int = MAX_RANGES_PER_FILE) -> tuple[list[Span], bool]:  # noqa: ANN001
+def coalesce(spans, cap: int = MAX_RANGES_PER_FILE) -> tuple[list[Span], bool]:
     """merge(), then keep at most `cap` spans, dropping the smallest (ties: later start first)."""
     merged = merge(spans)
     if len(merged) <= cap:
@@ -47,7 +46,7 @@ def coalesce(spans, cap: int = MAX_RANGES_PER_FILE) -> tuple[list[Span], bool]: 
     return sorted(keep), True
 
 
-def intersect(window: Span, spans) -> list[Span]:  # noqa: ANN001
+def intersect(window: Span, spans) -> list[Span]:
     s0, e0 = window
     out = []
     for s, e in merge(spans):
@@ -57,7 +56,7 @@ def intersect(window: Span, spans) -> list[Span]:  # noqa: ANN001
     return out
 
 
-def subtract(window: Span, spans) -> list[Span]:  # noqa: ANN001
+def subtract(window: Span, spans) -> list[Span]:
     s0, e0 = window
     out = []
     cur = s0
@@ -74,11 +73,11 @@ def subtract(window: Span, spans) -> list[Span]:  # noqa: ANN001
     return out
 
 
-def covers(spans, window: Span) -> bool:  # noqa: ANN001
+def covers(spans, window: Span) -> bool:
     return not subtract(window, spans)
 
 
-def plan(window: Span, held, min_covered: int = MIN_COVERED_LINES) -> tuple[list[Span], list[Span]]:  # noqa: ANN001
+def plan(window: Span, held, min_covered: int = MIN_COVERED_LINES) -> tuple[list[Span], list[Span]]:
     """(covered runs worth a pointer, spans to send) for a window against held spans."""
     covered = [r for r in intersect(window, held) if r[1] - r[0] + 1 >= min_covered]
     if not covered:

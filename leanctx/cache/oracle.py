@@ -96,7 +96,7 @@ class OracleCache:
         self.dedup = dedup
         self.contents: dict[str, str] = {}
 
-    def read(self, ctx: str, roots, cwd: str | None, path: str, start_line=None, end_line=None, fresh=False) -> tuple[str, dict]:  # noqa: ANN001
+    def read(self, ctx: str, roots, cwd: str | None, path: str, start_line=None, end_line=None, fresh=False) -> tuple[str, dict]:
         rr = real_roots(roots)
         try:
             real, rel = resolve(path, rr, (), cwd)
@@ -153,7 +153,13 @@ class FakeHost:
 def publish_event(data_dir: str, agent: str, event: str, payload: dict, host: dict, ts: float) -> str | None:
     """What `leanctx.hooks.publish.publish` does for one hook event, with host and time given."""
     from leanctx import agents
-    from leanctx.hooks.publish import apply_event, now_iso, read_json, record_path, write_json_atomic
+    from leanctx.hooks.publish import (
+        apply_event,
+        now_iso,
+        read_json,
+        record_path,
+        write_json_atomic,
+    )
 
     ev = agents.get(agent).normalize(event, payload)
     if not ev.conversation_id:

@@ -34,7 +34,7 @@ class ReadError(Exception):
 class FileSnap:
     """One consistent read of a file: its text and the facts a stub decision needs."""
 
-    __slots__ = ("real", "size", "mtime_ns", "ino", "text", "fp", "starts", "nlines")
+    __slots__ = ("fp", "ino", "mtime_ns", "nlines", "real", "size", "starts", "text")
 
     def __init__(self, real: str, size: int, mtime_ns: int, ino: int, text: str, fp: str) -> None:
         self.real = real
@@ -74,7 +74,7 @@ def fingerprint(data: bytes) -> str:
     return f"{len(data)}:{hashlib.blake2b(data, digest_size=16).hexdigest()}"
 
 
-def real_roots(roots) -> tuple[str, ...]:  # noqa: ANN001 - iterable of str
+def real_roots(roots) -> tuple[str, ...]:
     out = []
     for r in roots:
         if not isinstance(r, str) or not r or "\0" in r:

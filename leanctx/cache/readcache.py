@@ -47,7 +47,14 @@ from collections import OrderedDict
 from leanctx.cache import dedup as rng
 from leanctx.cache import index as idx
 from leanctx.cache import stubs, tokens
-from leanctx.cache.paths import FileSnap, ReadError, line_starts, load, real_roots, resolve
+from leanctx.cache.paths import (
+    FileSnap,
+    ReadError,
+    line_starts,
+    load,
+    real_roots,
+    resolve,
+)
 from leanctx.cache.scope import Scope
 
 MAX_CONVERSATIONS = 1024
@@ -61,7 +68,7 @@ _PLURAL = {"full": "full", "stub": "stubs", "diff": "diffs", "pointer": "pointer
 
 
 class Holding:
-    __slots__ = ("fp", "size", "mtime_ns", "compactions", "lines", "whole", "ranges", "cold")
+    __slots__ = ("cold", "compactions", "fp", "lines", "mtime_ns", "ranges", "size", "whole")
 
     def __init__(self, fp: str, size: int, mtime_ns: int, compactions: int, lines: int, whole: bool,
                  ranges: list, cold: bool = False) -> None:
@@ -77,7 +84,7 @@ class Holding:
 
 
 class _Conv:
-    __slots__ = ("agent", "held", "used_ts", "persist")
+    __slots__ = ("agent", "held", "persist", "used_ts")
 
     def __init__(self, agent: str | None, persist: bool) -> None:
         self.agent = agent
@@ -130,7 +137,7 @@ def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] |
 
 class ReadCache:
     def __init__(self, state_dir: str | None, *, dedup: bool | None = None, max_file_bytes: int = 2_000_000,
-                 allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time) -> None:  # noqa: ANN001
+                 allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time) -> None:
         self.state_dir = str(state_dir) if state_dir else None
         if dedup is None:
             dedup = os.environ.get("LEANCTX_DEDUP", "1").strip().lower() not in _OFF
@@ -298,7 +305,7 @@ class ReadCache:
             self._maybe_autosave()
         return result
 
-    def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool) -> dict:  # noqa: ANN001
+    def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool) -> dict:
         roots = self._roots(tuple(scope.roots))
         real, rel = resolve(path, roots, self.allow, scope.cwd)
         self._before_open(real)

@@ -17,6 +17,11 @@ object per line in a `.jsonl` file):
     {"op": "write", "path": "src/a.py", "text": "..."}            create or replace a file
     {"op": "edit", "path": "src/a.py", "mode": "line"|"append"|"touch"|"same_mtime"|"revert", "n": int}
     {"op": "tick", "s": 31.0}                                      the clock moves
+    {"op": "root", "path": "/home/me/proj"}                        the project folder of a recorded
+                                                                   run: read paths under it are
+                                                                   replayed relative to ours (recorded
+                                                                   payloads' cwd/workspace_roots always
+                                                                   map to the replay's project)
     {"op": "restart", "graceful": true}                            the daemon restarts
     {"op": "miss", "host": "h1", "conv": "s1"}                     the daemon cannot read the conversation's
                                                                    record until h1's next hook event
@@ -34,7 +39,14 @@ import os
 from collections import Counter
 
 from leanctx.cache import ReadCache, Resolver
-from leanctx.cache.oracle import EVENTS, FakeHost, OracleCache, Truth, hook, publish_event
+from leanctx.cache.oracle import (
+    EVENTS,
+    FakeHost,
+    OracleCache,
+    Truth,
+    hook,
+    publish_event,
+)
 from leanctx.cache.scope import Connection, Scope
 from leanctx.hooks.publish import record_path
 
@@ -62,7 +74,7 @@ class Policy:
     def setup(self, eng: Engine) -> None:
         self.eng = eng
 
-    def read(self, host: HostProc, conv: str, sub: str | None, path: str, start, end, fresh: bool) -> dict:  # noqa: ANN001
+    def read(self, host: HostProc, conv: str, sub: str | None, path: str, start, end, fresh: bool) -> dict:
         raise NotImplementedError
 
     def restart(self, graceful: bool) -> None:
@@ -76,7 +88,7 @@ class NoCache(Policy):
         super().setup(eng)
         self.cache = ReadCache(None, dedup=False)
 
-    def read(self, host, conv, sub, path, start, end, fresh):  # noqa: ANN001, ANN201
+    def read(self, host, conv, sub, path, start, end, fresh):
         root = self.eng.root
         return self.cache.read(Scope(None, None, 0, (root,), False, "no cache", root), path, start, end, True)
 
@@ -104,13 +116,13 @@ class Ours(Policy):
             return Connection(f"task-{host.name}-{sub}", {"CURSOR_TASK_ID": sub}, None, None, root)
         return Connection(f"mcp-{host.name}", dict(host.env), host.fake.pid, host.fake.ticks, root)
 
-    def read(self, host, conv, sub, path, start, end, fresh):  # noqa: ANN001, ANN201
+    def read(self, host, conv, sub, path, start, end, fresh):
         scope = self.resolver.resolve(self.conn(host, sub), fresh=True)
         self.last_scope = scope
         self.last_holding = self._holding(scope, path)
         return self.cache.read(scope, path, start, end, fresh)
 
-    def _holding(self, scope: Scope, path: str):  # noqa: ANN202
+    def _holding(self, scope: Scope, path: str):
         conv = self.cache._convs.get(scope.key) if scope.key else None
         if conv is None:
             return None
@@ -152,7 +164,7 @@ class Oracle(Policy):
         super().setup(eng)
         self.cache = OracleCache(self.truth)
 
-    def read(self, host, conv, sub, path, start, end, fresh):  # noqa: ANN001, ANN201
+    def read(self, host, conv, sub, path, start, end, fresh):
         ctx = self.eng.ctx(conv, sub)
         _real, res = self.cache.read(ctx, [self.eng.root], self.eng.root, path, start, end, fresh)
         return res
@@ -173,6 +185,7 @@ class Engine:
         self.events = 0
         self.divergences: Counter = Counter()
         self.hidden: dict[str, str] = {}
+        self.recorded_root: str | None = None
         for p in policies:
             p.setup(self)
 
@@ -226,7 +239,7 @@ class Engine:
             self._write(rel, "\n".join(lines))
 
     # events -------------------------------------------------------------------------------------
-    def run(self, events) -> None:  # noqa: ANN001
+    def run(self, events) -> None:
         for ev in events:
             self.apply(ev)
 
@@ -241,7 +254,14 @@ class Engine:
             host = self.hosts[ev["host"]]
             self._unhide(ev["host"])
             if "payload" in ev:
-                publish_event(self.data, host.agent, ev["event"], ev["payload"], host.fake.as_host(), self.t)
+                payload = dict(ev["payload"])
+                if payload.get("cwd"):
+                    payload["cwd"] = self.root  # the recorded project folder is replayed here
+                if payload.get("workspace_roots") or payload.get("workspaceRoots"):
+                    payload["workspace_roots"] = [self.root]
+                    payload.pop("workspaceRoots", None)
+                publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
+                ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
                 return
             meaning, conv = ev["event"], ev["conv"]
@@ -255,6 +275,8 @@ class Engine:
             if host.agent in EVENTS:
                 hook(self.data, host.fake, meaning, conv, self.root, self.t, **extra)
             self._truth_after(meaning, conv, ev.get("sub"))
+        elif op == "root":
+            self.recorded_root = ev["path"].rstrip("/")
         elif op == "read":
             self._read(ev)
         elif op == "write":
@@ -309,6 +331,8 @@ class Engine:
         conv, sub = ev["conv"], ev.get("sub")
         ctx = self.ctx(conv, sub)
         path = ev["path"]
+        if self.recorded_root and (path == self.recorded_root or path.startswith(self.recorded_root + "/")):
+            path = os.path.relpath(path, self.recorded_root)
         real = os.path.realpath(os.path.join(self.root, path))
         results = {}
         for p in self.policies:

@@ -490,7 +490,8 @@ class Daemon:
         assert self.core is not None
         stats = self.core.stats()
         with self._stats_lock:
-            conns = {"open_sockets": self.open_sockets, "clients": len(self.live_ids),
+            # open_sockets: besides the one this status request came on
+            conns = {"open_sockets": max(0, self.open_sockets - 1), "clients": len(self.live_ids),
                      "clients_seen": len(self.seen_ids), "sockets_total": self.sockets_total}
             requests, errors = self.requests, self.errors
         return {

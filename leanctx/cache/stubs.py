@@ -39,7 +39,7 @@ def pointer(rel: str, nlines: int, window: Span, covered: list[Span], sections: 
         new = fmt_spans([s for s, _ in sections], limit=len(sections))
         lines = []
         for (s, _e), text in sections:
-            body = text[:-1] if text.endswith("\n") else text
+            body = text.removesuffix("\n")
             for i, line in enumerate(body.split("\n")):
                 lines.append(f"{s + i}\t{line}")
         return f"{head}; the only new lines are {new}:\n" + "\n".join(lines) + "\n"

@@ -56,7 +56,7 @@ def _o200k_cached() -> bool:
 
 
 class Tokenizer:
-    def __init__(self, name: str, encode=None) -> None:  # noqa: ANN001 - a tiktoken encode_ordinary
+    def __init__(self, name: str, encode=None) -> None:
         self.name = name
         self._encode = encode
         self._memo: OrderedDict[str, int] = OrderedDict()

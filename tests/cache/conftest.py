@@ -80,7 +80,7 @@ class World:
             cwd=cwd if cwd is not None else str(self.root),
         )
 
-    def scope(self, conn: Connection):  # noqa: ANN201
+    def scope(self, conn: Connection):
         return self.resolver.resolve(conn, fresh=True)
 
     def read(self, conn: Connection, path: str, start: int | None = None, end: int | None = None, fresh: bool = False) -> dict:

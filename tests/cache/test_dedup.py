@@ -50,7 +50,7 @@ def test_cap_drops_the_smallest_spans_first() -> None:
 # -- through the cache ----------------------------------------------------------------------------------
 
 
-def _conn(world: World):  # noqa: ANN202
+def _conn(world: World):
     h = world.host()
     world.session(h, "s1")
     return h, world.conn(h)
@@ -67,9 +67,9 @@ def test_partial_overlap_sends_a_pointer_and_only_the_new_lines(world: World) ->
     t = r["text"]
     assert t.startswith("[partly unchanged] src/big.py L1-200 of 300 lines: L1-80, L120-160 were already sent")
     assert "unchanged on disk since" in t and "fresh=true" in t
-    assert not re.search(r"omitted|unavailable", t, re.I)
+    assert not re.search(r"omitted|unavailable", t, re.IGNORECASE)
     assert "@@ L81-119 @@" in t and "@@ L161-200 @@" in t
-    sent = {int(m) for m in re.findall(r"^\s*(\d+) v", t, re.M)}
+    sent = {int(m) for m in re.findall(r"^\s*(\d+) v", t, re.MULTILINE)}
     assert sent == set(range(81, 120)) | set(range(161, 201))  # no line sent twice
     assert world.read(c, "src/big.py", 1, 200)["kind"] == "stub"  # now it holds all of it
 
@@ -136,7 +136,7 @@ def test_other_conversation_gets_no_pointer(world: World) -> None:
     assert world.read(world.conn(h2), "src/big.py", 50, 150)["kind"] == "full"
 
 
-def test_kill_switch(world: World, monkeypatch) -> None:  # noqa: ANN001
+def test_kill_switch(world: World, monkeypatch) -> None:
     world.write("src/big.py", lines(300))
     monkeypatch.setenv("LEANCTX_DEDUP", "0")
     world.cache = ReadCache(None)

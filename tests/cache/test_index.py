@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from leanctx.cache import ReadCache
 from leanctx.cache.index import index_path
@@ -11,7 +12,7 @@ from leanctx.cache.index import index_path
 from .conftest import World, code
 
 
-def _setup(world: World):  # noqa: ANN202
+def _setup(world: World):
     world.write("src/a.py", code(80))
     world.write("src/b.py", code(80, "b"))
     h = world.host()
@@ -20,7 +21,7 @@ def _setup(world: World):  # noqa: ANN202
 
 
 def test_cold_stub_after_restart_for_the_same_conversation(world: World) -> None:
-    h, c = _setup(world)
+    _h, c = _setup(world)
     world.read(c, "src/a.py")
     world.read(c, "src/b.py", 1, 40)
     world.restart()
@@ -32,7 +33,7 @@ def test_cold_stub_after_restart_for_the_same_conversation(world: World) -> None
 
 
 def test_cold_stub_needs_the_same_known_conversation(world: World) -> None:
-    h, c = _setup(world)
+    _h, c = _setup(world)
     world.read(c, "src/a.py")
     world.restart()
     h2 = world.host()
@@ -63,7 +64,7 @@ def test_restart_never_reapplies_an_old_compaction(world: World) -> None:
 
 
 def test_crash_without_save_loses_only_savings(world: World) -> None:
-    h, c = _setup(world)
+    _h, c = _setup(world)
     world.read(c, "src/a.py")
     world.restart(graceful=False)
     assert world.read(c, "src/a.py")["kind"] == "full"
@@ -71,7 +72,7 @@ def test_crash_without_save_loses_only_savings(world: World) -> None:
 
 
 def test_autosave_persists_without_an_explicit_save(world: World) -> None:
-    h, c = _setup(world)
+    _h, c = _setup(world)
     world.read(c, "src/a.py")
     world.tick(6)
     world.read(c, "src/b.py")  # the read after 5 s saves (dirty)
@@ -80,11 +81,11 @@ def test_autosave_persists_without_an_explicit_save(world: World) -> None:
 
 
 def test_index_never_stores_contents(world: World) -> None:
-    h, c = _setup(world)
+    _h, c = _setup(world)
     world.write("src/secret.py", "TOKEN = 'very-distinctive-secret-value'\n" * 20)
     world.read(c, "src/secret.py")
     world.cache.save()
-    raw = open(index_path(str(world.state))).read()
+    raw = Path(index_path(str(world.state))).read_text()
     assert "very-distinctive-secret-value" not in raw
     assert oct(os.stat(index_path(str(world.state))).st_mode & 0o777) == "0o600"
     doc = json.loads(raw)
@@ -100,16 +101,15 @@ def test_legacy_and_unknown_deliveries_are_not_persisted(world: World) -> None:
     assert world.read(legacy, "src/a.py")["kind"] == "stub"
     world.restart()
     assert world.read(legacy, "src/a.py")["kind"] == "full"
-    assert json.load(open(index_path(str(world.state))))["conversations"] == {}
+    assert json.loads(Path(index_path(str(world.state))).read_text())["conversations"] == {}
 
 
 def test_corrupt_index_is_quarantined_and_the_cache_keeps_working(world: World) -> None:
-    h, c = _setup(world)
+    _h, c = _setup(world)
     world.read(c, "src/a.py")
     world.cache.save()
     p = index_path(str(world.state))
-    with open(p, "w") as f:
-        f.write('{"schema": 1, "conversations": {"k": ')
+    Path(p).write_text('{"schema": 1, "conversations": {"k": ')
     world.restart(graceful=False)
     st = world.cache.stats()
     assert st["index"]["quarantined"] and os.path.exists(st["index"]["quarantined"])
@@ -117,25 +117,25 @@ def test_corrupt_index_is_quarantined_and_the_cache_keeps_working(world: World) 
     assert world.read(c, "src/a.py")["kind"] == "full"
     assert world.read(c, "src/a.py")["kind"] == "stub"
     world.cache.save()
-    assert json.load(open(p))["schema"] == 1
+    assert json.loads(Path(p).read_text())["schema"] == 1
 
 
 def test_index_that_parses_but_does_not_validate_is_quarantined(world: World) -> None:
-    h, c = _setup(world)
+    _h, c = _setup(world)
     world.read(c, "src/a.py")
     world.cache.save()
     p = index_path(str(world.state))
-    doc = json.load(open(p))
+    doc = json.loads(Path(p).read_text())
     (conv,) = doc["conversations"].values()
     (held,) = conv["held"].values()
     held["ranges"] = [[5, 2]]  # an invalid span must never be trusted (or clamped)
-    json.dump(doc, open(p, "w"))
+    Path(p).write_text(json.dumps(doc))
     cache = ReadCache(str(world.state))
     assert cache.quarantined and cache.stats()["entries"] == 0
 
 
 def test_stats_survive_a_restart(world: World) -> None:
-    h, c = _setup(world)
+    _h, c = _setup(world)
     world.read(c, "src/a.py")
     world.read(c, "src/a.py")
     world.restart()

@@ -76,7 +76,10 @@ async def read(session: ClientSession, path: str, **args: object) -> tuple[bool,
 
 def stopped(pid: int) -> bool:
     """All threads of `pid` are in the stopped state (SIGSTOP takes effect asynchronously)."""
-    states = [open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[0] for t in os.listdir(f"/proc/{pid}/task")]
+    try:
+        states = [open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[0] for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:  # a thread came or went while we looked
+        return False
     return all(s == "T" for s in states)
 
 

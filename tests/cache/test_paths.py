@@ -13,7 +13,7 @@ from .conftest import World, code
 
 
 @pytest.fixture
-def c(world: World):  # noqa: ANN201
+def c(world: World):
     world.write("src/ok.py", code(20))
     h = world.host()
     world.session(h, "s1")
@@ -27,13 +27,13 @@ def _err(r: dict, code_: str) -> str:
     return r["text"]
 
 
-def test_inside_root_relative_and_absolute(world: World, c) -> None:  # noqa: ANN001
+def test_inside_root_relative_and_absolute(world: World, c) -> None:
     assert world.read(c, "src/ok.py")["kind"] == "full"
     r = world.read(c, str(world.path("src/ok.py")))
     assert r["path"] == "src/ok.py"
 
 
-def test_outside_roots_and_dotdot(world: World, c, tmp_path) -> None:  # noqa: ANN001
+def test_outside_roots_and_dotdot(world: World, c, tmp_path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("password\n")
     _err(world.read(c, str(secret)), "outside_roots")
@@ -42,7 +42,7 @@ def test_outside_roots_and_dotdot(world: World, c, tmp_path) -> None:  # noqa: A
     _err(world.read(c, "/etc/passwd"), "outside_roots")
 
 
-def test_symlinks_are_resolved_before_the_check(world: World, c, tmp_path) -> None:  # noqa: ANN001
+def test_symlinks_are_resolved_before_the_check(world: World, c, tmp_path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("password\n")
     os.symlink(secret, world.path("link-out.txt"))
@@ -54,7 +54,7 @@ def test_symlinks_are_resolved_before_the_check(world: World, c, tmp_path) -> No
     assert r["kind"] == "full" and r["path"] == "src/ok.py"  # named by its real path
 
 
-def test_allow_list_extends_the_roots(world: World, c, tmp_path) -> None:  # noqa: ANN001
+def test_allow_list_extends_the_roots(world: World, c, tmp_path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
     (shared / "lib.py").write_text(code(10))
@@ -63,7 +63,7 @@ def test_allow_list_extends_the_roots(world: World, c, tmp_path) -> None:  # noq
     assert r["kind"] == "full" and r["path"] == os.path.realpath(shared / "lib.py")
 
 
-def test_devices_fifos_and_directories(world: World, c) -> None:  # noqa: ANN001
+def test_devices_fifos_and_directories(world: World, c) -> None:
     world.cache = ReadCache(None, allow=("/dev",))
     _err(world.read(c, "/dev/zero"), "not_a_file")
     _err(world.read(c, "/dev/null"), "not_a_file")
@@ -72,7 +72,7 @@ def test_devices_fifos_and_directories(world: World, c) -> None:  # noqa: ANN001
     _err(world.read(c, "src"), "not_a_file")
 
 
-def test_binary_huge_and_non_utf8(world: World, c) -> None:  # noqa: ANN001
+def test_binary_huge_and_non_utf8(world: World, c) -> None:
     world.write("img.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     assert "binary" in _err(world.read(c, "img.png"), "binary")
     world.write("latin1.txt", "caf\xe9\n".encode("latin-1"))
@@ -84,7 +84,7 @@ def test_binary_huge_and_non_utf8(world: World, c) -> None:  # noqa: ANN001
     assert world.read(c, "fits.txt")["kind"] == "full"
 
 
-def test_missing_and_deleted_between_stat_and_read(world: World, c) -> None:  # noqa: ANN001
+def test_missing_and_deleted_between_stat_and_read(world: World, c) -> None:
     _err(world.read(c, "nope.py"), "not_found")
 
     class Racy(ReadCache):
@@ -96,7 +96,7 @@ def test_missing_and_deleted_between_stat_and_read(world: World, c) -> None:  # 
     assert "deleted" in _err(world.read(c, "gone.py"), "not_found")
 
 
-def test_bad_path_values(world: World, c) -> None:  # noqa: ANN001
+def test_bad_path_values(world: World, c) -> None:
     _err(world.read(c, ""), "bad_path")
     _err(world.read(c, "a\0b"), "bad_path")
     _err(world.cache.read(world.scope(c), None), "bad_path")  # type: ignore[arg-type]
@@ -116,7 +116,7 @@ def test_root_slash_is_never_a_root(world: World) -> None:
     _err(world.cache.read(s, "/etc/hostname"), "outside_roots")
 
 
-def test_errors_never_break_the_cache(world: World, c) -> None:  # noqa: ANN001
+def test_errors_never_break_the_cache(world: World, c) -> None:
     world.read(c, "nope.py")
     assert world.read(c, "src/ok.py")["kind"] == "full"
     assert world.read(c, "src/ok.py")["kind"] == "stub"

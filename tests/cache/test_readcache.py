@@ -11,7 +11,7 @@ from leanctx.cache.readcache import split_lines
 from .conftest import World, code
 
 
-def _setup(world: World, n: int = 120, rel: str = "pkg/mod/app.py"):  # noqa: ANN202
+def _setup(world: World, n: int = 120, rel: str = "pkg/mod/app.py"):
     world.write(rel, code(n))
     h = world.host()
     world.session(h, "s1")
@@ -176,7 +176,7 @@ def test_stats_per_agent_and_conversation(world: World) -> None:
     assert st["tokenizer"] in ("o200k_base", "cl100k_base", "estimate-chars/4")
 
 
-def test_dedup_off_by_kwarg_and_env(world: World, monkeypatch) -> None:  # noqa: ANN001
+def test_dedup_off_by_kwarg_and_env(world: World, monkeypatch) -> None:
     monkeypatch.setenv("LEANCTX_DEDUP", "0")
     assert ReadCache(None).dedup is False
     monkeypatch.setenv("LEANCTX_DEDUP", "1")

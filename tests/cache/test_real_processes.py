@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from leanctx.cache import Connection, ReadCache, Resolver
 
@@ -44,7 +45,7 @@ def _host(data: str, agent: str, conv: str, cwd: str) -> tuple[Connection, int]:
     return Connection.from_dict(json.loads(out)), p.pid
 
 
-def test_concurrent_cli_sessions_match_their_own_host_process(tmp_path) -> None:  # noqa: ANN001
+def test_concurrent_cli_sessions_match_their_own_host_process(tmp_path) -> None:
     data = str(tmp_path / "data")
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -54,7 +55,7 @@ def test_concurrent_cli_sessions_match_their_own_host_process(tmp_path) -> None:
     assert c1.host_pid == pid1 and c2.host_pid == pid2
     assert c1.host_start_ticks is not None and c1.env.get("CLAUDE_CODE_SESSION_ID") == "sess-one"
     assert c1.cwd == str(proj)
-    recs = [json.load(open(os.path.join(data, "conversations", a, f"{i}.json"))) for a, i in
+    recs = [json.loads(Path(data, "conversations", a, f"{i}.json").read_text()) for a, i in
             (("claude", "sess-one"), ("codex", "thread-two"))]
     assert [r["host"]["pid"] for r in recs] == [pid1, pid2]
 

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
-from leanctx.cache.scope import CONCURRENCY_WINDOW_S, RECORD_MAX_AGE_S, REFRESH_TTL_S, Connection
+from leanctx.cache.scope import (
+    CONCURRENCY_WINDOW_S,
+    RECORD_MAX_AGE_S,
+    REFRESH_TTL_S,
+    Connection,
+)
 
 from .conftest import World, code
 
@@ -103,7 +109,7 @@ def test_last_known_good_keeps_the_identity_across_a_transient_miss(world: World
     key = world.scope(c).key
     world.read(c, f)
     rec = world.hook(h, "prompt", "s1")
-    saved = open(rec, "rb").read()
+    saved = Path(rec).read_bytes()
     os.remove(rec)  # the daemon cannot see the record for a moment
     s = world.scope(c)
     assert s.key == key and not s.stub_ok and "transient miss" in s.reason

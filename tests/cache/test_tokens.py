@@ -11,7 +11,7 @@ from leanctx.cache import tokens
 
 
 @pytest.fixture(autouse=True)
-def _fresh_tokenizer(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202
+def _fresh_tokenizer(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("LEANCTX_TOKENIZER", raising=False)
     tokens.reset()
     yield
@@ -36,7 +36,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list:
     return calls
 
 
-def test_without_a_cached_o200k_file_we_never_download(tmp_path, monkeypatch, no_network) -> None:  # noqa: ANN001
+def test_without_a_cached_o200k_file_we_never_download(tmp_path, monkeypatch, no_network) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tk"))
     assert tokens.o200k_cache_file().startswith(str(tmp_path / "tk"))
     name = tokens.name()
@@ -46,7 +46,7 @@ def test_without_a_cached_o200k_file_we_never_download(tmp_path, monkeypatch, no
         assert tokens.count("hello world") == 2
 
 
-def test_a_corrupt_cached_o200k_file_is_not_used_nor_deleted(tmp_path, monkeypatch, no_network) -> None:  # noqa: ANN001
+def test_a_corrupt_cached_o200k_file_is_not_used_nor_deleted(tmp_path, monkeypatch, no_network) -> None:
     d = tmp_path / "tk"
     d.mkdir()
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(d))
@@ -57,7 +57,7 @@ def test_a_corrupt_cached_o200k_file_is_not_used_nor_deleted(tmp_path, monkeypat
     assert no_network == []
 
 
-def test_o200k_from_a_verified_cache_file(monkeypatch) -> None:  # noqa: ANN001
+def test_o200k_from_a_verified_cache_file(monkeypatch) -> None:
     path = tokens.o200k_cache_file()
     if not path or not os.path.exists(path):
         pytest.skip("no cached o200k_base file on this machine (offline); cl100k/estimate paths cover the rest")
@@ -69,13 +69,13 @@ def test_o200k_from_a_verified_cache_file(monkeypatch) -> None:  # noqa: ANN001
     assert tokens.count("use std::collections::HashMap;\nfn main() {\n    let mut map = HashMap::new();\n}") == 23
 
 
-def test_estimate_when_forced(monkeypatch) -> None:  # noqa: ANN001
+def test_estimate_when_forced(monkeypatch) -> None:
     monkeypatch.setenv("LEANCTX_TOKENIZER", "estimate")
     assert tokens.name() == tokens.ESTIMATE
     assert tokens.count("abcdefgh") == 2 and tokens.count("abcdefghi") == 3 and tokens.count("") == 0
 
 
-def test_cl100k_offline(monkeypatch, no_network) -> None:  # noqa: ANN001
+def test_cl100k_offline(monkeypatch, no_network) -> None:
     monkeypatch.setenv("LEANCTX_TOKENIZER", "cl100k")
     import importlib.util
 
@@ -87,7 +87,7 @@ def test_cl100k_offline(monkeypatch, no_network) -> None:  # noqa: ANN001
     assert tokens.count("<|endoftext|> is plain text here") > 3  # special tokens never raise
 
 
-def test_every_read_reports_its_tokenizer(tmp_path) -> None:  # noqa: ANN001
+def test_every_read_reports_its_tokenizer(tmp_path) -> None:
     from leanctx.cache import ReadCache, Scope
 
     (tmp_path / "a.txt").write_text("hello\n")
