@@ -275,7 +275,10 @@ class Lean:
 
 @pytest.fixture
 def lean(host_home):
-    return Lean(host_home)
+    lean = Lean(host_home)
+    yield lean
+    # the MCP server a host spawned may have started the cache daemon for this data dir: stop it
+    subprocess.run([sys.executable, "-m", "leanctx", "stop", "--force"], env=lean.env(), capture_output=True, timeout=60)
 
 
 @pytest.fixture
