@@ -32,14 +32,24 @@ cache.save()      # persist the index (on shutdown, and whenever convenient); ne
 resolver.resolve(conn)   # (not fresh) cached for 3 s: fine for status displays, never for reads
 ```
 
-`Connection.to_dict()/from_dict()` carry a connection over the daemon's socket. `Scope` has, besides
-the fields in the issue, `cwd` (where relative paths resolve) and `persist` (may deliveries under
-this key outlive the daemon; False for legacy `conn:` keys and unknown callers).
+`Connection.to_dict()/from_dict()` carry a connection over the daemon's socket (from_dict keeps
+only CONNECTION_ENV names). `Connection` has, besides the fields in the issue, `cwd` (default None).
+`Scope` has, besides the fields in the issue, `cwd` (where relative paths resolve) and `persist`
+(may deliveries under this key outlive the daemon; False for legacy `conn:` keys and unknown
+callers). `Resolver(data_dir, clock, persist=True)` keeps the last good copy of every record in
+`<data dir>/conversations/.last_good.json` (persist=False: memory only). `ReadCache` also takes
+`autosave_s` and `clock`.
+
+Where the MCP server must come from for host matching to work: its parent (shells skipped) must
+be the host process itself (Claude Code and Codex spawn stdio servers directly). A launcher in
+between that is not a shell (npx, uv run, a Python wrapper) becomes the "host" and matches no
+record: every read is then an unknown caller (content, never a stub).
 
 The rules live in the module docstrings: scope.py (who is asking, when a stub is allowed),
 readcache.py (stub / pointer / diff / full, what is recorded), dedup.py (range algebra and caps),
 paths.py (path safety), index.py (persisted index, quarantine), tokens.py (tokenizer choice),
-stubs.py (the exact texts). oracle.py is test/bench support (ground truth, simulated hosts).
+stubs.py (the exact texts). oracle.py and replay.py are test/bench support (ground truth,
+simulated hosts, the trace format of bench/cache_replay.py); the service never imports them.
 """
 
 from leanctx.cache.readcache import ReadCache

@@ -25,15 +25,21 @@ One decision point (lean-ctx #1128: never a second, ungated stub path). For a re
 What a conversation holds is recorded only for reads whose scope is known and `stub_ok` (a read
 while a subagent window is open, or while several chats share the host, may have gone to someone
 else). Holdings: per conversation key, per real path: fingerprint, size, mtime, compaction
-counter at delivery, line count, whole-or-ranges (ranges coalesced, at most 24, smallest dropped
-first). After a compaction (the counter moved) nothing held before counts: everything is re-sent
-once. The index (index.py) persists holdings, never contents.
+counter at delivery, line count, whole-or-ranges (ranges coalesced, at most 24 per file, smallest
+dropped first; at most 192 range-holding files per conversation and 4096 files in all, least
+recently used dropped first; 1024 conversations). Every bound drops what is held, so it can only
+under-report. After a compaction (the counter moved) nothing held before counts: everything is
+re-sent once. The old text of whole files delivered is kept in memory (64 MB, LRU) for diffs.
+The index (index.py) persists holdings, never contents, and is saved by `save()` and, when
+dirty, on the first read `autosave_s` (5 s) after the last save.
 
 The result is a dict: kind ("full"|"stub"|"diff"|"pointer"|"error"), text, path (relative to the
 workspace root), lines (of the whole file), tokens_raw (tokens of the requested content),
-tokens_sent (tokens of `text`), tokenizer, and for stub/pointer/diff `claims`: {"fingerprint",
-"spans"} — the bytes the caller is presumed to hold (what the oracle test checks). Errors carry
-`code`.
+tokens_sent (tokens of `text`), tokenizer, fingerprint (of the file now), window ([start, end] or
+None for an empty file), and for stub/pointer/diff `claims`: {"fingerprint", "spans"} — the bytes
+the caller is presumed to hold (what the oracle test checks). Errors carry `code` (bad_path,
+outside_roots, not_found, not_a_file, permission, too_large, binary, not_utf8, bad_range, io,
+unstable) and a `text` starting with "error: ".
 """
 
 from __future__ import annotations
@@ -58,7 +64,10 @@ from leanctx.cache.paths import (
 from leanctx.cache.scope import Scope
 
 MAX_CONVERSATIONS = 1024
-MAX_FILES_PER_CONVERSATION = 4096
+MAX_FILES_PER_CONVERSATION = 4096  # whole-file holdings (a stub costs one fingerprint each)
+# partial (range) holdings per conversation: codegraph's bounds, 8 retained calls x 24 files each;
+# with MAX_RANGES_PER_FILE = 24 spans per file (dedup.py), the least recently used go first
+MAX_RANGE_FILES_PER_CONVERSATION = 8 * 24
 CONTENT_BUDGET_BYTES = 64 << 20
 DIFF_RATIO = 0.6
 DIFF_MAX_LINES = 20000
@@ -262,6 +271,10 @@ class ReadCache:
         conv.held.move_to_end(real)
         while len(conv.held) > MAX_FILES_PER_CONVERSATION:
             conv.held.popitem(last=False)
+        if not h.whole:
+            partial = [p for p, x in conv.held.items() if not x.whole]
+            for p in partial[: max(0, len(partial) - MAX_RANGE_FILES_PER_CONVERSATION)]:
+                del conv.held[p]  # under-report: those ranges are simply re-sent
         self._dirty = True
 
     def _count(self, scope: Scope | None, kind: str, raw: int, sent: int, cold: bool = False, withheld: str | None = None) -> None:

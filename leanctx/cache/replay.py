@@ -24,8 +24,9 @@ object per line in a `.jsonl` file):
                                                                    map to the replay's project)
     {"op": "restart", "graceful": true}                            the daemon restarts
     {"op": "miss", "host": "h1", "conv": "s1"}                     the daemon cannot read the conversation's
-                                                                   record until h1's next hook event
-                                                                   (a transient miss; the hook loses nothing)
+                                                                   record (it reads torn) until h1's next
+                                                                   hook event (a transient miss; the hook
+                                                                   itself loses nothing)
 
 Every policy sees the same files, the same records and the same clock. Each has its own Truth
 (what each context received from THAT policy), which decides whether a stub/pointer/diff it sent
@@ -184,7 +185,7 @@ class Engine:
         self.policies = policies
         self.events = 0
         self.divergences: Counter = Counter()
-        self.hidden: dict[str, str] = {}
+        self.hidden: dict[str, tuple[str, bytes]] = {}
         self.recorded_root: str | None = None
         for p in policies:
             p.setup(self)
@@ -291,23 +292,31 @@ class Engine:
         elif op == "miss":
             host = self.hosts[ev["host"]]
             path = record_path(self.data, host.agent, ev["conv"])
+            if path in self.hidden:
+                return
             try:
-                os.replace(path, path + ".hidden")
-                self.hidden[path] = ev["host"]
+                with open(path, "rb") as f:
+                    good = f.read()
             except OSError:
-                pass
+                return
+            self.hidden[path] = (ev["host"], good)
+            self._replace(path, good[: len(good) // 3])  # unreadable (torn) for the daemon
         else:
             raise ValueError(f"unknown trace op {op!r}")
 
+    @staticmethod
+    def _replace(path: str, data: bytes) -> None:
+        tmp = path + ".replay-tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
     def _unhide(self, host: str) -> None:
-        """A transient miss ends when the host writes the record again: the hook itself could
-        always read it (the miss is the daemon's, e.g. EMFILE), so no state is lost."""
-        for path, h in list(self.hidden.items()):
+        """A transient miss ends when the host writes the record again: the hook itself read it
+        well (the miss is the daemon's), so no state is lost."""
+        for path, (h, good) in list(self.hidden.items()):
             if h == host:
-                try:
-                    os.replace(path + ".hidden", path)
-                except OSError:
-                    pass
+                self._replace(path, good)
                 del self.hidden[path]
 
     def _truth_after(self, meaning: str, conv: str, sub: str | None) -> None:

@@ -19,7 +19,8 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
    - sampled with a 3 s cache per connection; `resolve(conn, fresh=True)` re-samples now and
      must be used right before every stub decision;
    - **per-connection identity** (improvement 2): the records whose `host` (pid + start ticks
-     from /proc) is the connection's host process, i.e. the MCP server's parent. A CLI host
+     from /proc; where /proc is missing both ticks are None and the pid alone matches) is the
+     connection's host process, i.e. the MCP server's parent. A CLI host
      (Claude Code, Codex) runs one process per session and spawns both its hooks and its MCP
      server, so concurrent CLI sessions each resolve to their own record. When no record
      matches the host, `CLAUDE_CODE_SESSION_ID` / `CODEX_THREAD_ID` from the connection's

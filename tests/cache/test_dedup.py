@@ -161,3 +161,23 @@ def test_memory_is_bounded_and_under_reports(world: World) -> None:
     assert all(e - s <= kept_len for s, e in lost)  # the smallest went first
     s, e = lost[0]
     assert world.read(c, "src/big.py", s, e)["kind"] == "full"  # under-report: re-sent, never a wrong stub
+
+
+def test_partial_holdings_per_conversation_are_bounded(world: World) -> None:
+    from leanctx.cache import readcache
+
+    world.write("src/big.py", lines(100))
+    _, c = _conn(world)
+    old = readcache.MAX_RANGE_FILES_PER_CONVERSATION
+    readcache.MAX_RANGE_FILES_PER_CONVERSATION = 3
+    try:
+        for i in range(5):
+            world.write(f"src/f{i}.py", lines(100))
+            world.read(c, f"src/f{i}.py", 1, 40)
+        world.read(c, "src/big.py")  # whole files do not count against the range bound
+    finally:
+        readcache.MAX_RANGE_FILES_PER_CONVERSATION = old
+    held = world.cache._convs[world.scope(c).key].held
+    assert sum(1 for h in held.values() if not h.whole) == 3
+    assert world.read(c, "src/f0.py", 1, 40)["kind"] == "full"  # evicted: re-sent, never wrong
+    assert world.read(c, "src/f4.py", 1, 40)["kind"] == "stub"
