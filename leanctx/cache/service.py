@@ -318,6 +318,10 @@ class Daemon:
                 os.unlink(self._tmp_sock)  # our pid is in its name: nobody else's
             except OSError:
                 pass
+        self._release_ownership()
+
+    def _release_ownership(self) -> None:
+        """Remove the pid file if it is still ours, and release the single-instance lock."""
         info = client.read_pidfile(self.data_dir)
         if info and info.get("pid") == os.getpid():
             try:
@@ -565,15 +569,7 @@ class Daemon:
                 os.unlink(self.sock_path)
         except OSError:
             pass
-        info = client.read_pidfile(self.data_dir)
-        if info and info.get("pid") == os.getpid():
-            try:
-                os.unlink(self.pid_file)
-            except OSError:
-                pass
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._release_ownership()
         log.info("daemon pid %d stopped", os.getpid())
 
 
