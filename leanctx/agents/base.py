@@ -80,6 +80,7 @@ class HookEvent:
         "reply",
         "tool_name",
         "tool_input",
+        "tool_use_id",
     )
     __slots__ = ("agent", "event", "kind") + FIELDS
 
@@ -245,6 +246,7 @@ class Agent:
             reply=_str(payload, "last_assistant_message"),
             tool_name=_str(payload, "tool_name", "toolName"),
             tool_input=_tool_input(payload),
+            tool_use_id=_str(payload, "tool_use_id", "toolUseId"),
         )
 
     def output(self, event: HookEvent) -> str:

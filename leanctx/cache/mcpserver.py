@@ -19,6 +19,7 @@ not cache work, and the daemon's environment is not the host's.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -31,9 +32,14 @@ from pydantic import Field  # module level: the tools' string annotations are ev
 
 from leanctx import paths
 from leanctx.cache import client
-from leanctx.cache.service import BadRequest, read_args
+from leanctx.cache.service import BadRequest, call_id_arg, read_args
 
 log = logging.getLogger("leanctx.mcp")
+
+# The host's id for the tool call being served (Claude Code: `_meta["claudecode/toolUseId"]`),
+# handed from the tools/call handler to the ctx_read tool when the SDK's own path serves it.
+_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("leanctx_call_id", default=None)
+CALL_ID_META_KEYS = ("claudecode/toolUseId",)
 
 SERVER_NAME = "leanctx"
 SPAWN_WAIT_S = 3.0  # how long a tool call waits for a daemon it just started
@@ -51,7 +57,7 @@ this conversation already holds the identical bytes of that file or range, it re
 disk may come back as a unified diff; a window overlapping lines you already hold may come back \
 as a pointer to them plus the new lines. Stubs are only served when leanctx can prove this \
 conversation received those bytes (never for text sent before a compaction, never inside a \
-subagent, never when unsure). If you no longer have the content in view, call ctx_read again \
+subagent for what only its parent read, never when unsure). If you no longer have the content in view, call ctx_read again \
 with fresh=true to force it.
 ctx_stats reports reads, stubs and tokens saved.
 state_* tools keep the user's conversation thread (summary, pending question) across restarts."""
@@ -166,10 +172,10 @@ class Backend:
                 self._local_core = CacheCore(self.data_dir, None)
             return self._local_core
 
-    def _local_read(self, path: str, start: int | None, end: int | None, fresh: bool) -> dict:
+    def _local_read(self, path: str, start: int | None, end: int | None, fresh: bool, call_id: str | None) -> dict:
         from leanctx.cache.service import make_connection
 
-        return self._local().read(make_connection(self.facts), path, start, end, fresh)
+        return self._local().read(make_connection(self.facts), path, start, end, fresh, call_id)
 
     def _keys(self, path: str, shown: object = None) -> set[str]:
         keys = {path, os.path.realpath(os.path.join(self.cwd, os.path.expanduser(path)))}
@@ -179,8 +185,11 @@ class Backend:
 
     # --- operations -----------------------------------------------------------------
 
-    async def read(self, path: str, start_line: int | None = None, end_line: int | None = None, fresh: bool = False) -> dict:
+    async def read(self, path: str, start_line: int | None = None, end_line: int | None = None, fresh: bool = False,
+                   call_id: str | None = None) -> dict:
         args = {"path": path, "start_line": start_line, "end_line": end_line, "fresh": fresh}
+        if call_id:
+            args["call_id"] = call_id
         try:
             path, start_line, end_line, fresh = read_args(args)
         except BadRequest as exc:
@@ -206,7 +215,8 @@ class Backend:
             return result
         import anyio.to_thread
 
-        result = await anyio.to_thread.run_sync(self._local_read, path, start_line, end_line, fresh)
+        result = await anyio.to_thread.run_sync(self._local_read, path, start_line, end_line, fresh,
+                                                call_id_arg(args))
         if self.use_daemon:  # errors too: a daemon that died mid-request may have recorded it
             self._tainted |= self._keys(path, result.get("path"))
         self.served["in_process"] += 1
@@ -258,7 +268,7 @@ def build_server(backend: Backend):
         fresh: Annotated[bool, Field(description="Force the full content, never a stub.")] = False,
     ) -> str:
         try:
-            result = await backend.read(path, start_line, end_line, fresh)
+            result = await backend.read(path, start_line, end_line, fresh, call_id=_CALL_ID.get())
         except ToolFailure as exc:
             raise ToolError(str(exc)) from None
         if result.get("kind") == "error":
@@ -298,7 +308,65 @@ def build_server(backend: Backend):
         out = state_op(state_api.end_thread)
         return "thread ended; digest appended to history" if out.get("digest") else "thread was empty; nothing appended"
 
+    install_call_tool(server, backend)
     return server
+
+
+def call_id_of(meta: object) -> str | None:
+    """The host's id for this tool call from the request's `_meta`, if it sends one."""
+    if not isinstance(meta, dict):
+        return None
+    for key in CALL_ID_META_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _plain_read_args(args: dict) -> bool:
+    """Arguments already in their exact types (what hosts send): no coercion needed."""
+    if not isinstance(args.get("path"), str) or set(args) - {"path", "start_line", "end_line", "fresh"}:
+        return False
+    lines_ok = all(args.get(k) is None or (type(args[k]) is int and args[k] >= 1) for k in ("start_line", "end_line"))
+    return lines_ok and type(args.get("fresh", False)) is bool
+
+
+def install_call_tool(server, backend: Backend) -> None:  # noqa: ANN001
+    """Our tools/call handler in front of MCPServer's: it takes the call id from `_meta` for
+    ctx_read, and serves ctx_read with plain arguments directly (the same checks, texts and
+    result as the SDK's path, without its per-call argument model: the hot path of a stub).
+    Anything else, and ctx_read arguments that need the SDK's coercion, go to MCPServer's
+    handler unchanged. Skipped (the SDK serves everything) if the SDK lacks what this uses."""
+    low = getattr(server, "_lowlevel_server", None)
+    sdk_handler = getattr(server, "_handle_call_tool", None)
+    if low is None or sdk_handler is None or not hasattr(low, "add_request_handler"):
+        return
+    from mcp.types import CallToolRequestParams, CallToolResult, TextContent
+
+    def text_result(text: str, error: bool = False) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+
+    async def call_tool(ctx, params: CallToolRequestParams):  # noqa: ANN001, ANN202
+        if params.name != "ctx_read":
+            return await sdk_handler(ctx, params)
+        call_id = call_id_of(params.meta)
+        args = params.arguments or {}
+        if not _plain_read_args(args):
+            token = _CALL_ID.set(call_id)
+            try:
+                return await sdk_handler(ctx, params)
+            finally:
+                _CALL_ID.reset(token)
+        try:
+            result = await backend.read(args["path"], args.get("start_line"), args.get("end_line"),
+                                        args.get("fresh", False), call_id=call_id)
+        except ToolFailure as exc:
+            return text_result(str(exc), error=True)
+        if result.get("kind") == "error":
+            return text_result(str(result.get("text") or "cannot read that file"), error=True)
+        return text_result(str(result.get("text", "")))
+
+    low.add_request_handler("tools/call", CallToolRequestParams, call_tool)
 
 
 class _Lines:

@@ -16,6 +16,8 @@ path component swapped for a symlink between check and open is refused too.
 from __future__ import annotations
 
 import hashlib
+import itertools
+import operator
 import os
 import stat as statmod
 
@@ -34,7 +36,7 @@ class ReadError(Exception):
 class FileSnap:
     """One consistent read of a file: its text and the facts a stub decision needs."""
 
-    __slots__ = ("fp", "ino", "mtime_ns", "nlines", "real", "size", "starts", "text")
+    __slots__ = ("_starts", "fp", "ino", "mtime_ns", "nlines", "real", "size", "text")
 
     def __init__(self, real: str, size: int, mtime_ns: int, ino: int, text: str, fp: str) -> None:
         self.real = real
@@ -43,8 +45,15 @@ class FileSnap:
         self.ino = ino
         self.text = text
         self.fp = fp
-        self.starts = line_starts(text)
-        self.nlines = len(self.starts)
+        self.nlines = line_count(text)
+        self._starts: list[int] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        """Line offsets, built on first use: a whole-file stub or read never needs them."""
+        if self._starts is None:
+            self._starts = line_starts(self.text)
+        return self._starts
 
     def slice(self, start: int, end: int) -> str:
         """Lines start..end (1-based, inclusive) with their original line endings."""
@@ -58,15 +67,19 @@ def line_starts(text: str) -> list[int]:
     line rather than starting an empty one; "" has no lines."""
     if not text:
         return []
-    starts = [0]
-    find = text.find
-    i = find("\n")
-    while i != -1:
-        starts.append(i + 1)
-        i = find("\n", i + 1)
+    # start of line i = total length of the lines before it + one '\n' each (C loops only)
+    starts = list(map(operator.add, itertools.accumulate(map(len, text.split("\n")), initial=0), itertools.count()))
+    starts.pop()  # the running total after the last piece is len(text) + 1
     if starts[-1] == len(text):
         starts.pop()
     return starts
+
+
+def line_count(text: str) -> int:
+    """len(line_starts(text)) without building the list."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
 def fingerprint(data: bytes) -> str:

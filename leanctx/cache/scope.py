@@ -171,6 +171,7 @@ class Rec:
 
     __slots__ = (
         "agent",
+        "calls",
         "compactions",
         "conversation_id",
         "created_at",
@@ -197,8 +198,9 @@ class Rec:
         try:
             for k in cls.__slots__:
                 if k != "ghost":
-                    setattr(r, k, d[k])
+                    setattr(r, k, d.get(k, {}) if k == "calls" else d[k])
             r.roots = tuple(r.roots)
+            r.calls = {str(a): str(b) for a, b in dict(r.calls).items()}
             r.subagents = {str(a): float(b) for a, b in dict(r.subagents).items()}
             r.inherited = {str(a): float(b) for a, b in dict(r.inherited).items()}
             r.updated_ts = float(r.updated_ts)
@@ -307,6 +309,15 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     if isinstance(gate, dict) and isinstance(gate.get("agent_id"), str) and gate["agent_id"]:
         ts = _num(gate.get("ts"))
         r.subagents["read-gate:" + gate["agent_id"]] = ts if ts is not None else updated
+    # ...and, keyed by the host's id for each call, exactly which context made it ("" = the
+    # conversation itself): see Resolver._by_call
+    r.calls = {}
+    calls = value.get("read_calls")
+    if isinstance(calls, dict):
+        for cid, note in calls.items():
+            if isinstance(cid, str) and cid and isinstance(note, dict):
+                agent_id = note.get("agent_id")
+                r.calls[cid] = agent_id if isinstance(agent_id, str) else ""
     r.in_turn = _in_turn(r.agent, value, r.subagents)
     r.inherited = {}
     r.ghost = False
@@ -539,9 +550,16 @@ class Resolver:
         self._lock = threading.RLock()
 
     # public ---------------------------------------------------------------------------------
-    def resolve(self, conn: Connection, fresh: bool = False) -> Scope:
+    def resolve(self, conn: Connection, fresh: bool = False, call_id: str | None = None) -> Scope:
+        """Who is asking on `conn`, and may they get a stub. `call_id` is the host's id for this
+        very tool call (Claude Code's `_meta["claudecode/toolUseId"]`) when it sends one."""
         now = self.clock()
         with self._lock:
+            if call_id:
+                scope = self._by_call(conn, call_id, now)
+                if scope is not None:
+                    self._snap.save_if_dirty(now)
+                    return scope
             st = self._conns.get(conn.connection_id)
             if st is None:
                 st = self._conns[conn.connection_id] = _ConnState()
@@ -629,6 +647,32 @@ class Resolver:
                          f"{len(active)} conversations active on this host process", latest.cwd or conn.cwd, False)
         latest = active[0] if active else max(open_, key=lambda r: r.updated_ts)
         return self._guard(self._scope_of(latest, latest.key(), conn, now), latest)
+
+    def _by_call(self, conn: Connection, call_id: str, now: float) -> Scope | None:
+        """Per-call identity: the read gate (a pre-tool hook the host runs, and waits for, before
+        this call) noted under the call's id which context makes it: the conversation itself or
+        one of its subagents. That settles what the subagent window and the several-chats rule
+        only guard against, so neither applies; a subagent gets its own key (its context holds
+        only what it read itself). The note must sit in a record of this connection's own host
+        process (or, host unknown, of the session the host named in our environment), in
+        exactly one such record. No note, or an explicit/legacy scope: None (the usual rules)."""
+        env = conn.env
+        if (env.get("LEANCTX_SCOPE") or "").strip() or (env.get("CURSOR_TASK_ID") or "").strip():
+            return None
+        if (env.get("LEANCTX_CONVERSATION_SCOPE") or "").strip().lower() in _OFF:
+            return None
+        view = self._view()
+        cands = self._host_match(conn, view) if conn.host_pid is not None else self._env_match(conn, view)
+        hits = [r for r in self._fresh(cands, now) if call_id in r.calls]
+        if len(hits) != 1:
+            return None
+        rec = hits[0]
+        if rec.ended:
+            return Scope(None, rec.agent, 0, self._roots_of([rec], conn), False, "conversation ended", rec.cwd or conn.cwd, False)
+        agent_id = rec.calls[call_id]
+        key = f"{rec.key()}/agent:{agent_id}" if agent_id else rec.key()
+        scope = Scope(key, rec.agent, rec.compactions, self._roots_of([rec], conn), True, "", rec.cwd or conn.cwd, True)
+        return self._guard(scope, rec)
 
     def _guard(self, scope: Scope, rec: Rec | None) -> Scope:
         """Withhold stubs when what we read may be stale or incomplete."""

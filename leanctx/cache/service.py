@@ -45,6 +45,7 @@ MAX_SOCKETS = 256  # open client sockets (one thread each); more are told so and
 IDLE_EXIT_S = 3600.0  # exit after this long with no client socket open (the next MCP server restarts it)
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
+MAX_CALL_ID = 200
 
 
 class AlreadyRunning(Exception):
@@ -87,6 +88,13 @@ def read_args(args: object) -> tuple[str, int | None, int | None, bool]:
     if not isinstance(fresh, bool):
         raise BadRequest("fresh must be true or false")
     return path, start, end, fresh
+
+
+def call_id_arg(args: dict) -> str | None:
+    """The host's id for this tool call, if the request carries a usable one (else None: an
+    odd id only loses per-call identity, it never fails the read)."""
+    value = args.get("call_id")
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_CALL_ID else None
 
 
 def make_connection(facts: object):  # -> scope.Connection
@@ -154,9 +162,10 @@ class CacheCore:
         self.resolver = Resolver(data_dir)
         self.cache = ReadCache(state_dir, **cache_options(data_dir))
 
-    def read(self, conn, path: str, start: int | None, end: int | None, fresh: bool) -> dict:  # noqa: ANN001
+    def read(self, conn, path: str, start: int | None, end: int | None, fresh: bool,  # noqa: ANN001
+             call_id: str | None = None) -> dict:
         # Re-sampled right before the decision: never a cached "who is asking" for a stub.
-        scope = self.resolver.resolve(conn, fresh=True)
+        scope = self.resolver.resolve(conn, fresh=True, call_id=call_id)
         return self.cache.read(scope, path, start_line=start, end_line=end, fresh=fresh)
 
     def scope(self, conn) -> dict:  # noqa: ANN001
@@ -479,7 +488,7 @@ class Daemon:
         if op == "read":
             conn = make_connection(facts)
             path, start, end, fresh = read_args(args)
-            return self.core.read(conn, path, start, end, fresh)
+            return self.core.read(conn, path, start, end, fresh, call_id_arg(args))
         if op == "hello":
             return {"protocol": client.PROTOCOL, "version": leanctx.__version__, "pid": os.getpid()}
         if op == "stats":

@@ -194,10 +194,17 @@ def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
     return path
 
 
+MAX_READ_CALLS = 64  # per conversation: more than a turn's parallel ctx_read calls, a few KB
+
+
 def note_read_call(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
     """Note, just before the host runs our ctx_read, who is asking: the conversation itself, or
     one of its subagents (`agent_id`). The pre-tool hook finishes before the tool call is sent,
-    so the cache service sees the note in time; a SubagentStart hook gives no such guarantee."""
+    so the cache service sees the note in time; a SubagentStart hook gives no such guarantee.
+
+    When the host names the call (`tool_use_id`; Claude Code also sends it to the MCP server as
+    `_meta["claudecode/toolUseId"]`), the note is kept under that id, so the service can tell
+    exactly which context made each call, even with a subagent running beside its parent."""
     if not ev.conversation_id:
         return None
     ts = time.time()
@@ -205,5 +212,14 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
     with _Lock(os.path.join(os.path.dirname(path), ".lock")):
         record = read_json(path) or apply_event({}, ev, ts, host_process())
         record["last_read_call"] = {"agent_id": ev.subagent_id, "ts": ts}
+        call_id = ev.tool_use_id
+        if isinstance(call_id, str) and 0 < len(call_id) <= 200:
+            calls = record.get("read_calls")
+            calls = dict(calls) if isinstance(calls, dict) else {}
+            calls.pop(call_id, None)
+            calls[call_id] = {"agent_id": ev.subagent_id, "ts": ts}
+            while len(calls) > MAX_READ_CALLS:  # oldest first (insertion order = note order)
+                del calls[next(iter(calls))]
+            record["read_calls"] = calls
         write_json_atomic(path, record)
     return path
