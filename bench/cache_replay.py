@@ -103,7 +103,7 @@ class Peer(Policy):
                 e["full"] = False
             self.index.clear()
 
-    def read(self, host, conv, sub, path, start, end, fresh):
+    def read(self, host, conv, sub, path, start, end, fresh, call_id=None):
         root = self.eng.root
         scope_env = host.env.get("LEANCTX_SCOPE")
         if host.agent == "cursor" and sub:

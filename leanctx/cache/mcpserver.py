@@ -36,10 +36,13 @@ from leanctx.cache.service import BadRequest, call_id_arg, read_args
 
 log = logging.getLogger("leanctx.mcp")
 
-# The host's id for the tool call being served (Claude Code: `_meta["claudecode/toolUseId"]`),
-# handed from the tools/call handler to the ctx_read tool when the SDK's own path serves it.
+# The host's id for the tool call being served, handed from the tools/call handler to the
+# ctx_read tool when the SDK's own path serves it. Both hosts send the id their pre-tool hook
+# gets as `tool_use_id` (verified: Claude Code 2.1.197 `_meta["claudecode/toolUseId"]`, Codex
+# 0.171.0 `_meta["callId"]`). A key another host means differently is harmless: an id only
+# counts when our read gate noted it in a record of this connection's own host process.
 _CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("leanctx_call_id", default=None)
-CALL_ID_META_KEYS = ("claudecode/toolUseId",)
+CALL_ID_META_KEYS = ("claudecode/toolUseId", "callId")
 
 SERVER_NAME = "leanctx"
 SPAWN_WAIT_S = 3.0  # how long a tool call waits for a daemon it just started

@@ -155,6 +155,7 @@ def publish_event(data_dir: str, agent: str, event: str, payload: dict, host: di
     from leanctx import agents
     from leanctx.hooks.publish import (
         apply_event,
+        note_read_call,
         now_iso,
         read_json,
         record_path,
@@ -163,6 +164,10 @@ def publish_event(data_dir: str, agent: str, event: str, payload: dict, host: di
 
     ev = agents.get(agent).normalize(event, payload)
     if not ev.conversation_id:
+        return None
+    if ev.kind == "pre_tool":  # only our read gate is wired to a pre-tool event for ctx_read
+        if (ev.tool_name or "").endswith("leanctx__ctx_read"):
+            return note_read_call(data_dir, ev, ts, host)
         return None
     path = record_path(data_dir, ev.agent, ev.conversation_id)
     record = apply_event(read_json(path) or {}, ev, ts, host)
@@ -213,3 +218,13 @@ def hook(data_dir: str, host: FakeHost, meaning: str, conversation: str, cwd: st
         else:
             extra.update(agent_id=sub, agent_type="general-purpose")
     return publish_event(data_dir, agent, event, payload(agent, event, conversation, cwd, **extra), host.as_host(), ts)
+
+
+def read_gate(data_dir: str, host: FakeHost, conversation: str, sub: str | None, call_id: str, cwd: str, ts: float) -> str | None:
+    """The read gate's pre-tool event for one ctx_read call `call_id` by `conversation` (or its
+    subagent `sub`), in the host's own payload shape (Claude Code's PreToolUse)."""
+    extra: dict = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {}, "tool_use_id": call_id}
+    if sub:
+        extra.update(agent_id=sub, agent_type="general-purpose")
+    return publish_event(data_dir, host.agent, "PreToolUse", payload(host.agent, "PreToolUse", conversation, cwd, **extra),
+                         host.as_host(), ts)

@@ -3,14 +3,18 @@
 Used by bench/cache_replay.py and by the property test. A trace is a list of events (one JSON
 object per line in a `.jsonl` file):
 
-    {"op": "host", "host": "h1", "agent": "claude"|"codex"|"cursor"|"none", "env": {...}}
-        a host process starts and spawns its MCP server (agent "none": a host without our hooks)
+    {"op": "host", "host": "h1", "agent": "claude"|"codex"|"cursor"|"none", "env": {...}, "gate": bool?}
+        a host process starts and spawns its MCP server (agent "none": a host without our hooks).
+        "gate" (default: true for claude and codex): the host runs our read gate before every ctx_read and
+        sends the call's id to the MCP server, so each synthetic read is preceded by its gate note
+        and carries a fresh call id (recorded traces say false: their PreToolUse events and
+        call ids are in the trace itself)
     {"op": "hook", "host": "h1", "event": "start"|"prompt"|"stop"|"compact"|"sub_start"|"sub_stop"|"end",
      "conv": "s1", "sub": "a1"?, "source": "startup"|"clear"|"resume"|"compact"?}
         one hook event of conversation s1 on h1, by meaning; or, for recorded traces,
     {"op": "hook", "host": "h1", "event": "<host's event name>", "payload": {...the host's stdin...}}
     {"op": "read", "host": "h1", "conv": "s1", "sub": null|"a1", "path": "src/a.py",
-     "start": null|int, "end": null|int, "fresh": false}
+     "start": null|int, "end": null|int, "fresh": false, "call_id": "toolu_…"?}
         a ctx_read through h1's MCP connection, made by conversation s1 (or its subagent a1: on
         Claude Code / Codex through the parent's connection, on Cursor through the subagent's own
         connection with CURSOR_TASK_ID). `conv`/`sub` are the GROUND TRUTH, never shown to a policy.
@@ -47,16 +51,20 @@ from leanctx.cache.oracle import (
     Truth,
     hook,
     publish_event,
+    read_gate,
 )
 from leanctx.cache.scope import Connection, Scope
 from leanctx.hooks.publish import record_path
 
 T0 = 1_800_000_000.0
+# hosts whose pre-tool hook (our read gate) gets the same call id the MCP server receives in
+# `_meta` (verified with Claude Code 2.1.197 and Codex 0.171.0)
+GATED_AGENTS = ("claude", "codex")
 
 
 class HostProc:
-    def __init__(self, name: str, agent: str, fake: FakeHost, env: dict) -> None:
-        self.name, self.agent, self.fake, self.env = name, agent, fake, env
+    def __init__(self, name: str, agent: str, fake: FakeHost, env: dict, gate: bool = False) -> None:
+        self.name, self.agent, self.fake, self.env, self.gate = name, agent, fake, env, gate
 
 
 class Policy:
@@ -75,7 +83,10 @@ class Policy:
     def setup(self, eng: Engine) -> None:
         self.eng = eng
 
-    def read(self, host: HostProc, conv: str, sub: str | None, path: str, start, end, fresh: bool) -> dict:
+    def read(self, host: HostProc, conv: str, sub: str | None, path: str, start, end, fresh: bool,
+             call_id: str | None = None) -> dict:
+        """`conv`/`sub` are the ground truth (only the oracle may use them); `call_id` is what
+        the host sends with the call, if anything."""
         raise NotImplementedError
 
     def restart(self, graceful: bool) -> None:
@@ -89,7 +100,7 @@ class NoCache(Policy):
         super().setup(eng)
         self.cache = ReadCache(None, dedup=False)
 
-    def read(self, host, conv, sub, path, start, end, fresh):
+    def read(self, host, conv, sub, path, start, end, fresh, call_id=None):
         root = self.eng.root
         return self.cache.read(Scope(None, None, 0, (root,), False, "no cache", root), path, start, end, True)
 
@@ -117,8 +128,8 @@ class Ours(Policy):
             return Connection(f"task-{host.name}-{sub}", {"CURSOR_TASK_ID": sub}, None, None, root)
         return Connection(f"mcp-{host.name}", dict(host.env), host.fake.pid, host.fake.ticks, root)
 
-    def read(self, host, conv, sub, path, start, end, fresh):
-        scope = self.resolver.resolve(self.conn(host, sub), fresh=True)
+    def read(self, host, conv, sub, path, start, end, fresh, call_id=None):
+        scope = self.resolver.resolve(self.conn(host, sub), fresh=True, call_id=call_id)
         self.last_scope = scope
         self.last_holding = self._holding(scope, path)
         return self.cache.read(scope, path, start, end, fresh)
@@ -165,7 +176,7 @@ class Oracle(Policy):
         super().setup(eng)
         self.cache = OracleCache(self.truth)
 
-    def read(self, host, conv, sub, path, start, end, fresh):
+    def read(self, host, conv, sub, path, start, end, fresh, call_id=None):
         ctx = self.eng.ctx(conv, sub)
         _real, res = self.cache.read(ctx, [self.eng.root], self.eng.root, path, start, end, fresh)
         return res
@@ -187,6 +198,7 @@ class Engine:
         self.divergences: Counter = Counter()
         self.hidden: dict[str, tuple[str, bytes]] = {}
         self.recorded_root: str | None = None
+        self.calls = 0
         for p in policies:
             p.setup(self)
 
@@ -250,7 +262,9 @@ class Engine:
         if op == "host":
             self._pid += 1
             fake = FakeHost(self._pid, 1000 + self._pid, ev.get("agent", "claude"))
-            self.hosts[ev["host"]] = HostProc(ev["host"], ev.get("agent", "claude"), fake, dict(ev.get("env") or {}))
+            agent = ev.get("agent", "claude")
+            self.hosts[ev["host"]] = HostProc(ev["host"], agent, fake, dict(ev.get("env") or {}),
+                                              bool(ev.get("gate", agent in GATED_AGENTS)))
         elif op == "hook":
             host = self.hosts[ev["host"]]
             self._unhide(ev["host"])
@@ -343,9 +357,14 @@ class Engine:
         if self.recorded_root and (path == self.recorded_root or path.startswith(self.recorded_root + "/")):
             path = os.path.relpath(path, self.recorded_root)
         real = os.path.realpath(os.path.join(self.root, path))
+        call_id = ev.get("call_id")
+        if call_id is None and host.gate:
+            self.calls += 1
+            call_id = f"toolu_replay{self.calls:06d}"
+            read_gate(self.data, host.fake, conv, sub, call_id, self.root, self.t)
         results = {}
         for p in self.policies:
-            res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")))
+            res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")), call_id)
             results[p.name] = res
             p.reads += 1
             p.kinds[res["kind"]] += 1

@@ -317,7 +317,11 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
         for cid, note in calls.items():
             if isinstance(cid, str) and cid and isinstance(note, dict):
                 agent_id = note.get("agent_id")
-                r.calls[cid] = agent_id if isinstance(agent_id, str) else ""
+                if agent_id is None:
+                    r.calls[cid] = ""
+                elif isinstance(agent_id, str) and agent_id:
+                    r.calls[cid] = agent_id
+                # anything else: not a note we wrote, so it proves nothing
     r.in_turn = _in_turn(r.agent, value, r.subagents)
     r.inherited = {}
     r.ghost = False

@@ -197,20 +197,21 @@ def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
 MAX_READ_CALLS = 64  # per conversation: more than a turn's parallel ctx_read calls, a few KB
 
 
-def note_read_call(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
+def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None = None, host: dict | None = None) -> str | None:
     """Note, just before the host runs our ctx_read, who is asking: the conversation itself, or
     one of its subagents (`agent_id`). The pre-tool hook finishes before the tool call is sent,
     so the cache service sees the note in time; a SubagentStart hook gives no such guarantee.
 
     When the host names the call (`tool_use_id`; Claude Code also sends it to the MCP server as
     `_meta["claudecode/toolUseId"]`), the note is kept under that id, so the service can tell
-    exactly which context made each call, even with a subagent running beside its parent."""
+    exactly which context made each call, even with a subagent running beside its parent.
+    (`ts`/`host` are given only by simulations; the hook uses now and its own host.)"""
     if not ev.conversation_id:
         return None
-    ts = time.time()
+    ts = time.time() if ts is None else ts
     path = record_path(data_dir, ev.agent, ev.conversation_id)
     with _Lock(os.path.join(os.path.dirname(path), ".lock")):
-        record = read_json(path) or apply_event({}, ev, ts, host_process())
+        record = read_json(path) or apply_event({}, ev, ts, host or host_process())
         record["last_read_call"] = {"agent_id": ev.subagent_id, "ts": ts}
         call_id = ev.tool_use_id
         if isinstance(call_id, str) and 0 < len(call_id) <= 200:

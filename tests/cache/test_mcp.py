@@ -315,3 +315,51 @@ def test_stdin_from_a_file_is_served_by_the_sdk_transport(env: dict, project: Pa
     assert res.returncode == 0, res.stderr
     answers = [json.loads(line) for line in res.stdout.splitlines()]
     assert len(answers) == 1 and answers[0]["result"]["serverInfo"]["name"] == "leanctx"
+
+
+def test_call_id_in_meta_tells_parent_and_subagent_apart(daemon: subprocess.Popen, env: dict, data_dir: Path, project: Path,
+                                                          tmp_path: Path) -> None:
+    """Claude Code sends each call's tool_use_id in `_meta`; the read gate noted it just before.
+    With a subagent window open, the parent keeps its stubs and the subagent gets its own."""
+    from leanctx.agents.base import PRE_TOOL, HookEvent
+    from leanctx.hooks import publish
+    from leanctx.hooks.hostproc import _stat
+
+    S.publish_conversation(data_dir, "conv-calls", project)
+    S.publish_conversation(data_dir, "conv-calls", project, event="SubagentStart", subagent_id="ag-1", source=None)
+    stat = _stat(os.getpid())
+    host = {"pid": os.getpid(), "name": stat[0], "start_ticks": stat[2]}
+
+    def gate(call_id: str, agent_id: str | None) -> dict:
+        original = publish.host_process
+        publish.host_process = lambda: host
+        try:
+            publish.note_read_call(str(data_dir), HookEvent("claude", "PreToolUse", PRE_TOOL, conversation_id="conv-calls",
+                                                            session_id="conv-calls", subagent_id=agent_id, tool_use_id=call_id))
+        finally:
+            publish.host_process = original
+        return {"claudecode/toolUseId": call_id}
+
+    content = (project / "a.txt").read_text()
+
+    async def call(args: dict, meta: dict | None) -> tuple[bool, str]:
+        result = await session.call_tool("ctx_read", args, meta=meta)
+        return bool(result.is_error), text_of(result)
+
+    async def scenario() -> None:
+        nonlocal session
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            await session.initialize()
+            assert await call({"path": "a.txt"}, gate("t1", None)) == (False, content)
+            assert (await call({"path": "a.txt"}, None))[1] == content, "no call id: the open window withholds"
+            assert (await call({"path": "a.txt"}, gate("t2", None)))[1].startswith("[unchanged]")
+            assert await call({"path": "a.txt"}, gate("t3", "ag-1")) == (False, content), "subagent: not its bytes"
+            assert (await call({"path": "a.txt"}, gate("t4", "ag-1")))[1].startswith("[unchanged]")
+            # arguments the SDK must coerce take its own path, and the call id still applies
+            err, text = await call({"path": "a.txt", "start_line": "1", "end_line": "20"}, gate("t5", None))
+            assert not err and text.startswith("[unchanged]"), text
+            err, text = await call({"path": "a.txt", "start_line": 0}, gate("t6", None))
+            assert err and "start_line" in text
+
+    session = None
+    asyncio.run(scenario())

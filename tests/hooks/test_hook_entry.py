@@ -261,3 +261,23 @@ def test_any_stdin_exits_0_with_valid_output(home: Path, data_dir: Path, monkeyp
         assert out == ('{"continue": true}' if event == "beforeSubmitPrompt" else "")
     else:
         assert out == ""
+
+
+def test_read_gate_notes_each_call_under_the_hosts_call_id(hook_wrapper: Path, data_dir: Path) -> None:
+    """The installed read gate, fed Claude Code's recorded PreToolUse payload for our tool, notes
+    which context makes each call under its tool_use_id (what the cache matches `_meta` against)."""
+    payload = json.loads((PAYLOADS / "claude" / "PreToolUse.json").read_text())
+    payload.update(tool_name="mcp__leanctx__ctx_read", tool_input={"path": "a.txt"})
+    command = wrapper.command(hook_wrapper, "claude", "PreToolUse", ("--read-gate",))
+
+    def gate(**fields: object) -> None:
+        cp = subprocess.run(["/bin/sh", "-c", command], input=json.dumps({**payload, **fields}).encode(),
+                            capture_output=True, timeout=30)
+        assert cp.returncode == 0 and cp.stderr == b"", cp.stderr
+
+    gate(tool_use_id="toolu_parent")
+    gate(tool_use_id="toolu_sub", agent_id="a1b2", agent_type="general-purpose")
+    record = read_json(record_path(data_dir, "claude", payload["session_id"]))
+    assert record["read_calls"]["toolu_parent"]["agent_id"] is None
+    assert record["read_calls"]["toolu_sub"]["agent_id"] == "a1b2"
+    assert record["last_read_call"]["agent_id"] == "a1b2"

@@ -1,0 +1,148 @@
+"""End to end: the read cache through the real Codex CLI (`codex exec`) and its MCP connection.
+
+`leanctx init --agent codex --trust` registers `leanctx mcp` in config.toml and wires the hooks,
+the read gate included. The scripted model calls `ctx_read` in the `mcp__leanctx` namespace; the
+tool results are read back from the requests the fake model server receives. Codex sends each
+call's id in `_meta["callId"]`, the same id its PreToolUse hook gets as `tool_use_id`.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e import hostcli
+from tests.e2e.fake_openai import FakeOpenAI, _tool_name, function_call, function_outputs, is_subagent, shell_call
+
+pytestmark = pytest.mark.e2e
+
+NS = "mcp__leanctx"
+
+
+def read_call(path: str) -> dict:
+    return function_call("ctx_read", {"path": path}, namespace=NS)
+
+
+def output_text(item: dict) -> str:
+    """The tool's own text (Codex puts a "Wall time: … Output:" part before an MCP result)."""
+    out = item.get("output")
+    if isinstance(out, list):
+        parts = [c.get("text", "") for c in out if isinstance(c, dict)]
+        if parts and parts[0].startswith("Wall time:"):
+            parts = parts[1:]
+        return "".join(parts)
+    return str(out)
+
+
+def outputs_by_call(bodies: list) -> dict:
+    """call_id -> the tool output text Codex sent back to the model (last seen wins)."""
+    found: dict = {}
+    for body in bodies:
+        for item in function_outputs(body):
+            found[item["call_id"]] = output_text(item)
+    return found
+
+
+@pytest.fixture
+def codex_wired(host_home, lean):
+    hh = host_home
+    (hh.proj / "big.py").write_text("".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(200)))
+    return hh
+
+
+class WhenReady:
+    """Codex 0.171 may send the first turns before `leanctx mcp` finished starting (it does not
+    wait for MCP servers; ours needs about a second to import the SDK), and then offers no
+    `mcp__leanctx` tools. Until the request offers them, the model waits with a short shell
+    call; then the script proceeds."""
+
+    def __init__(self, script: list) -> None:
+        self.script, self.i, self.waits = script, 0, 0
+
+    def __call__(self, body: dict):
+        if NS not in {_tool_name(t) for t in body.get("tools") or []} and self.waits < 20:
+            self.waits += 1
+            return shell_call("sleep 0.5")(body)
+        item = self.script[self.i] if self.i < len(self.script) else "done"
+        self.i += 1
+        return item(body) if callable(item) else item
+
+
+def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py"):
+    with FakeOpenAI(script=[WhenReady(script)] * (len(script) + 24)) as srv:
+        hostcli.write_codex_config(hh.home, srv.base_url)
+        lean.run("init", "--agent", "codex", "--trust")
+        cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", prompt], cwd=hh.proj,
+                         env=hostcli.codex_env(hh.home, lean.host_env))
+        assert cp.returncode == 0, cp.stderr
+        return cp, srv.requests
+
+
+def test_codex_second_read_is_the_stub_and_a_new_session_gets_content(codex_cli, codex_wired, lean, run_host):
+    hh = codex_wired
+    content = (hh.proj / "big.py").read_text()
+    first, second = read_call("big.py"), read_call("big.py")
+    cp, bodies = exec_codex(codex_cli, hh, lean, run_host, [first, second, "done"])
+    assert "hook: PreToolUse Completed" in cp.stderr, cp.stderr
+    out = outputs_by_call(bodies)
+    assert "def function_199" in out[first["call_id"]] and len(out[first["call_id"]]) >= len(content)
+    assert out[second["call_id"]].startswith("[unchanged]") and "big.py" in out[second["call_id"]], out[second["call_id"]]
+    lean.assert_no_hook_errors()
+    # the read gate noted both calls under the ids Codex also sent the MCP server
+    rec = lean.only_record("codex")
+    assert {first["call_id"], second["call_id"]} <= set(rec["read_calls"])
+    # a new `codex exec` is a new session (and a new host process): content again
+    again = read_call("big.py")
+    _, bodies = exec_codex(codex_cli, hh, lean, run_host, [again, "done"])
+    assert "def function_199" in outputs_by_call(bodies)[again["call_id"]]
+
+
+def test_codex_subagent_gets_only_its_own_stubs_and_the_parent_keeps_its_own(codex_cli, codex_wired, lean, run_host):
+    hh = codex_wired
+    content = (hh.proj / "big.py").read_text()
+    p_first, p_last = read_call("big.py"), read_call("big.py")
+    s_first, s_second = read_call("big.py"), read_call("big.py")
+    spawn = function_call("spawn_agent", {"message": "Read big.py with ctx_read, twice."}, namespace="multi_agent_v1")
+    sub_script = [s_first, s_second, "sub: done"]
+    state = {"parent": 0, "sub": 0}
+
+    def agent_id(body: dict) -> str:
+        for item in function_outputs(body):
+            if item["call_id"] == spawn["call_id"]:
+                text = output_text(item)
+                try:
+                    data = json.loads(text)
+                except ValueError:
+                    return text.strip()
+                return str(data.get("agent_id") or data.get("id") or data.get("target") or text)
+        raise AssertionError("no spawn_agent output in the parent's request")
+
+    def route(body: dict):
+        if is_subagent(body):
+            i = state["sub"]
+            state["sub"] += 1
+            return sub_script[i] if i < len(sub_script) else "sub: done"
+        i = state["parent"]
+        state["parent"] += 1
+        if i == 0:
+            return p_first
+        if i == 1:
+            return spawn
+        if i == 2:
+            return function_call("wait_agent", {"targets": [agent_id(body)], "timeout_ms": 60000}, namespace="multi_agent_v1")
+        if i == 3:
+            return p_last
+        return "done"
+
+    cp, bodies = exec_codex(codex_cli, hh, lean, run_host, [route] * 12)
+    out = outputs_by_call(bodies)
+    assert state["sub"] >= 3, f"the subagent did not run its script: {state}\n{cp.stderr[-2000:]}"
+    assert out[p_first["call_id"]].startswith("def function_0")
+    assert "def function_199" in out[s_first["call_id"]], "the subagent got a stub for bytes only its parent holds"
+    assert out[s_second["call_id"]].startswith("[unchanged]"), out[s_second["call_id"]][:200]
+    assert out[p_last["call_id"]].startswith("[unchanged]"), out[p_last["call_id"]][:200]
+    rec = lean.only_record("codex")
+    notes = rec["read_calls"]
+    assert notes[p_first["call_id"]]["agent_id"] is None and notes[s_first["call_id"]]["agent_id"], notes
+    lean.assert_no_hook_errors()
+    assert len(content) > 1000
