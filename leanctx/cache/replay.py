@@ -76,6 +76,7 @@ class Policy:
         self.raw = 0
         self.reads = 0
         self.kinds: Counter = Counter()
+        self.sequence: list[str] = []  # the kind of each answer, in order
         self.wrong = 0
         self.wrong_raw = 0  # tokens a caller must fetch again after a wrong stub (what it lacked)
         self.wrong_examples: list[str] = []
@@ -368,6 +369,7 @@ class Engine:
             results[p.name] = res
             p.reads += 1
             p.kinds[res["kind"]] += 1
+            p.sequence.append(res["kind"])
             p.tokens += res.get("tokens_sent", 0)
             p.raw += res.get("tokens_raw", 0)
             why = p.truth.violation(ctx, real, res)

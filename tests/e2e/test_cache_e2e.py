@@ -7,13 +7,14 @@ model server receives. The daemon the MCP server starts is stopped after each te
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
 
 import pytest
 
-from tests.e2e import hostcli
+from tests.e2e import hostcli, tracetap
 from tests.e2e.conftest import CLI_TIMEOUT
 from tests.e2e.fake_anthropic import FakeAnthropic, is_subagent, tool_use
 
@@ -66,6 +67,7 @@ def run(claude_cli, hh, lean, run_host, script, *extra, prompt="read big.py"):
 def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(claude_cli, wired, lean, run_host):
     hh = wired
     content = (hh.proj / "big.py").read_text()
+    tap = tracetap.install_claude_tap(hh.home, hh.root)
     bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"])
     first, second = tool_results(bodies[1])[0], tool_results(bodies[2])[0]
     assert "def function_199" in first and len(first) >= len(content) - 10
@@ -75,19 +77,24 @@ def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(cla
     # a new session (a new claude process) never inherits the stub
     bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), "done"])
     assert "def function_199" in tool_results(bodies[1])[0]
+    check_replay(tracetap.to_trace(tap, hh.proj, {"big.py": content}), hh, ["full", "stub", "full"], "claude-two-sessions")
 
 
 def test_after_compaction_the_next_read_is_full(claude_cli, wired, lean, run_host):
     hh = wired
+    tap = tracetap.install_claude_tap(hh.home, hh.root)
     run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"])
     run(claude_cli, hh, lean, run_host, ["summary of the conversation"], "--continue", prompt="/compact")
     assert lean.only_record("claude")["compactions"] >= 1
     bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), "done"], "--continue", prompt="read it again")
     assert "def function_199" in tool_results(bodies[-1])[0], "a stub was served after the context was compacted"
+    files = {"big.py": (hh.proj / "big.py").read_text()}
+    check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "stub", "full"], "claude-compaction")
 
 
 def test_two_concurrent_sessions_each_keep_their_own_stubs(claude_cli, wired, lean, run_host):
     hh = wired
+    tap = tracetap.install_claude_tap(hh.home, hh.root)
     results: dict[int, list] = {}
 
     def session(n: int) -> None:
@@ -104,23 +111,64 @@ def test_two_concurrent_sessions_each_keep_their_own_stubs(claude_cli, wired, le
         assert "def function_199" in tool_results(bodies[1])[0], "a session got a stub for its first read"
         assert tool_results(bodies[2])[0].startswith("[unchanged]"), "a session lost its own stub to the other one"
     assert len(lean.records("claude")) == 2
+    files = {"big.py": (hh.proj / "big.py").read_text()}
+    check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "full", "stub", "stub"], "claude-concurrent",
+                 ordered=False)
 
 
-def test_a_subagent_window_gets_no_stub(claude_cli, wired, lean, run_host):
+def test_a_subagent_gets_no_stub_for_its_parents_bytes_but_keeps_its_own(claude_cli, wired, lean, run_host):
+    """Claude Code sends each call's tool_use_id in `_meta`; the read gate noted, just before,
+    whether the parent or the subagent makes it. The subagent's first read is content (only its
+    parent held it), its re-read is its own stub, and the parent keeps its stub afterwards."""
     hh = wired
+    files = {"big.py": (hh.proj / "big.py").read_text()}
+    tap = tracetap.install_claude_tap(hh.home, hh.root)
     script = [
         tool_use(READ, {"path": "big.py"}),                                   # parent reads: full
-        tool_use("Agent", {"description": "read big.py", "prompt": "Read big.py with ctx_read.",
+        tool_use("Agent", {"description": "read big.py", "prompt": "Read big.py with ctx_read, twice.",
                            "subagent_type": "general-purpose"}),              # parent spawns a subagent
-        tool_use(READ, {"path": "big.py"}),                                   # the subagent reads
+        tool_use(READ, {"path": "big.py"}),                                   # the subagent reads: full
+        tool_use(READ, {"path": "big.py"}),                                   # ...and again: its own stub
         "sub: done",
+        tool_use(READ, {"path": "big.py"}),                                   # the parent again: its stub
         "done",
     ]
     bodies = run(claude_cli, hh, lean, run_host, script)
     sub = [b for b in bodies if is_subagent(b)]
-    assert sub, "no subagent turn reached the model"
-    sub_result = tool_results(sub[-1])[0]
-    assert "def function_199" in sub_result, "the subagent was served a stub for content only its parent holds"
+    parent = [b for b in bodies if not is_subagent(b)]
+    assert len(sub) == 3 and len(parent) == 4, (len(sub), len(parent))
+    assert "def function_199" in tool_results(sub[1])[0], "the subagent was served a stub for content only its parent holds"
+    assert tool_results(sub[2])[0].startswith("[unchanged]"), "the subagent lost the stub for its own re-read"
+    assert "def function_199" in tool_results(parent[1])[0]
+    assert tool_results(parent[3])[0].startswith("[unchanged]"), "the parent lost its stub after the subagent ran"
+    notes = lean.only_record("claude")["read_calls"]
+    assert len(notes) == 4 and sum(1 for n in notes.values() if n["agent_id"]) == 2, notes
+    lean.assert_no_hook_errors()
+    # The run, replayed from what the host itself sent (bench/cache_replay.py's engine), gives the
+    # same answers the real run gave, with 0 wrong stubs; LEANCTX_RECORD_TRACES keeps the trace.
+    check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "full", "stub", "stub"], "claude-subagent")
+
+
+def check_replay(trace: list, hh, expected: list, name: str, ordered: bool = True) -> None:
+    import os
+
+    got = tracetap.replay(trace, hh.root / f"replay-{name}")
+    seq = got["ours"].sequence
+    assert (seq if ordered else sorted(seq)) == (expected if ordered else sorted(expected)), \
+        f"the replay answered {seq}, the real run {expected}"
+    assert got["ours"].wrong == 0 and got["oracle"].wrong == 0
+    assert got["ours"].tokens == got["oracle"].tokens, "ours fell short of the oracle on a real run"
+    keep = os.environ.get("LEANCTX_RECORD_TRACES")
+    if keep:
+        import re
+
+        clean = tracetap.sanitize(trace, {str(hh.proj): "/home/user/proj", str(hh.home): "/home/user",
+                                          str(hh.root): "/home/user/run",
+                                          # Claude Code's per-project folder name spells the path with dashes
+                                          re.sub(r"[^A-Za-z0-9]", "-", str(hh.proj)): "-home-user-proj"})
+        with open(os.path.join(keep, f"{name}.jsonl"), "w") as f:
+            f.write(f"# recorded from tests/e2e/test_cache_e2e.py ({name}) with the real Claude Code\n")
+            f.writelines(json.dumps(ev) + "\n" for ev in clean)
 
 
 def test_claude_mcp_list_shows_leanctx(claude_cli, wired, lean):

@@ -1,0 +1,91 @@
+"""Record a real host run as a replay trace (leanctx/cache/replay.py format).
+
+A "tap" is a user hook of our own test (a foreign hook, beside leanctx's) on every event leanctx
+listens to, plus a PreToolUse hook for `ctx_read`: it appends each payload the host sends, with
+its event name and time, to a log. `to_trace()` turns that log into a trace: the host's own
+payloads as `hook` events, and every ctx_read call (its PreToolUse payload names the session,
+the subagent if any, the arguments and the call id) as a `read`. The ground truth of who made a
+read is the host's own word in that payload, not a guess.
+
+`sanitize()` replaces the run's temporary folders with placeholders, so a trace can be kept in
+bench/traces/ and replayed anywhere (`python bench/cache_replay.py` loads them).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+TAP_SRC = r'''
+import json, os, sys, time
+event, log = sys.argv[1], sys.argv[2]
+data = sys.stdin.read()
+# the host process: the parent of the shell the host ran this command through
+stat = open(f"/proc/{os.getppid()}/stat").read()
+host = int(stat.rsplit(")", 1)[1].split()[1])
+with open(log, "a") as f:
+    f.write(json.dumps({"t": time.time(), "event": event, "host": host, "payload": json.loads(data)}) + "\n")
+'''
+
+CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "SubagentStart", "SubagentStop", "Stop", "SessionEnd")
+READ_TOOL = "mcp__leanctx__ctx_read"
+
+
+def install_claude_tap(home: Path, root: Path) -> Path:
+    """Add the tap to ~/.claude/settings.json (after leanctx's entries); return its log path."""
+    script, log = root / "tap.py", root / "tap.jsonl"
+    script.write_text(TAP_SRC)
+    settings_path = home / ".claude" / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    hooks = settings.setdefault("hooks", {})
+    for event in CLAUDE_EVENTS + ("PreToolUse",):
+        group: dict = {"hooks": [{"type": "command", "command": f"{sys.executable} {script} {event} {log}"}]}
+        if event == "PreToolUse":
+            group["matcher"] = READ_TOOL
+        hooks.setdefault(event, []).append(group)
+    settings_path.write_text(json.dumps(settings, indent=2) + "\n")
+    return log
+
+
+def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude") -> list[dict]:
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    entries.sort(key=lambda e: e["t"])
+    trace: list[dict] = [{"op": "root", "path": str(proj)}]
+    trace += [{"op": "write", "path": rel, "text": text} for rel, text in files.items()]
+    hosts: dict[int, str] = {}  # host pid -> its name in the trace (each host process in turn)
+    last = entries[0]["t"] if entries else 0.0
+    for e in entries:
+        if e["t"] > last:
+            trace.append({"op": "tick", "s": round(e["t"] - last, 3)})
+            last = e["t"]
+        p = e["payload"]
+        if e["host"] not in hosts:
+            hosts[e["host"]] = h = f"h{len(hosts) + 1}"
+            sid = p.get("session_id")
+            trace.append({"op": "host", "host": h, "agent": agent, "gate": False,
+                          "env": {"CLAUDE_CODE_SESSION_ID": sid} if agent == "claude" and sid else {}})
+        h = hosts[e["host"]]
+        trace.append({"op": "hook", "host": h, "event": e["event"], "payload": p})
+        if e["event"] == "PreToolUse" and p.get("tool_name") == READ_TOOL:
+            args = p.get("tool_input") or {}
+            trace.append({"op": "read", "host": h, "conv": p.get("session_id"), "sub": p.get("agent_id"),
+                          "path": args.get("path"), "start": args.get("start_line"), "end": args.get("end_line"),
+                          "fresh": bool(args.get("fresh")), "call_id": p.get("tool_use_id")})
+    return trace
+
+
+def sanitize(trace: list[dict], replacements: dict[str, str]) -> list[dict]:
+    """The trace with every occurrence of each temporary folder replaced (longest first)."""
+    text = json.dumps(trace)
+    for old in sorted(replacements, key=len, reverse=True):
+        text = text.replace(json.dumps(old)[1:-1], json.dumps(replacements[old])[1:-1])
+    return json.loads(text)
+
+
+def replay(trace: list[dict], base: Path) -> dict:
+    """Replay through ours and the oracle: per-policy read kinds and wrong-stub counts."""
+    from leanctx.cache.replay import Engine, Oracle, Ours
+
+    ours, oracle = Ours(), Oracle()
+    Engine(str(base), [ours, oracle]).run(trace)
+    return {"ours": ours, "oracle": oracle}
