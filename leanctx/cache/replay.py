@@ -14,10 +14,12 @@ object per line in a `.jsonl` file):
         one hook event of conversation s1 on h1, by meaning; or, for recorded traces,
     {"op": "hook", "host": "h1", "event": "<host's event name>", "payload": {...the host's stdin...}}
     {"op": "read", "host": "h1", "conv": "s1", "sub": null|"a1", "path": "src/a.py",
-     "start": null|int, "end": null|int, "fresh": false, "call_id": "toolu_…"?}
+     "start": null|int, "end": null|int, "fresh": false, "call_id": "toolu_…"?, "gate_fails": false?}
         a ctx_read through h1's MCP connection, made by conversation s1 (or its subagent a1: on
         Claude Code / Codex through the parent's connection, on Cursor through the subagent's own
         connection with CURSOR_TASK_ID). `conv`/`sub` are the GROUND TRUTH, never shown to a policy.
+        "gate_fails": on a gated host, the read gate's note is lost (hook crashed or timed out)
+        while the host still sends the call id
     {"op": "write", "path": "src/a.py", "text": "..."}            create or replace a file
     {"op": "edit", "path": "src/a.py", "mode": "line"|"append"|"touch"|"same_mtime"|"revert", "n": int}
     {"op": "tick", "s": 31.0}                                      the clock moves
@@ -362,7 +364,8 @@ class Engine:
         if call_id is None and host.gate:
             self.calls += 1
             call_id = f"toolu_replay{self.calls:06d}"
-            read_gate(self.data, host.fake, conv, sub, call_id, self.root, self.t)
+            if not ev.get("gate_fails"):
+                read_gate(self.data, host.fake, conv, sub, call_id, self.root, self.t)
         results = {}
         for p in self.policies:
             res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")), call_id)

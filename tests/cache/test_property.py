@@ -63,7 +63,8 @@ class Gen:
     def add(self, o: tuple) -> None:
         kind = o[0]
         if kind == "read":
-            _, hi, who, fi, win, fresh = o
+            _, hi, who, fi, win, fresh, *rest = o
+            gate_fails = bool(rest and rest[0])
             h = HOSTS[hi][0]
             conv = self.chat(h, who)
             sub = None
@@ -72,6 +73,8 @@ class Gen:
                 if who == 2 and self.subs.get((h, conv)):
                     sub = self.subs[(h, conv)]
             ev = {"op": "read", "host": h, "conv": conv, "sub": sub, "path": FILES[fi], "fresh": fresh}
+            if gate_fails:  # the read gate's note is lost; the host still sends the call id
+                ev["gate_fails"] = True
             if win is not None:
                 ev["start"], ev["end"] = win[0], win[0] + win[1]
             self.ev.append(ev)
@@ -139,7 +142,7 @@ def draw_ops(data, n: int) -> list[tuple]:
                 start = data.draw(st.integers(1, 90))
                 win = (start, data.draw(st.integers(0, 60)))
             ops.append(("read", host, data.draw(st.sampled_from([0, 1, 2, 2])), file, win,
-                        data.draw(st.integers(0, 5)) == 0))
+                        data.draw(st.integers(0, 5)) == 0, data.draw(st.integers(0, 5)) == 0))
         elif kind == "edit":
             ops.append(("edit", file, data.draw(st.sampled_from(["line", "append", "touch", "same_mtime", "revert"])),
                         data.draw(st.integers(0, 500))))
@@ -196,3 +199,15 @@ def test_the_property_is_not_vacuous(fast_tokens) -> None:
     assert ours.wrong == 0
     assert {"full", "stub", "pointer", "diff"} <= set(ours.kinds), ours.kinds
     assert ours.cache.stats()["cold_stubs"] == 1
+
+
+def test_per_call_identity_is_exercised(fast_tokens) -> None:
+    """With a subagent window open on a Claude host, the parent keeps its stub and the subagent
+    gets one for its own re-read (through the read gate's notes); a lost note falls back."""
+    ops = [("read", 0, 0, 0, None, False), ("sub", 0, 0),                              # parent full; subagent starts
+           ("read", 0, 0, 0, None, False),                                            # parent: its stub
+           ("read", 0, 2, 0, None, False), ("read", 0, 2, 0, None, False),            # sub: full, then its stub
+           ("read", 0, 0, 0, None, False, True)]                                      # note lost: content
+    ours, _oracle = run_ops(ops)
+    assert ours.wrong == 0
+    assert ours.sequence == ["full", "stub", "full", "stub", "full"], ours.sequence

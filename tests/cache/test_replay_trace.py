@@ -51,5 +51,8 @@ def test_the_bench_accepts_trace_files(tmp_path) -> None:  # noqa: ANN001
                           "--trace", _trace(tmp_path)], capture_output=True, text=True, timeout=120)
     doc = json.loads(out.stdout)
     row = doc["rows"][-1]
-    assert row["scenario"] == "trace run.jsonl" and row["wrong"]["ours"] == 0
+    assert row["scenario"] == "recorded: run" and row["wrong"]["ours"] == 0
     assert doc["total_wrong"]["ours"] == 0
+    # the traces recorded from the real Claude Code e2e runs are replayed by default
+    recorded = {r["scenario"] for r in doc["rows"] if r["scenario"].startswith("recorded: claude-")}
+    assert {"recorded: claude-subagent", "recorded: claude-concurrent"} <= recorded
