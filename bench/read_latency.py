@@ -16,7 +16,9 @@ Rows:
   ctx_read stub (daemon)        tools/call ctx_read of a file this conversation holds
   ctx_read full (daemon)        the same with fresh=true: the whole file comes back
   ctx_read stub (in-process)    a second MCP server with LEANCTX_DAEMON=0 (the fallback path)
-Target: ctx_read stub (daemon) p50 under 2 ms.
+Target: stub round trip p50 under 2 ms. Printed for both clients: the bare one (the round trip
+through our stdio server, which is what a host's own client in another runtime waits for) and
+the Python SDK's client (its own parsing and validation included).
 """
 
 from __future__ import annotations
@@ -192,8 +194,9 @@ async def run(runs: int, lines: int) -> None:
     for name, values in samples.items():
         p50 = pct(values, 0.5)
         print(f"{name:<32} {p50:8.3f} {pct(values, 0.95):8.3f} {p50 / floor:10.2f}x")
-    stub_p50 = pct(samples["ctx_read stub (daemon)"], 0.5)
-    print(f"target: ctx_read stub (daemon) p50 < 2 ms: {'met' if stub_p50 < 2 else 'NOT met'} ({stub_p50:.3f} ms)")
+    for row in ("raw JSON-RPC ctx_read stub", "ctx_read stub (daemon)"):
+        p50 = pct(samples[row], 0.5)
+        print(f"target: {row} p50 < 2 ms: {'met' if p50 < 2 else 'NOT met'} ({p50:.3f} ms)")
 
 
 def main() -> None:

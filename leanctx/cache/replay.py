@@ -365,6 +365,7 @@ class Engine:
             self.calls += 1
             call_id = f"toolu_replay{self.calls:06d}"
             if not ev.get("gate_fails"):
+                self._unhide(ev["host"])  # the gate is a hook event: it reads the record well
                 read_gate(self.data, host.fake, conv, sub, call_id, self.root, self.t)
         results = {}
         for p in self.policies:

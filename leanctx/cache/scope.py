@@ -659,16 +659,24 @@ class Resolver:
         only guard against, so neither applies; a subagent gets its own key (its context holds
         only what it read itself). The note must sit in a record of this connection's own host
         process (or, host unknown, of the session the host named in our environment), in
-        exactly one such record. No note, or an explicit/legacy scope: None (the usual rules)."""
+        exactly one such record. A host whose gate runs (its records hold notes) but no note of
+        this call, or the id in two records: withheld. A host without notes, or an explicit/legacy
+        scope: None (the usual rules)."""
         env = conn.env
         if (env.get("LEANCTX_SCOPE") or "").strip() or (env.get("CURSOR_TASK_ID") or "").strip():
             return None
         if (env.get("LEANCTX_CONVERSATION_SCOPE") or "").strip().lower() in _OFF:
             return None
         view = self._view()
-        cands = self._host_match(conn, view) if conn.host_pid is not None else self._env_match(conn, view)
-        hits = [r for r in self._fresh(cands, now) if call_id in r.calls]
+        cands = self._fresh(self._host_match(conn, view) if conn.host_pid is not None else self._env_match(conn, view), now)
+        hits = [r for r in cands if call_id in r.calls]
         if len(hits) != 1:
+            if hits or any(r.calls for r in cands):
+                # The gate runs for this host, yet this call has no note of its own (the hook failed
+                # or timed out, or the id is ambiguous): nobody can say who is asking.
+                latest = max(cands, key=lambda r: r.updated_ts)
+                return Scope(None, latest.agent, 0, self._roots_of(cands, conn), False,
+                             "read gate note missing for this call", latest.cwd or conn.cwd, False)
             return None
         rec = hits[0]
         if rec.ended:

@@ -68,8 +68,12 @@ def test_parent_and_subagent_calls_are_told_apart_while_the_window_is_open(world
     assert parent.stub_ok and sub.stub_ok
     assert sub.key == f"{parent.key}/agent:ag-1"
     assert parent.compactions == sub.compactions == 0
-    # a call the gate never noted (hook failed, or a host that sends no id) keeps the usual rules
-    assert not r.resolve(h.conn(), fresh=True, call_id="toolu_unknown").stub_ok
+    # a call the gate never noted (the hook failed) while the gate runs for this host: withheld
+    scope = r.resolve(h.conn(), fresh=True, call_id="toolu_unknown")
+    assert not scope.stub_ok and scope.reason == "read gate note missing for this call"
+    h.event("subagent_stop", "SubagentStop", "s1", subagent_id="ag-1")
+    h.gate("s1", "toolu_after", None)
+    assert not r.resolve(h.conn(), fresh=True, call_id="toolu_unknown").stub_ok, "even with no window open"
 
 
 def test_a_subagent_gets_stubs_only_for_what_it_read_itself(world) -> None:
@@ -129,7 +133,17 @@ def test_a_note_of_another_host_process_or_an_ambiguous_id_is_not_used(world) ->
     mine.gate("s-mine", "toolu_dup")
     mine.gate("s-mine-2", "toolu_dup")
     scope = r.resolve(mine.conn(), fresh=True, call_id="toolu_dup")
-    assert not scope.stub_ok
+    assert not scope.stub_ok and scope.reason == "read gate note missing for this call"
+
+
+def test_a_host_without_read_notes_keeps_the_usual_rules(world) -> None:
+    """Init without the read gate (or a host that never runs it): a call id alone decides nothing."""
+    data, proj = world
+    h = Host(data, proj, 5005)
+    h.start("s1")
+    r = Resolver(str(data))
+    assert r.resolve(h.conn(), fresh=True, call_id="toolu_1") == r.resolve(h.conn(), fresh=True)
+    assert r.resolve(h.conn(), fresh=True, call_id="toolu_1").stub_ok
 
 
 def test_explicit_scope_and_ended_conversations_win_over_the_note(world) -> None:

@@ -211,3 +211,15 @@ def test_per_call_identity_is_exercised(fast_tokens) -> None:
     ours, _oracle = run_ops(ops)
     assert ours.wrong == 0
     assert ours.sequence == ["full", "stub", "full", "stub", "full"], ours.sequence
+
+
+def test_found_by_the_property_a_lost_note_after_a_transient_miss(fast_tokens) -> None:
+    """Once found: a subagent window the daemon never saw (its record read torn), then a subagent
+    call whose gate note was lost, got a stub for its parent's read. A gated host's call without
+    a note of its own is now withheld."""
+    ops = [("stop", 0, 0), ("read", 0, 0, 0, (1, 0), True, True), ("read", 0, 0, 0, (1, 0), True, True),
+           ("stop", 0, 0), ("read", 0, 0, 0, None, True, True), ("edit", 0, "line", 0), ("miss", 0), ("stop", 0, 0),
+           ("read", 0, 0, 0, (1, 0), True, True), ("sub", 0, 0), ("miss", 0), ("read", 0, 0, 0, None, True, False),
+           ("read", 0, 2, 0, None, False, True), ("read", 0, 0, 0, (1, 0), True, True), ("read", 0, 0, 0, None, True, True)]
+    ours, _oracle = run_ops(ops)
+    assert ours.wrong == 0, ours.wrong_examples
