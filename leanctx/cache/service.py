@@ -39,6 +39,7 @@ from leanctx.cache import client
 log = logging.getLogger("leanctx.service")
 
 SAVE_EVERY_S = 15.0
+PRUNE_EVERY_S = 3600.0  # old conversation records out (leanctx/cache/prune.py)
 CHECK_EVERY_S = 2.0  # is our socket / pid file still ours
 DRAIN_S = 3.0
 MAX_SOCKETS = 256  # open client sockets (one thread each); more are told so and closed
@@ -201,6 +202,7 @@ class Daemon:
         self.requests = 0
         self.errors = 0
         self.in_flight = 0
+        self.records_pruned = 0
 
     # --- start-up --------------------------------------------------------------------
 
@@ -520,14 +522,28 @@ class Daemon:
             "requests": requests,
             "errors": errors,
             "entries": stats.get("entries"),
+            "records_pruned": self.records_pruned,
             "savings": savings(stats),
         }
 
     # --- housekeeping and shutdown ------------------------------------------------------
 
+    def _prune(self) -> None:
+        from leanctx.cache.prune import keep_seconds, prune_records
+
+        try:
+            self.records_pruned += prune_records(self.data_dir, keep_seconds())
+        except Exception:  # never let a clean-up take the daemon down
+            log.exception("pruning old conversation records failed")
+
     def _housekeeping(self) -> None:
         saved_at = time.monotonic()
+        self._prune()
+        pruned_at = time.monotonic()
         while not self.stopping.wait(CHECK_EVERY_S):
+            if time.monotonic() - pruned_at >= PRUNE_EVERY_S:
+                pruned_at = time.monotonic()
+                self._prune()
             if time.monotonic() - saved_at >= SAVE_EVERY_S:
                 saved_at = time.monotonic()
                 try:
