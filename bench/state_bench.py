@@ -21,14 +21,17 @@ import argparse
 import json
 import os
 import random
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+from tests.state.worker import kill_a_writer_mid_update  # noqa: E402  (the writers the state tests use too)
+
+WORKER = os.path.join(REPO, "tests", "state", "worker.py")
 TEXT_USER = "How do I point the bot's webhook at the VPS, and do I need a certificate for it? " * 2
 TEXT_AGENT = "Use setWebhook with your HTTPS URL; Telegram needs a valid certificate (Let's Encrypt works). " * 3
 
@@ -130,22 +133,6 @@ def latency(runs: int, redis_url: str | None) -> list[tuple[str, list[float]]]:
 # --- 2. contention ------------------------------------------------------------------------------
 
 
-def worker(name: str, turns: int, start_at: float) -> None:
-    """One of the concurrent writers (a separate process, the hook's validator)."""
-    from leanctx.state import api
-
-    api.show(user="contended")  # connect / import before the start line
-    time.sleep(max(0.0, start_at - time.time()))
-    revisions = []
-    for i in range(turns):
-        if i % 2 == 0:
-            state = api.inbound(f"{name} {i}", user="contended", session_id=name)["state"]
-        else:
-            state = api.reply(f"{name} {i}", user="contended", session_id=name)
-        revisions.append(state["revision"])
-    print(json.dumps({"revisions": revisions, "end": time.time()}))
-
-
 def contention(procs: int, turns: int, url: str | None) -> dict:
     from leanctx.state import api
 
@@ -154,7 +141,7 @@ def contention(procs: int, turns: int, url: str | None) -> dict:
     if url:
         env["LEANCTX_STATE_URL"] = url
     start_at = time.time() + 2.0
-    children = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", f"w{n}", str(turns), str(start_at)],
+    children = [subprocess.Popen([sys.executable, WORKER, f"w{n}", str(turns), str(start_at), "contended"],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(procs)]
     revisions: list[int] = []
     end = start_at
@@ -175,22 +162,6 @@ def contention(procs: int, turns: int, url: str | None) -> dict:
 # --- 3. crash loop ------------------------------------------------------------------------------
 
 
-def _writer_forever(ready: int) -> None:
-    try:
-        from leanctx.state import api, backend, validate
-
-        backend._redis_backends.clear()
-        validate.FAST = True
-        n = 0
-        while True:
-            api.reply(f"turn {n} " + "x" * 3000, user="crash")
-            if n == 0:
-                os.write(ready, b"r")
-            n += 1
-    finally:
-        os._exit(1)
-
-
 def crash_loop(kills: int, url: str | None) -> dict:
     from leanctx.state import api, backend, filestore, slug, validate
 
@@ -201,17 +172,7 @@ def crash_loop(kills: int, url: str | None) -> dict:
     rng = random.Random(1)
     damaged = mid_write = 0
     for _ in range(kills):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            _writer_forever(w)
-        os.close(w)
-        select.select([r], [], [], 30)
-        os.close(r)
-        time.sleep(rng.uniform(0, 0.004))
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        kill_a_writer_mid_update("crash", rng)
         if url:
             raw = store.client.call("GET", store.key("crash"))  # type: ignore[attr-defined]
         else:
@@ -294,7 +255,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
-    else:
-        main()
+    main()

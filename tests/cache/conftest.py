@@ -4,7 +4,9 @@ clock shared by the records, the resolver and the cache."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,29 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
     for name in ("LEANCTX_DEDUP", "LEANCTX_SCOPE", "LEANCTX_CONVERSATION_SCOPE", "CURSOR_TASK_ID", "CLAUDE_CODE_SESSION_ID"):
         monkeypatch.delenv(name, raising=False)
     return World(tmp_path)
+
+
+# -- a real daemon for the service and MCP tests ----------------------------------------------
+
+_spec = importlib.util.spec_from_file_location("leanctx_test_service_support", Path(__file__).with_name("test_service_support.py"))
+_support = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_support)
+
+
+@pytest.fixture
+def env(home: Path, data_dir: Path):
+    """The environment for real `leanctx` subprocesses; whatever daemon serves the data dir at the
+    end (one the test started, or one an MCP server started) is stopped."""
+    e = _support.subprocess_env(home, data_dir)
+    yield e
+    _support.stop_any_daemon(data_dir)
+
+
+@pytest.fixture
+def daemon(env: dict, tmp_path: Path):
+    """`leanctx serve` in the foreground, as a child of the test."""
+    proc = _support.start_daemon(env, tmp_path / "daemon.log")
+    yield proc
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)

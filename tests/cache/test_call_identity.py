@@ -54,6 +54,14 @@ def world(tmp_path: Path):
     return data, proj
 
 
+def solo(world, pid: int, conv: str = "s1") -> tuple[Host, Resolver]:
+    """One host process with one started conversation, and a resolver over its records."""
+    data, proj = world
+    h = Host(data, proj, pid)
+    h.start(conv)
+    return h, Resolver(str(data))
+
+
 def test_parent_and_subagent_calls_are_told_apart_while_the_window_is_open(world) -> None:
     data, proj = world
     h = Host(data, proj, 4242)
@@ -138,20 +146,14 @@ def test_a_note_of_another_host_process_or_an_ambiguous_id_is_not_used(world) ->
 
 def test_a_host_without_read_notes_keeps_the_usual_rules(world) -> None:
     """Init without the read gate (or a host that never runs it): a call id alone decides nothing."""
-    data, proj = world
-    h = Host(data, proj, 5005)
-    h.start("s1")
-    r = Resolver(str(data))
+    h, r = solo(world, 5005)
     assert r.resolve(h.conn(), fresh=True, call_id="toolu_1") == r.resolve(h.conn(), fresh=True)
     assert r.resolve(h.conn(), fresh=True, call_id="toolu_1").stub_ok
 
 
 def test_explicit_scope_and_ended_conversations_win_over_the_note(world) -> None:
-    data, proj = world
-    h = Host(data, proj, 5003)
-    h.start("s1")
+    h, r = solo(world, 5003)
     h.gate("s1", "t1")
-    r = Resolver(str(data))
     assert r.resolve(h.conn(LEANCTX_SCOPE="mine"), fresh=True, call_id="t1").key.startswith("custom:mine")
     assert r.resolve(h.conn(LEANCTX_CONVERSATION_SCOPE="0"), fresh=True, call_id="t1").key.startswith("conn:")
     h.event(SESSION_END, "SessionEnd", "s1")

@@ -25,22 +25,6 @@ _spec.loader.exec_module(S)
 
 
 @pytest.fixture
-def env(home: Path, data_dir: Path, tmp_path: Path):
-    e = S.subprocess_env(home, data_dir)
-    yield e
-    S.stop_any_daemon(data_dir)
-
-
-@pytest.fixture
-def daemon(env: dict, data_dir: Path, tmp_path: Path):
-    proc = S.start_daemon(env, tmp_path / "daemon.log")
-    yield proc
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     proj = tmp_path / "proj"
     proj.mkdir()

@@ -70,7 +70,7 @@ from __future__ import annotations
 import itertools
 import json
 from http.server import BaseHTTPRequestHandler
-from tests.e2e.fakeserver import RequestRecord, ScriptedFakeServer
+from tests.e2e.fakeserver import RequestRecord, ScriptedFakeServer, normalize_script_item
 from typing import Any, Callable, Iterable, Optional, Union
 
 __all__ = [
@@ -153,18 +153,7 @@ def tool_results(body: dict) -> list:
 
 
 def _normalize(item: Any, body: dict) -> list:
-    if callable(item) and not isinstance(item, (dict, list, str)):
-        item = item(body)
-    if isinstance(item, str):
-        return [text(item)]
-    if isinstance(item, dict):
-        return [item]
-    if isinstance(item, (list, tuple)):
-        out = []
-        for x in item:
-            out.extend(_normalize(x, body))
-        return out
-    raise TypeError(f"bad script item: {item!r}")
+    return normalize_script_item(item, body, text)
 
 
 class FakeAnthropic(ScriptedFakeServer):

@@ -74,7 +74,7 @@ import itertools
 import json
 import time
 from http.server import BaseHTTPRequestHandler
-from tests.e2e.fakeserver import RequestRecord, ScriptedFakeServer
+from tests.e2e.fakeserver import RequestRecord, ScriptedFakeServer, normalize_script_item
 from typing import Any, Callable, Iterable, Optional
 
 __all__ = [
@@ -185,18 +185,7 @@ def function_outputs(body: dict) -> list:
 
 
 def _normalize(item: Any, body: dict) -> list:
-    if callable(item) and not isinstance(item, (dict, list, str)):
-        item = item(body)
-    if isinstance(item, str):
-        return [text(item)]
-    if isinstance(item, dict):
-        return [item]
-    if isinstance(item, (list, tuple)):
-        out: list = []
-        for x in item:
-            out.extend(_normalize(x, body))
-        return out
-    raise TypeError(f"bad script item: {item!r}")
+    return normalize_script_item(item, body, text)
 
 
 class FakeOpenAI(ScriptedFakeServer):

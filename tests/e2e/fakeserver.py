@@ -12,6 +12,24 @@ from http.server import ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Optional
 
 
+def normalize_script_item(item: Any, body: dict, text: Callable[[str], dict]) -> list:
+    """One script item as the list of output blocks/items it stands for: a callable is called
+    with the request body (and its result normalized again), a str is a text block made by
+    `text`, a dict is one block, a list or tuple is its parts in order."""
+    if callable(item) and not isinstance(item, (dict, list, str)):
+        return normalize_script_item(item(body), body, text)
+    if isinstance(item, str):
+        return [text(item)]
+    if isinstance(item, dict):
+        return [item]
+    if isinstance(item, (list, tuple)):
+        out: list = []
+        for x in item:
+            out.extend(normalize_script_item(x, body, text))
+        return out
+    raise TypeError(f"bad script item: {item!r}")
+
+
 @dataclass
 class RequestRecord:
     method: str

@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import select
-import signal
-import time
 from pathlib import Path
 
 from leanctx.state import api, validate
-from leanctx.state import backend as backend_mod
 from leanctx.state.backend import Backend
 from leanctx.state.filestore import TMP_PREFIX
 
 from .conftest import raw_value
+from .worker import kill_a_writer_mid_update
 
 KILLS = 200
-
-
-def _writer_forever(ready: int) -> None:
-    """The child: update as fast as it can until it is killed; says when the first update is in
-    (so that the kill lands in the steady write loop, not in connection set-up)."""
-    try:
-        backend_mod._redis_backends.clear()  # its own connection, not the parent's socket
-        validate.FAST = True
-        n = 0
-        while True:
-            api.reply(f"turn {n} " + "x" * 3000, user="alice")
-            if n == 0:
-                os.write(ready, b"r")
-            n += 1
-    finally:
-        os._exit(1)
 
 
 def test_sigkill_mid_write_never_damages_the_state(store: Backend, cks_home: Path) -> None:
@@ -43,17 +23,7 @@ def test_sigkill_mid_write_never_damages_the_state(store: Backend, cks_home: Pat
     stale_temps = 0
     last_revision = 1
     for _ in range(KILLS):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            _writer_forever(w)
-        os.close(w)
-        assert select.select([r], [], [], 30)[0], "the writer never wrote"
-        os.close(r)
-        time.sleep(rng.uniform(0, 0.004))
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        assert kill_a_writer_mid_update("alice", rng), "the writer never wrote"
         raw = raw_value(store, "alice")
         state = json.loads(raw)  # parses...
         validate.validate_stdlib(state)  # ...and validates, with both validators
