@@ -220,6 +220,19 @@ class Trace:
         self.ev.append(ev)
         self.read_by.setdefault(ctx, []).append(path)
 
+    def subagent(self, host: str, conv: str, sub: str, reads: tuple[int, int], reread: float, tick: float,
+                 parents_files: float | None = None) -> None:
+        """A subagent window: start, a random number of reads (with `parents_files`, after each
+        read, that chance of also reading a file its parent read), stop."""
+        self.hook(host, "sub_start", conv, sub=sub)
+        for _ in range(self.rng.randint(*reads)):
+            self.read(host, conv, sub=sub, reread=reread)
+            if parents_files is not None and self.rng.random() < parents_files and self.read_by.get(conv):
+                path = self.rng.choice(self.read_by[conv])
+                self.ev.append({"op": "read", "host": host, "conv": conv, "sub": sub, "path": path, "fresh": False})
+            self.tick(tick)
+        self.hook(host, "sub_stop", conv, sub=sub)
+
     def edit(self, ctx: str) -> None:
         seen = self.read_by.get(ctx) or list(self.files)
         path = self.rng.choice(seen)
@@ -276,16 +289,8 @@ def sc_subagents(rng: random.Random, scale: float, agent: str = "claude") -> lis
             t.tick(2)
         if rng.random() < 0.6:
             nsub += 1
-            sub = f"agent-{nsub}"
-            t.hook("h", "sub_start", conv, sub=sub)
-            for _ in range(rng.randint(3, 8)):
-                # the subagent often reads what the parent holds: exactly the #1292 hazard
-                t.read("h", conv, sub=sub, reread=0.2)
-                if rng.random() < 0.5 and t.read_by.get(conv):
-                    path = rng.choice(t.read_by[conv])
-                    t.ev.append({"op": "read", "host": "h", "conv": conv, "sub": sub, "path": path, "fresh": False})
-                t.tick(3)
-            t.hook("h", "sub_stop", conv, sub=sub)
+            # the subagent often reads what the parent holds: exactly the #1292 hazard
+            t.subagent("h", conv, f"agent-{nsub}", (3, 8), reread=0.2, tick=3, parents_files=0.5)
         for _ in range(rng.randint(3, 7)):
             t.read("h", conv, reread=0.6)
             t.tick(2)
@@ -316,12 +321,7 @@ def sc_cursor(rng: random.Random, scale: float) -> list[dict]:
             t.tick(3)
         if rng.random() < 0.3:
             nsub += 1
-            sub = f"task-{nsub}"
-            t.hook("cur", "sub_start", c, sub=sub)
-            for _ in range(rng.randint(2, 5)):
-                t.read("cur", c, sub=sub, reread=0.5)
-                t.tick(2)
-            t.hook("cur", "sub_stop", c, sub=sub)
+            t.subagent("cur", c, f"task-{nsub}", (2, 5), reread=0.5, tick=2)
         t.hook("cur", "stop", c)
         if other:
             t.hook("cur", "stop", other)
