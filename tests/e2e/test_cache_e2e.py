@@ -7,7 +7,6 @@ model server receives. The daemon the MCP server starts is stopped after each te
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
@@ -77,7 +76,7 @@ def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(cla
     # a new session (a new claude process) never inherits the stub
     bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), "done"])
     assert "def function_199" in tool_results(bodies[1])[0]
-    check_replay(tracetap.to_trace(tap, hh.proj, {"big.py": content}), hh, ["full", "stub", "full"], "claude-two-sessions")
+    tracetap.check_replay(tracetap.to_trace(tap, hh.proj, {"big.py": content}), hh, ["full", "stub", "full"], "claude-two-sessions", host="Claude Code", source=__file__)
 
 
 def test_after_compaction_the_next_read_is_full(claude_cli, wired, lean, run_host):
@@ -89,7 +88,7 @@ def test_after_compaction_the_next_read_is_full(claude_cli, wired, lean, run_hos
     bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), "done"], "--continue", prompt="read it again")
     assert "def function_199" in tool_results(bodies[-1])[0], "a stub was served after the context was compacted"
     files = {"big.py": (hh.proj / "big.py").read_text()}
-    check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "stub", "full"], "claude-compaction")
+    tracetap.check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "stub", "full"], "claude-compaction", host="Claude Code", source=__file__)
 
 
 def test_two_concurrent_sessions_each_keep_their_own_stubs(claude_cli, wired, lean, run_host):
@@ -112,8 +111,8 @@ def test_two_concurrent_sessions_each_keep_their_own_stubs(claude_cli, wired, le
         assert tool_results(bodies[2])[0].startswith("[unchanged]"), "a session lost its own stub to the other one"
     assert len(lean.records("claude")) == 2
     files = {"big.py": (hh.proj / "big.py").read_text()}
-    check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "full", "stub", "stub"], "claude-concurrent",
-                 ordered=False)
+    tracetap.check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "full", "stub", "stub"], "claude-concurrent",
+                          host="Claude Code", source=__file__, ordered=False)
 
 
 def test_a_subagent_gets_no_stub_for_its_parents_bytes_but_keeps_its_own(claude_cli, wired, lean, run_host):
@@ -146,29 +145,7 @@ def test_a_subagent_gets_no_stub_for_its_parents_bytes_but_keeps_its_own(claude_
     lean.assert_no_hook_errors()
     # The run, replayed from what the host itself sent (bench/cache_replay.py's engine), gives the
     # same answers the real run gave, with 0 wrong stubs; LEANCTX_RECORD_TRACES keeps the trace.
-    check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "full", "stub", "stub"], "claude-subagent")
-
-
-def check_replay(trace: list, hh, expected: list, name: str, ordered: bool = True) -> None:
-    import os
-
-    got = tracetap.replay(trace, hh.root / f"replay-{name}")
-    seq = got["ours"].sequence
-    assert (seq if ordered else sorted(seq)) == (expected if ordered else sorted(expected)), \
-        f"the replay answered {seq}, the real run {expected}"
-    assert got["ours"].wrong == 0 and got["oracle"].wrong == 0
-    assert got["ours"].tokens == got["oracle"].tokens, "ours fell short of the oracle on a real run"
-    keep = os.environ.get("LEANCTX_RECORD_TRACES")
-    if keep:
-        import re
-
-        clean = tracetap.sanitize(trace, {str(hh.proj): "/home/user/proj", str(hh.home): "/home/user",
-                                          str(hh.root): "/home/user/run",
-                                          # Claude Code's per-project folder name spells the path with dashes
-                                          re.sub(r"[^A-Za-z0-9]", "-", str(hh.proj)): "-home-user-proj"})
-        with open(os.path.join(keep, f"{name}.jsonl"), "w") as f:
-            f.write(f"# recorded from tests/e2e/test_cache_e2e.py ({name}) with the real Claude Code\n")
-            f.writelines(json.dumps(ev) + "\n" for ev in clean)
+    tracetap.check_replay(tracetap.to_trace(tap, hh.proj, files), hh, ["full", "full", "stub", "stub"], "claude-subagent", host="Claude Code", source=__file__)
 
 
 def test_claude_mcp_list_shows_leanctx(claude_cli, wired, lean):

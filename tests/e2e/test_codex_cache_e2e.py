@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.e2e import hostcli
+from tests.e2e import hostcli, tracetap
 from tests.e2e.fake_openai import FakeOpenAI, _tool_name, function_call, function_outputs, is_subagent, shell_call
 
 pytestmark = pytest.mark.e2e
@@ -68,21 +68,25 @@ class WhenReady:
         return item(body) if callable(item) else item
 
 
-def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py"):
+def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=False):
+    """init (trusting our hooks), then `codex exec`; with `tap`, our test's own tap hook is added
+    (untrusted, so Codex runs with --dangerously-bypass-hook-trust). Returns (run, requests, tap log)."""
     with FakeOpenAI(script=[WhenReady(script)] * (len(script) + 24)) as srv:
         hostcli.write_codex_config(hh.home, srv.base_url)
         lean.run("init", "--agent", "codex", "--trust")
-        cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", prompt], cwd=hh.proj,
+        log = tracetap.install_codex_tap(hh.codex_home, hh.root) if tap else None
+        bypass = ["--dangerously-bypass-hook-trust"] if tap else []
+        cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", *bypass, prompt], cwd=hh.proj,
                          env=hostcli.codex_env(hh.home, lean.host_env))
         assert cp.returncode == 0, cp.stderr
-        return cp, srv.requests
+        return cp, srv.requests, log
 
 
 def test_codex_second_read_is_the_stub_and_a_new_session_gets_content(codex_cli, codex_wired, lean, run_host):
     hh = codex_wired
     content = (hh.proj / "big.py").read_text()
     first, second = read_call("big.py"), read_call("big.py")
-    cp, bodies = exec_codex(codex_cli, hh, lean, run_host, [first, second, "done"])
+    cp, bodies, _ = exec_codex(codex_cli, hh, lean, run_host, [first, second, "done"], tap=True)
     assert "hook: PreToolUse Completed" in cp.stderr, cp.stderr
     out = outputs_by_call(bodies)
     assert "def function_199" in out[first["call_id"]] and len(out[first["call_id"]]) >= len(content)
@@ -93,8 +97,11 @@ def test_codex_second_read_is_the_stub_and_a_new_session_gets_content(codex_cli,
     assert {first["call_id"], second["call_id"]} <= set(rec["read_calls"])
     # a new `codex exec` is a new session (and a new host process): content again
     again = read_call("big.py")
-    _, bodies = exec_codex(codex_cli, hh, lean, run_host, [again, "done"])
+    _, bodies, tap = exec_codex(codex_cli, hh, lean, run_host, [again, "done"], tap=True)
     assert "def function_199" in outputs_by_call(bodies)[again["call_id"]]
+    # both runs, replayed from what Codex itself sent: the same answers, 0 wrong, ours == oracle
+    trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="codex")
+    tracetap.check_replay(trace, hh, ["full", "stub", "full"], "codex-two-sessions", host="Codex", source=__file__)
 
 
 def test_codex_subagent_gets_only_its_own_stubs_and_the_parent_keeps_its_own(codex_cli, codex_wired, lean, run_host):
@@ -134,7 +141,7 @@ def test_codex_subagent_gets_only_its_own_stubs_and_the_parent_keeps_its_own(cod
             return p_last
         return "done"
 
-    cp, bodies = exec_codex(codex_cli, hh, lean, run_host, [route] * 12)
+    cp, bodies, tap = exec_codex(codex_cli, hh, lean, run_host, [route] * 12, tap=True)
     out = outputs_by_call(bodies)
     assert state["sub"] >= 3, f"the subagent did not run its script: {state}\n{cp.stderr[-2000:]}"
     assert out[p_first["call_id"]].startswith("def function_0")
@@ -145,4 +152,5 @@ def test_codex_subagent_gets_only_its_own_stubs_and_the_parent_keeps_its_own(cod
     notes = rec["read_calls"]
     assert notes[p_first["call_id"]]["agent_id"] is None and notes[s_first["call_id"]]["agent_id"], notes
     lean.assert_no_hook_errors()
-    assert len(content) > 1000
+    trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="codex")
+    tracetap.check_replay(trace, hh, ["full", "full", "stub", "stub"], "codex-subagent", host="Codex", source=__file__)

@@ -13,6 +13,8 @@ bench/traces/ and replayed anywhere (`python bench/cache_replay.py` loads them).
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -27,6 +29,7 @@ with open(log, "a") as f:
     f.write(json.dumps({"t": time.time(), "event": event, "host": host, "payload": json.loads(data)}) + "\n")
 '''
 
+CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "SubagentStart", "SubagentStop", "Stop", "SessionEnd")
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "SubagentStart", "SubagentStop", "Stop", "SessionEnd")
 READ_TOOL = "mcp__leanctx__ctx_read"
 
@@ -37,14 +40,34 @@ def install_claude_tap(home: Path, root: Path) -> Path:
     script.write_text(TAP_SRC)
     settings_path = home / ".claude" / "settings.json"
     settings = json.loads(settings_path.read_text())
-    hooks = settings.setdefault("hooks", {})
-    for event in CLAUDE_EVENTS + ("PreToolUse",):
-        group: dict = {"hooks": [{"type": "command", "command": f"{sys.executable} {script} {event} {log}"}]}
-        if event == "PreToolUse":
-            group["matcher"] = READ_TOOL
-        hooks.setdefault(event, []).append(group)
+    _add_tap(settings.setdefault("hooks", {}), CLAUDE_EVENTS, script, log)
     settings_path.write_text(json.dumps(settings, indent=2) + "\n")
     return log
+
+
+def install_codex_tap(codex_home: Path, root: Path) -> Path:
+    """Add the tap to $CODEX_HOME/hooks.json (after leanctx's entries); return its log path.
+    The tap is not trusted: run Codex with --dangerously-bypass-hook-trust."""
+    script, log = root / "tap.py", root / "tap.jsonl"
+    script.write_text(TAP_SRC)
+    path = codex_home / "hooks.json"
+    doc = json.loads(path.read_text())
+    _add_tap(doc.setdefault("hooks", {}), CODEX_EVENTS, script, log)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return log
+
+
+def _add_tap(hooks: dict, events: tuple, script: Path, log: Path) -> None:
+    """One tap group per event (and PreToolUse for ctx_read), after what is there; idempotent."""
+    for event in events + ("PreToolUse",):
+        command = f"{sys.executable} {script} {event} {log}"
+        groups = hooks.setdefault(event, [])
+        if any(h.get("command") == command for g in groups for h in g.get("hooks", [])):
+            continue
+        group: dict = {"hooks": [{"type": "command", "command": command}]}
+        if event == "PreToolUse":
+            group["matcher"] = READ_TOOL
+        groups.append(group)
 
 
 def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude") -> list[dict]:
@@ -89,3 +112,24 @@ def replay(trace: list[dict], base: Path) -> dict:
     ours, oracle = Ours(), Oracle()
     Engine(str(base), [ours, oracle]).run(trace)
     return {"ours": ours, "oracle": oracle}
+
+
+def check_replay(trace: list[dict], hh, expected: list[str], name: str, *, host: str, source: str,
+                 ordered: bool = True) -> None:
+    """The real run, replayed: ours answers as the real run did, 0 wrong stubs, ours == oracle.
+    With LEANCTX_RECORD_TRACES=DIR the trace is kept (temporary folders scrubbed) as DIR/NAME.jsonl."""
+    got = replay(trace, hh.root / f"replay-{name}")
+    seq = got["ours"].sequence
+    assert (seq if ordered else sorted(seq)) == (expected if ordered else sorted(expected)), \
+        f"the replay answered {seq}, the real run {expected}"
+    assert got["ours"].wrong == 0 and got["oracle"].wrong == 0
+    assert got["ours"].tokens == got["oracle"].tokens, "ours fell short of the oracle on a real run"
+    keep = os.environ.get("LEANCTX_RECORD_TRACES")
+    if keep:
+        clean = sanitize(trace, {str(hh.proj): "/home/user/proj", str(hh.home): "/home/user",
+                                 str(hh.root): "/home/user/run",
+                                 # Claude Code's per-project folder name spells the path with dashes
+                                 re.sub(r"[^A-Za-z0-9]", "-", str(hh.proj)): "-home-user-proj"})
+        with open(os.path.join(keep, f"{name}.jsonl"), "w") as f:
+            f.write(f"# recorded from tests/e2e/{os.path.basename(source)} ({name}) with the real {host}\n")
+            f.writelines(json.dumps(ev) + "\n" for ev in clean)
