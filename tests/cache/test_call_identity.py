@@ -179,3 +179,30 @@ def test_notes_are_bounded_and_damaged_notes_are_ignored(world) -> None:
         path.write_text(json.dumps(rec))
         scope = r.resolve(h.conn(), fresh=True, call_id="t1")  # no crash; the usual rules decide
         assert scope.key == r.resolve(h.conn(), fresh=True).key
+
+
+@pytest.mark.parametrize(("meta", "expected"), [
+    ({"claudecode/toolUseId": "toolu_1"}, "toolu_1"),
+    ({"callId": "call_1", "threadId": "t"}, "call_1"),
+    ({"claudecode/toolUseId": 7, "callId": "call_2"}, "call_2"),
+    ({"claudecode/toolUseId": ""}, None),
+    ({"progress_token": 1}, None),
+    (None, None),
+    ("toolu_1", None),
+    ([("callId", "x")], None),
+])
+def test_the_call_id_is_taken_only_from_a_well_formed_meta(meta: object, expected: str | None) -> None:
+    from leanctx.cache.mcpserver import call_id_of
+
+    assert call_id_of(meta) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("toolu_1", "toolu_1"), ("x" * 200, "x" * 200), ("x" * 201, None), ("", None), (7, None), (None, None), (["a"], None),
+])
+def test_a_bad_call_id_in_a_daemon_request_only_loses_per_call_identity(value: object, expected: str | None) -> None:
+    from leanctx.cache.service import call_id_arg, read_args
+
+    args = {"path": "a.py", "call_id": value}
+    assert call_id_arg(args) == expected
+    assert read_args(args) == ("a.py", None, None, False)  # the read itself is not refused
