@@ -209,3 +209,19 @@ def test_doctor_reports_a_broken_mcp_entry(home: Path, data_dir: Path) -> None:
     code, report = doctor_json("--agent", "cursor", "--fix")
     assert code == 0, json.dumps(report, indent=1)
     assert checks_by_name(report["agents"][0])["mcp round trip"]["status"] == "ok"
+
+
+def test_doctor_suggests_the_codex_mcp_startup_grace(home: Path, data_dir: Path) -> None:
+    """Codex does not wait for MCP servers before its first turn: an info line with the fix, never
+    a failure; with the key set high enough it is an ok line. init never sets this global key."""
+    run_cli("init", "--agent", "codex", "--trust")
+    config = home / ".codex" / "config.toml"
+    assert "mcp_optional_startup_grace_ms" not in config.read_text()
+    code, report = doctor_json("--agent", "codex")
+    grace = checks_by_name(report["agents"][0])["codex mcp start-up"]
+    assert code == 0 and grace["status"] == "info" and "mcp_optional_startup_grace_ms = 3000" in grace["fix"]
+    config.write_text("mcp_optional_startup_grace_ms = 1000\n" + config.read_text())
+    assert checks_by_name(doctor_json("--agent", "codex")[1]["agents"][0])["codex mcp start-up"]["status"] == "info"
+    config.write_text(config.read_text().replace("= 1000", "= 3000"))
+    code, report = doctor_json("--agent", "codex")
+    assert code == 0 and checks_by_name(report["agents"][0])["codex mcp start-up"]["status"] == "ok"

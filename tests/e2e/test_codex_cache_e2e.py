@@ -154,3 +154,27 @@ def test_codex_subagent_gets_only_its_own_stubs_and_the_parent_keeps_its_own(cod
     lean.assert_no_hook_errors()
     trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="codex")
     tracetap.check_replay(trace, hh, ["full", "full", "stub", "stub"], "codex-subagent", host="Codex", source=__file__)
+
+
+def test_codex_first_turn_offers_ctx_read_with_the_startup_grace_doctor_suggests(codex_cli, codex_wired, lean, run_host):
+    """Codex does not wait for MCP servers: without a grace its first request lacks our tools
+    (leanctx mcp needs a second or two); with the setting `leanctx doctor` suggests, it has them."""
+    hh = codex_wired
+    offered = []
+
+    def first(body: dict) -> str:
+        offered.append(NS in {_tool_name(t) for t in body.get("tools") or []})
+        return "done"
+
+    with FakeOpenAI(script=[first]) as srv:
+        config = hostcli.write_codex_config(hh.home, srv.base_url)
+        config.write_text("mcp_optional_startup_grace_ms = 8000\n" + config.read_text())
+        lean.run("init", "--agent", "codex", "--trust")
+        cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", "hi"], cwd=hh.proj,
+                         env=hostcli.codex_env(hh.home, lean.host_env))
+        assert cp.returncode == 0, cp.stderr
+    assert offered == [True], "the first request did not offer the leanctx tools despite the startup grace"
+    assert "mcp_optional_startup_grace_ms = 8000" in config.read_text(), "init touched the user's own key"
+    report = json.loads(lean.run("doctor", "--agent", "codex", "--json", ok=False).stdout)
+    grace = {c["name"]: c for c in report["agents"][0]["checks"]}["codex mcp start-up"]
+    assert grace["status"] == "ok", grace
