@@ -337,6 +337,7 @@ def render(report: dict) -> str:
 
 def _line(check: dict, indent: str) -> str:
     text = f"{indent}[{_MARK[check['status']]}] {check['name']}: {check['detail']}"
-    if check["status"] in (FAIL, WARN) and check.get("fix"):
-        text += f"\n{indent}       fix: {check['fix']}"
+    if check.get("fix"):
+        label = "fix" if check["status"] in (FAIL, WARN) else "hint"
+        text += f"\n{indent}       {label}: {check['fix']}"
     return text

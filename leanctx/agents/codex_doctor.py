@@ -32,7 +32,9 @@ def checks(agent: Agent, home: Path) -> list[dict]:
                     "fix": f"set hooks = true under [features] in {toml_path}"})
     else:
         out.append({"name": "codex hooks feature", "status": "ok", "detail": "hooks are enabled"})
-    out.extend(_startup_grace(config, toml_path))
+    from leanctx.installer.install import display
+
+    out.extend(_startup_grace(config, display(toml_path, home)))
     hooks_path = agent.user_config_path(home)
     hooks_data = files.read_bytes(hooks_path)
     report = trust_report(agent, home, hooks_path, hooks_data.decode("utf-8") if hooks_data else "")
@@ -47,7 +49,7 @@ def checks(agent: Agent, home: Path) -> list[dict]:
     return out
 
 
-def _startup_grace(config: dict, toml_path: Path) -> list[dict]:
+def _startup_grace(config: dict, toml_path: str) -> list[dict]:
     if not isinstance((config.get("mcp_servers") or {}).get("leanctx"), dict):
         return []
     grace = config.get(GRACE_KEY)
