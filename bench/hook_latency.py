@@ -26,9 +26,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PAYLOADS = REPO / "tests" / "fixtures" / "payloads"
 DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
+RECORDED = REPO / "tests" / "e2e" / "recorded_payloads"
+READ_TOOL = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {"path": "src/app.py"}}
 
-# (agent, event, payload file): each host's main events; Cursor and CodeBuddy use documented shapes
+# (agent, event, payload file[, fields to set]): each host's main events, and the read gate that
+# runs before every ctx_read (a recorded MCP PreToolUse payload, aimed at our tool); Cursor and
+# CodeBuddy use documented shapes
 CASES = [
+    ("claude", "PreToolUse", RECORDED / "claude" / "PreToolUse.mcp.json", READ_TOOL),
+    ("codex", "PreToolUse", RECORDED / "codex" / "PreToolUse.mcp.json", READ_TOOL),
     ("claude", "SessionStart", PAYLOADS / "claude" / "SessionStart.json"),
     ("claude", "UserPromptSubmit", PAYLOADS / "claude" / "UserPromptSubmit.json"),
     ("claude", "Stop", PAYLOADS / "claude" / "Stop.json"),
@@ -74,8 +80,12 @@ def main() -> None:
             ("python -I -S -c pass (floor)", [sys.executable, "-I", "-S", "-c", "pass"], b""),
             ("python -c pass", [sys.executable, "-c", "pass"], b""),
         ]
-        for agent, event, payload in CASES:
-            rows.append((f"hook {agent} {event}", ["/bin/sh", "-c", installed_command(home, agent, event)], payload.read_bytes()))
+        for agent, event, payload, *fields in CASES:
+            data = payload.read_bytes()
+            if fields:
+                data = json.dumps({**json.loads(data), **fields[0]}).encode()
+            name = f"hook {agent} {event}" + (" (read gate)" if event == "PreToolUse" else "")
+            rows.append((name, ["/bin/sh", "-c", installed_command(home, agent, event)], data))
         samples: dict[str, list[float]] = {name: [] for name, _, _ in rows}
         for round_no in range(args.runs + 3):
             for name, argv, stdin in rows:
