@@ -312,7 +312,20 @@ def build_server(backend: Backend):
         return "thread ended; digest appended to history" if out.get("digest") else "thread was empty; nothing appended"
 
     install_call_tool(server, backend)
+    drop_tracing(server)
     return server
+
+
+def drop_tracing(server) -> None:  # noqa: ANN001
+    """The SDK wraps every message in an OpenTelemetry span by default (a no-op without an
+    exporter, yet a fifth of a stub's time here); its documented opt-out is to drop the
+    middleware from the lowlevel server's list. LEANCTX_MCP_OTEL=1 keeps it."""
+    if os.environ.get("LEANCTX_MCP_OTEL", "").strip() in ("1", "true", "yes", "on"):
+        return
+    low = getattr(server, "_lowlevel_server", None)
+    chain = getattr(low, "middleware", None)
+    if isinstance(chain, list):
+        chain[:] = [m for m in chain if type(m).__name__ != "OpenTelemetryMiddleware"]
 
 
 def call_id_of(meta: object) -> str | None:

@@ -206,3 +206,4 @@ def test_a_bad_call_id_in_a_daemon_request_only_loses_per_call_identity(value: o
     args = {"path": "a.py", "call_id": value}
     assert call_id_arg(args) == expected
     assert read_args(args) == ("a.py", None, None, False)  # the read itself is not refused
+

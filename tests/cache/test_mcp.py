@@ -347,3 +347,18 @@ def test_call_id_in_meta_tells_parent_and_subagent_apart(daemon: subprocess.Pope
 
     session = None
     asyncio.run(scenario())
+
+
+def test_the_sdks_tracing_middleware_is_dropped_unless_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's per-message OpenTelemetry span cost a fifth of a stub's round trip; its
+    documented opt-out is dropping the middleware. LEANCTX_MCP_OTEL=1 keeps it."""
+    from leanctx.cache.mcpserver import Backend, build_server
+
+    def names() -> list[str]:
+        server = build_server(Backend(str(tmp_path), {"connection_id": "c", "env": {}}, use_daemon=False))
+        return [type(m).__name__ for m in server._lowlevel_server.middleware]
+
+    monkeypatch.delenv("LEANCTX_MCP_OTEL", raising=False)
+    assert "OpenTelemetryMiddleware" not in names()
+    monkeypatch.setenv("LEANCTX_MCP_OTEL", "1")
+    assert "OpenTelemetryMiddleware" in names()
