@@ -328,9 +328,15 @@ def drop_tracing(server) -> None:  # noqa: ANN001
         chain[:] = [m for m in chain if type(m).__name__ != "OpenTelemetryMiddleware"]
 
 
+def per_call_identity() -> bool:
+    """LEANCTX_PER_CALL_IDENTITY=0 makes this server send no call ids: every read then follows
+    the connection-level rules (no stub at all while a subagent window is open)."""
+    return os.environ.get("LEANCTX_PER_CALL_IDENTITY", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
 def call_id_of(meta: object) -> str | None:
     """The host's id for this tool call from the request's `_meta`, if it sends one."""
-    if not isinstance(meta, dict):
+    if not isinstance(meta, dict) or not per_call_identity():
         return None
     for key in CALL_ID_META_KEYS:
         value = meta.get(key)

@@ -207,3 +207,12 @@ def test_a_bad_call_id_in_a_daemon_request_only_loses_per_call_identity(value: o
     assert call_id_arg(args) == expected
     assert read_args(args) == ("a.py", None, None, False)  # the read itself is not refused
 
+
+
+def test_per_call_identity_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from leanctx.cache.mcpserver import call_id_of
+
+    monkeypatch.setenv("LEANCTX_PER_CALL_IDENTITY", "0")
+    assert call_id_of({"claudecode/toolUseId": "toolu_1"}) is None
+    monkeypatch.setenv("LEANCTX_PER_CALL_IDENTITY", "1")
+    assert call_id_of({"claudecode/toolUseId": "toolu_1"}) == "toolu_1"

@@ -301,10 +301,12 @@ def test_stdin_from_a_file_is_served_by_the_sdk_transport(env: dict, project: Pa
     assert len(answers) == 1 and answers[0]["result"]["serverInfo"]["name"] == "leanctx"
 
 
+@pytest.mark.parametrize("identity", ["on", "off"])
 def test_call_id_in_meta_tells_parent_and_subagent_apart(daemon: subprocess.Popen, env: dict, data_dir: Path, project: Path,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path, identity: str) -> None:
     """Claude Code sends each call's tool_use_id in `_meta`; the read gate noted it just before.
-    With a subagent window open, the parent keeps its stubs and the subagent gets its own."""
+    With a subagent window open, the parent keeps its stubs and the subagent gets its own.
+    LEANCTX_PER_CALL_IDENTITY=0 on the MCP server: no stub at all while the window is open."""
     from leanctx.agents.base import PRE_TOOL, HookEvent
     from leanctx.hooks import publish
     from leanctx.hooks.hostproc import _stat
@@ -332,10 +334,16 @@ def test_call_id_in_meta_tells_parent_and_subagent_apart(daemon: subprocess.Pope
 
     async def scenario() -> None:
         nonlocal session
-        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+        extra = {"LEANCTX_PER_CALL_IDENTITY": "0"} if identity == "off" else {}
+        async with mcp_session(env, project, tmp_path / "mcp.log", **extra) as session:
             await session.initialize()
             assert await call({"path": "a.txt"}, gate("t1", None)) == (False, content)
             assert (await call({"path": "a.txt"}, None))[1] == content, "no call id: the open window withholds"
+            if identity == "off":
+                assert await call({"path": "a.txt"}, gate("t2", None)) == (False, content)
+                assert await call({"path": "a.txt"}, gate("t3", "ag-1")) == (False, content)
+                assert await call({"path": "a.txt"}, gate("t4", "ag-1")) == (False, content)
+                return
             assert (await call({"path": "a.txt"}, gate("t2", None)))[1].startswith("[unchanged]")
             assert await call({"path": "a.txt"}, gate("t3", "ag-1")) == (False, content), "subagent: not its bytes"
             assert (await call({"path": "a.txt"}, gate("t4", "ag-1")))[1].startswith("[unchanged]")
