@@ -68,11 +68,13 @@ class WhenReady:
         return item(body) if callable(item) else item
 
 
-def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=False):
+def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=False, top_level="", on_server=None):
     """init (trusting our hooks), then `codex exec`; with `tap`, our test's own tap hook is added
     (untrusted, so Codex runs with --dangerously-bypass-hook-trust). Returns (run, requests, tap log)."""
     with FakeOpenAI(script=[WhenReady(script)] * (len(script) + 24)) as srv:
-        hostcli.write_codex_config(hh.home, srv.base_url)
+        if on_server:
+            on_server(srv)
+        hostcli.write_codex_config(hh.home, srv.base_url, top_level=top_level)
         lean.run("init", "--agent", "codex", "--trust")
         log = tracetap.install_codex_tap(hh.codex_home, hh.root) if tap else None
         bypass = ["--dangerously-bypass-hook-trust"] if tap else []
@@ -178,3 +180,37 @@ def test_codex_first_turn_offers_ctx_read_with_the_startup_grace_doctor_suggests
     report = json.loads(lean.run("doctor", "--agent", "codex", "--json", ok=False).stdout)
     grace = {c["name"]: c for c in report["agents"][0]["checks"]}["codex mcp start-up"]
     assert grace["status"] == "ok", grace
+
+
+def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_wired, lean, run_host):
+    """Codex compacts on its own when a response reports usage over its limit; PreCompact bumps
+    the conversation's counter and the next read of a file it held is full again."""
+    hh = codex_wired
+    content = (hh.proj / "big.py").read_text()
+    reads = [read_call("big.py") for _ in range(4)]
+    server: dict = {}
+
+    def heavy(item: dict):
+        def build(body: dict) -> dict:
+            server["srv"].usage = {"input_tokens": 50000, "total_tokens": 50005}  # this response: over the limit
+            return item
+        return build
+
+    def light(item):  # noqa: ANN001, ANN202
+        def build(body: dict):  # noqa: ANN202
+            server["srv"].usage = None
+            return item
+        return build
+
+    script = [light(reads[0]), light(reads[1]), heavy(reads[2]), light(reads[3]), light("done")]
+    cp, bodies, tap = exec_codex(codex_cli, hh, lean, run_host, script, tap=True,
+                                 top_level="model_auto_compact_token_limit = 20000",
+                                 on_server=lambda srv: server.update(srv=srv))
+    out = outputs_by_call(bodies)
+    kinds = ["stub" if out[r["call_id"]].startswith("[unchanged]") else "full" for r in reads]
+    assert "def function_199" in out[reads[0]["call_id"]] and kinds[1] == "stub", kinds
+    assert lean.only_record("codex")["compactions"] >= 1, "Codex did not compact (or PreCompact was not published)"
+    assert "def function_199" in out[reads[3]["call_id"]], "a stub was served after Codex compacted the context"
+    lean.assert_no_hook_errors()
+    trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="codex")
+    tracetap.check_replay(trace, hh, kinds, "codex-compaction", host="Codex", source=__file__)
