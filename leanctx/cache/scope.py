@@ -559,11 +559,6 @@ class Resolver:
         very tool call (Claude Code's `_meta["claudecode/toolUseId"]`) when it sends one."""
         now = self.clock()
         with self._lock:
-            if call_id:
-                scope = self._by_call(conn, call_id, now)
-                if scope is not None:
-                    self._snap.save_if_dirty(now)
-                    return scope
             st = self._conns.get(conn.connection_id)
             if st is None:
                 st = self._conns[conn.connection_id] = _ConnState()
@@ -571,10 +566,11 @@ class Resolver:
                     self._conns.popitem(last=False)
             else:
                 self._conns.move_to_end(conn.connection_id)
-            if not fresh and st.scope is not None and 0 <= now - st.sampled_at < REFRESH_TTL_S:
+            if not fresh and not call_id and st.scope is not None and 0 <= now - st.sampled_at < REFRESH_TTL_S:
                 return st.scope
-            scope = self._resolve_now(conn, st, now)
-            st.scope, st.sampled_at = scope, now
+            scope, per_call = self._resolve_now(conn, st, now, call_id)
+            if not per_call:  # the connection's own answer; one call's answer is not cached
+                st.scope, st.sampled_at = scope, now
             self._snap.save_if_dirty(now)
             return scope
 
@@ -622,17 +618,26 @@ class Resolver:
     def _fresh(recs: list[Rec], now: float) -> list[Rec]:
         return [r for r in recs if now - r.updated_ts <= RECORD_MAX_AGE_S]
 
-    def _resolve_now(self, conn: Connection, st: _ConnState, now: float) -> Scope:
+    def _resolve_now(self, conn: Connection, st: _ConnState, now: float, call_id: str | None) -> tuple[Scope, bool]:
+        """The scope, and whether it was decided for this one call (from its read-gate note)."""
         env = conn.env
         explicit = (env.get("LEANCTX_SCOPE") or "").strip()
         if explicit:
-            return self._explicit(conn, f"custom:{explicit}", explicit, now, agent=None)
+            return self._explicit(conn, f"custom:{explicit}", explicit, now, agent=None), False
         task = (env.get("CURSOR_TASK_ID") or "").strip()
         if task:
-            return self._explicit(conn, f"task:{task}", None, now, agent="cursor")
+            return self._explicit(conn, f"task:{task}", None, now, agent="cursor"), False
         if (env.get("LEANCTX_CONVERSATION_SCOPE") or "").strip().lower() in _OFF:
-            return self._legacy(conn, st, now)
+            return self._legacy(conn, st, now), False
         view = self._view()
+        if call_id:
+            scope = self._by_call(conn, view, call_id, now)
+            if scope is not None:
+                return scope, True
+        return self._by_records(conn, view, now), False
+
+    def _by_records(self, conn: Connection, view: View, now: float) -> Scope:
+        """The connection-level rules: its host's records (or the session its host named)."""
         mine = self._host_match(conn, view)
         cands = self._fresh(mine, now) or self._fresh(self._env_match(conn, view), now)
         if not cands:
@@ -652,7 +657,7 @@ class Resolver:
         latest = active[0] if active else max(open_, key=lambda r: r.updated_ts)
         return self._guard(self._scope_of(latest, latest.key(), conn, now), latest)
 
-    def _by_call(self, conn: Connection, call_id: str, now: float) -> Scope | None:
+    def _by_call(self, conn: Connection, view: View, call_id: str, now: float) -> Scope | None:
         """Per-call identity: the read gate (a pre-tool hook the host runs, and waits for, before
         this call) noted under the call's id which context makes it: the conversation itself or
         one of its subagents. That settles what the subagent window and the several-chats rule
@@ -660,14 +665,8 @@ class Resolver:
         only what it read itself). The note must sit in a record of this connection's own host
         process (or, host unknown, of the session the host named in our environment), in
         exactly one such record. A host whose gate runs (its records hold notes) but no note of
-        this call, or the id in two records: withheld. A host without notes, or an explicit/legacy
-        scope: None (the usual rules)."""
-        env = conn.env
-        if (env.get("LEANCTX_SCOPE") or "").strip() or (env.get("CURSOR_TASK_ID") or "").strip():
-            return None
-        if (env.get("LEANCTX_CONVERSATION_SCOPE") or "").strip().lower() in _OFF:
-            return None
-        view = self._view()
+        this call, or the id in two records: withheld. A host without notes: None (the usual
+        rules). Explicit and legacy scopes come first and never get here."""
         cands = self._fresh(self._host_match(conn, view) if conn.host_pid is not None else self._env_match(conn, view), now)
         hits = [r for r in cands if call_id in r.calls]
         if len(hits) != 1:
