@@ -235,17 +235,7 @@ def _event_kind(agent: str, event: str) -> str | None:
 
 def _in_turn(agent: str, value: dict, subagents: dict) -> bool:
     """Is this conversation inside a turn (a prompt seen, no stop since)? Unknown -> yes."""
-    from leanctx.agents.base import (
-        PRE_COMPACT,
-        PRE_TOOL,
-        PROMPT,
-        REPLY,
-        SESSION_END,
-        SESSION_START,
-        STOP,
-        SUBAGENT_START,
-        SUBAGENT_STOP,
-    )
+    from leanctx.agents.base import SESSION_END, SESSION_START, STOP
 
     if subagents:
         return True
@@ -257,9 +247,7 @@ def _in_turn(agent: str, value: dict, subagents: dict) -> bool:
         return False
     if kind == SESSION_START:
         return value.get("source") == "compact"
-    if kind in (PROMPT, SUBAGENT_START, SUBAGENT_STOP, PRE_COMPACT, PRE_TOOL, REPLY):
-        return True
-    return True
+    return True  # a prompt, subagent, compaction, tool or reply event, or one we do not know
 
 
 def _num(v: object) -> float | None:
