@@ -33,6 +33,7 @@ from pydantic import Field  # module level: the tools' string annotations are ev
 from leanctx import paths
 from leanctx.cache import client
 from leanctx.cache.service import BadRequest, call_id_arg, read_args
+from leanctx.cache.switches import switched_off
 
 log = logging.getLogger("leanctx.mcp")
 
@@ -331,7 +332,7 @@ def drop_tracing(server) -> None:  # noqa: ANN001
 def per_call_identity() -> bool:
     """LEANCTX_PER_CALL_IDENTITY=0 makes this server send no call ids: every read then follows
     the connection-level rules (no stub at all while a subagent window is open)."""
-    return os.environ.get("LEANCTX_PER_CALL_IDENTITY", "1").strip().lower() not in ("0", "false", "off", "no")
+    return not switched_off(os.environ.get("LEANCTX_PER_CALL_IDENTITY"))
 
 
 def call_id_of(meta: object) -> str | None:
@@ -492,7 +493,7 @@ def run(data_dir: str | None = None) -> int:
 
     facts = capture_connection()
     base = os.fspath(data_dir or paths.data_dir())
-    use_daemon = os.environ.get("LEANCTX_DAEMON", "1").strip().lower() not in ("0", "off", "false", "no")
+    use_daemon = not switched_off(os.environ.get("LEANCTX_DAEMON"))
     backend = Backend(base, facts, use_daemon=use_daemon)
     server = build_server(backend)
     backend.start()

@@ -62,6 +62,7 @@ from leanctx.cache.paths import (
     resolve,
 )
 from leanctx.cache.scope import Scope
+from leanctx.cache.switches import switched_off
 
 MAX_CONVERSATIONS = 1024
 MAX_FILES_PER_CONVERSATION = 4096  # whole-file holdings (a stub costs one fingerprint each)
@@ -71,7 +72,6 @@ MAX_RANGE_FILES_PER_CONVERSATION = 8 * 24
 CONTENT_BUDGET_BYTES = 64 << 20
 DIFF_RATIO = 0.6
 DIFF_MAX_LINES = 20000
-_OFF = frozenset({"0", "false", "off", "no"})
 KINDS = ("full", "stub", "diff", "pointer", "error")
 _PLURAL = {"full": "full", "stub": "stubs", "diff": "diffs", "pointer": "pointers", "error": "errors"}
 
@@ -149,7 +149,7 @@ class ReadCache:
                  allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time) -> None:
         self.state_dir = str(state_dir) if state_dir else None
         if dedup is None:
-            dedup = os.environ.get("LEANCTX_DEDUP", "1").strip().lower() not in _OFF
+            dedup = not switched_off(os.environ.get("LEANCTX_DEDUP"))
         self.dedup = bool(dedup)
         self.max_file_bytes = int(max_file_bytes)
         self.allow = real_roots(allow)

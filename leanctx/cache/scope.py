@@ -76,6 +76,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from leanctx.cache.paths import real_roots
+from leanctx.cache.switches import switched_off
 
 REFRESH_TTL_S = 3.0
 CONCURRENCY_WINDOW_S = 30.0
@@ -97,7 +98,6 @@ CONNECTION_ENV = (
 )
 _ID_ENV = ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID")
 _ROOT_ENV = ("CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
-_OFF = frozenset({"0", "false", "off", "no"})
 
 
 @dataclass(frozen=True)
@@ -615,7 +615,7 @@ class Resolver:
         task = (env.get("CURSOR_TASK_ID") or "").strip()
         if task:
             return self._explicit(conn, f"task:{task}", None, now, agent="cursor"), False
-        if (env.get("LEANCTX_CONVERSATION_SCOPE") or "").strip().lower() in _OFF:
+        if switched_off(env.get("LEANCTX_CONVERSATION_SCOPE")):
             return self._legacy(conn, st, now), False
         view = self._view()
         if call_id:
