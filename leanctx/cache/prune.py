@@ -20,11 +20,13 @@ import re
 import stat as statmod
 import time
 
+from leanctx.cache.scope import IN_TURN_MAX_AGE_S
+
 log = logging.getLogger("leanctx.prune")
 
 KEEP_S = 7 * 86400.0
 KEEP_ENV = "LEANCTX_RECORD_KEEP_DAYS"
-MIN_KEEP_S = 86400.0  # never below the longest age any rule reads a record at
+MIN_KEEP_S = IN_TURN_MAX_AGE_S  # never below the longest age any scope rule reads a record at
 STALE_TMP_S = 86400.0
 _TMP = re.compile(r"^\..+\.json\.\d+\.tmp$")
 
