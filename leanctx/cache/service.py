@@ -35,6 +35,7 @@ import time
 
 import leanctx
 from leanctx.cache import client
+from leanctx.hooks.publish import MAX_CALL_ID  # the bound the read gate notes ids under
 
 log = logging.getLogger("leanctx.service")
 
@@ -46,7 +47,6 @@ MAX_SOCKETS = 256  # open client sockets (one thread each); more are told so and
 IDLE_EXIT_S = 3600.0  # exit after this long with no client socket open (the next MCP server restarts it)
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
-MAX_CALL_ID = 200
 
 
 class AlreadyRunning(Exception):

@@ -195,6 +195,7 @@ def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
 
 
 MAX_READ_CALLS = 64  # per conversation: more than a turn's parallel ctx_read calls, a few KB
+MAX_CALL_ID = 200  # the longest call id we keep (the service ignores longer ones too)
 
 
 def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None = None, host: dict | None = None) -> str | None:
@@ -214,7 +215,7 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
         record = read_json(path) or apply_event({}, ev, ts, host or host_process())
         record["last_read_call"] = {"agent_id": ev.subagent_id, "ts": ts}
         call_id = ev.tool_use_id
-        if isinstance(call_id, str) and 0 < len(call_id) <= 200:
+        if isinstance(call_id, str) and 0 < len(call_id) <= MAX_CALL_ID:
             calls = record.get("read_calls")
             calls = dict(calls) if isinstance(calls, dict) else {}
             calls.pop(call_id, None)
