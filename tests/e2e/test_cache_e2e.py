@@ -66,7 +66,7 @@ def run(claude_cli, hh, lean, run_host, script, *extra, prompt="read big.py"):
 def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(claude_cli, wired, lean, run_host):
     hh = wired
     content = (hh.proj / "big.py").read_text()
-    tap = tracetap.install_claude_tap(hh.home, hh.root)
+    tap = tracetap.install_tap(hh.claude_dir / "settings.json", hh.root)
     bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"])
     first, second = tool_results(bodies[1])[0], tool_results(bodies[2])[0]
     assert "def function_199" in first and len(first) >= len(content) - 10
@@ -81,7 +81,7 @@ def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(cla
 
 def test_after_compaction_the_next_read_is_full(claude_cli, wired, lean, run_host):
     hh = wired
-    tap = tracetap.install_claude_tap(hh.home, hh.root)
+    tap = tracetap.install_tap(hh.claude_dir / "settings.json", hh.root)
     run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"])
     run(claude_cli, hh, lean, run_host, ["summary of the conversation"], "--continue", prompt="/compact")
     assert lean.only_record("claude")["compactions"] >= 1
@@ -93,7 +93,7 @@ def test_after_compaction_the_next_read_is_full(claude_cli, wired, lean, run_hos
 
 def test_two_concurrent_sessions_each_keep_their_own_stubs(claude_cli, wired, lean, run_host):
     hh = wired
-    tap = tracetap.install_claude_tap(hh.home, hh.root)
+    tap = tracetap.install_tap(hh.claude_dir / "settings.json", hh.root)
     results: dict[int, list] = {}
 
     def session(n: int) -> None:
@@ -121,7 +121,7 @@ def test_a_subagent_gets_no_stub_for_its_parents_bytes_but_keeps_its_own(claude_
     parent held it), its re-read is its own stub, and the parent keeps its stub afterwards."""
     hh = wired
     files = {"big.py": (hh.proj / "big.py").read_text()}
-    tap = tracetap.install_claude_tap(hh.home, hh.root)
+    tap = tracetap.install_tap(hh.claude_dir / "settings.json", hh.root)
     script = [
         tool_use(READ, {"path": "big.py"}),                                   # parent reads: full
         tool_use("Agent", {"description": "read big.py", "prompt": "Read big.py with ctx_read, twice.",

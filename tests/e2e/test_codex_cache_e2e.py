@@ -76,7 +76,7 @@ def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=
             on_server(srv)
         hostcli.write_codex_config(hh.home, srv.base_url, top_level=top_level)
         lean.run("init", "--agent", "codex", "--trust")
-        log = tracetap.install_codex_tap(hh.codex_home, hh.root) if tap else None
+        log = tracetap.install_tap(hh.codex_home / "hooks.json", hh.root) if tap else None
         bypass = ["--dangerously-bypass-hook-trust"] if tap else []
         cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", *bypass, prompt], cwd=hh.proj,
                          env=hostcli.codex_env(hh.home, lean.host_env))

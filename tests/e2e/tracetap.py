@@ -29,31 +29,20 @@ with open(log, "a") as f:
     f.write(json.dumps({"t": time.time(), "event": event, "host": host, "payload": json.loads(data)}) + "\n")
 '''
 
-CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "SubagentStart", "SubagentStop", "Stop", "SessionEnd")
-CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "SubagentStart", "SubagentStop", "Stop", "SessionEnd")
 READ_TOOL = "mcp__leanctx__ctx_read"
 
 
-def install_claude_tap(home: Path, root: Path) -> Path:
-    """Add the tap to ~/.claude/settings.json (after leanctx's entries); return its log path."""
+def install_tap(config: Path, root: Path) -> Path:
+    """Add the tap to a host's hooks file, after leanctx's entries: ~/.claude/settings.json or
+    $CODEX_HOME/hooks.json (both hosts use the same shape and event names). Returns the log path.
+    In Codex the tap is not trusted: run it with --dangerously-bypass-hook-trust."""
+    from leanctx.agents.base import CLAUDE_STYLE_EVENTS
+
     script, log = root / "tap.py", root / "tap.jsonl"
     script.write_text(TAP_SRC)
-    settings_path = home / ".claude" / "settings.json"
-    settings = json.loads(settings_path.read_text())
-    _add_tap(settings.setdefault("hooks", {}), CLAUDE_EVENTS, script, log)
-    settings_path.write_text(json.dumps(settings, indent=2) + "\n")
-    return log
-
-
-def install_codex_tap(codex_home: Path, root: Path) -> Path:
-    """Add the tap to $CODEX_HOME/hooks.json (after leanctx's entries); return its log path.
-    The tap is not trusted: run Codex with --dangerously-bypass-hook-trust."""
-    script, log = root / "tap.py", root / "tap.jsonl"
-    script.write_text(TAP_SRC)
-    path = codex_home / "hooks.json"
-    doc = json.loads(path.read_text())
-    _add_tap(doc.setdefault("hooks", {}), CODEX_EVENTS, script, log)
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    doc = json.loads(config.read_text())
+    _add_tap(doc.setdefault("hooks", {}), tuple(e.name for e in CLAUDE_STYLE_EVENTS), script, log)
+    config.write_text(json.dumps(doc, indent=2) + "\n")
     return log
 
 
