@@ -190,19 +190,16 @@ def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_w
     reads = [read_call("big.py") for _ in range(4)]
     server: dict = {}
 
-    def heavy(item: dict):
-        def build(body: dict) -> dict:
-            server["srv"].usage = {"input_tokens": 50000, "total_tokens": 50005}  # this response: over the limit
-            return item
-        return build
-
-    def light(item):  # noqa: ANN001, ANN202
+    def reporting(usage: dict | None, item):  # noqa: ANN001, ANN202
+        """`item`, answered with this usage reported (None: the fake's small default)."""
         def build(body: dict):  # noqa: ANN202
-            server["srv"].usage = None
+            server["srv"].usage = usage
             return item
         return build
 
-    script = [light(reads[0]), light(reads[1]), heavy(reads[2]), light(reads[3]), light("done")]
+    over = {"input_tokens": 50000, "total_tokens": 50005}  # over the limit: Codex compacts after this response
+    script = [reporting(None, reads[0]), reporting(None, reads[1]), reporting(over, reads[2]),
+              reporting(None, reads[3]), reporting(None, "done")]
     cp, bodies, tap = exec_codex(codex_cli, hh, lean, run_host, script, tap=True,
                                  top_level="model_auto_compact_token_limit = 20000",
                                  on_server=lambda srv: server.update(srv=srv))
