@@ -21,25 +21,22 @@ class Host:
     def __init__(self, data: Path, cwd: Path, pid: int) -> None:
         self.data, self.cwd, self.info = data, cwd, {"pid": pid, "name": "claude", "start_ticks": 1000 + pid}
 
-    def _run(self, fn, ev: HookEvent) -> None:  # noqa: ANN001
-        original = pub.host_process
+    def event(self, kind: str, event: str, conv: str, **fields: object) -> None:
+        original = pub.host_process  # publish() takes its host from the process tree
         pub.host_process = lambda: self.info
         try:
-            fn(str(self.data), ev)
+            pub.publish(str(self.data), HookEvent("claude", event, kind, conversation_id=conv, session_id=conv,
+                                                  cwd=str(self.cwd), **fields))
         finally:
             pub.host_process = original
-
-    def event(self, kind: str, event: str, conv: str, **fields: object) -> None:
-        self._run(pub.publish, HookEvent("claude", event, kind, conversation_id=conv, session_id=conv,
-                                         cwd=str(self.cwd), **fields))
 
     def start(self, conv: str) -> None:
         self.event(SESSION_START, "SessionStart", conv, source="startup")
 
     def gate(self, conv: str, call_id: str | None, agent_id: str | None = None) -> None:
-        self._run(pub.note_read_call, HookEvent("claude", "PreToolUse", PRE_TOOL, conversation_id=conv, session_id=conv,
-                                                subagent_id=agent_id, tool_use_id=call_id,
-                                                tool_name="mcp__leanctx__ctx_read"))
+        pub.note_read_call(str(self.data), HookEvent("claude", "PreToolUse", PRE_TOOL, conversation_id=conv, session_id=conv,
+                                                     subagent_id=agent_id, tool_use_id=call_id,
+                                                     tool_name="mcp__leanctx__ctx_read"), host=self.info)
 
     def conn(self, cid: str = "c1", **env: str) -> Connection:
         return Connection(cid, dict(env), self.info["pid"], self.info["start_ticks"], str(self.cwd))

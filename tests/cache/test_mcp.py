@@ -317,13 +317,9 @@ def test_call_id_in_meta_tells_parent_and_subagent_apart(daemon: subprocess.Pope
     host = {"pid": os.getpid(), "name": stat[0], "start_ticks": stat[2]}
 
     def gate(call_id: str, agent_id: str | None) -> dict:
-        original = publish.host_process
-        publish.host_process = lambda: host
-        try:
-            publish.note_read_call(str(data_dir), HookEvent("claude", "PreToolUse", PRE_TOOL, conversation_id="conv-calls",
-                                                            session_id="conv-calls", subagent_id=agent_id, tool_use_id=call_id))
-        finally:
-            publish.host_process = original
+        publish.note_read_call(str(data_dir), HookEvent("claude", "PreToolUse", PRE_TOOL, conversation_id="conv-calls",
+                                                        session_id="conv-calls", subagent_id=agent_id, tool_use_id=call_id),
+                               host=host)
         return {"claudecode/toolUseId": call_id}
 
     content = (project / "a.txt").read_text()
