@@ -64,10 +64,6 @@ def _claude_dir(home: Path) -> None:
     (home / ".claude").mkdir(parents=True, exist_ok=True)
 
 
-def _codex_dir(home: Path) -> None:
-    (home / ".codex").mkdir(parents=True, exist_ok=True)
-
-
 def _broken_settings(home: Path) -> None:
     _write(home / ".claude" / "settings.json", '{\n  "model": "opus",\n  "hooks": {\n')
 
@@ -82,7 +78,6 @@ def _nothing(home: Path) -> None:
 
 SETUPS: dict[str, Callable[[Path], None]] = {
     "init-claude": _claude_dir,
-    "init-codex": _codex_dir,
     "init-refused": _broken_settings,
     "init-strict-json": _commented_settings,
     "uninstall": _claude_dir,
