@@ -2,8 +2,8 @@
 
 An always-on bot may serve several people from one machine. Their data live side by side under
 `$CKS_HOME/user/<slug>/` (`CKS_HOME` defaults to `~/.cks`); the person being served right now is
-`CKS_ACTIVE_USER`, slugified (lowercase, keep `[a-z0-9_-]`, anything else becomes `-`; `local` when
-unset). `decide()` looks at one tool call and returns None (allow) or the reason to show the model.
+`CKS_ACTIVE_USER`, through the one-to-one slug of leanctx.state.slug (`local` when unset; set but
+empty: no active user, every user folder is denied). `decide()` looks at one tool call and returns None (allow) or the reason to show the model.
 Each host module's `guard_output()` turns that into the host's deny form (leanctx/hooks/guard.py
 wires the two together, with `leanctx.state.slug` for CKS_HOME and the slug). Standard library only: it runs inside the hook
 process on every tool call, and it imports `shlex` and `fnmatch` (and through them `re`) only when a
@@ -19,7 +19,8 @@ disk - is allowed, except that a *recursive* search or copy must not start at an
 
 Paths. Relative paths are resolved against the call's working directory (and, in a shell
 command, against every directory the command `cd`s/`pushd`es/`-C`s into); `~`, `~user`, `~+`,
-`$HOME`, `${HOME}`, `$CKS_HOME`, `$PWD`, `$CKS_ACTIVE_USER` and variables assigned earlier in the
+`$HOME`, `${HOME}`, `$CKS_HOME`, `$PWD`, `$CKS_ACTIVE_USER` (to the sender id itself, as the shell
+would: for an id that is not its own slug that is not the active folder) and variables assigned earlier in the
 same command (`HOME=...` included: `~` is then tried both ways) are expanded; `..` is normalised; and each path is judged twice, lexically and
 after `os.path.realpath`, against every spelling of `$CKS_HOME/user` (as given, with `$CKS_HOME`
 resolved, and resolved itself). So a symlink anywhere that points into another user's folder is
@@ -266,7 +267,7 @@ class _Spelling:
 
 
 class _Zone:
-    def __init__(self, cks_home: str, active_slug: str, home: str) -> None:
+    def __init__(self, cks_home: str, active_slug: str, home: str, active_id: str | None = None) -> None:
         home = home or os.path.expanduser("~")
         self.home = _norm(os.path.abspath(home))
         cks = cks_home or os.path.join(self.home, ".cks")
@@ -293,7 +294,7 @@ class _Zone:
         self._others: list[str] | None = None
         self.variables = {"HOME": self.home, "CKS_HOME": self.cks}
         if self.active:
-            self.variables["CKS_ACTIVE_USER"] = self.active
+            self.variables["CKS_ACTIVE_USER"] = active_id or self.active
 
     def active_dir(self) -> str:
         return f"{self.user_dir}/{self.active}" if self.active else "(none: no valid active user)"
@@ -1204,10 +1205,15 @@ def decide(
     active_slug: str,
     cwd: str | None,
     home: str,
+    active_id: str | None = None,
 ) -> str | None:
-    """None = allow; else the reason to show the model (names the path/pattern and why)."""
+    """None = allow; else the reason to show the model (names the path/pattern and why).
+
+    `active_slug` names the active user's folder ('' or None: there is none, every user folder is
+    denied); `active_id` is what `$CKS_ACTIVE_USER` holds in the command (the sender id; None: the
+    slug)."""
     try:
-        zone = _Zone(cks_home, active_slug, home)
+        zone = _Zone(cks_home, active_slug, home, active_id)
         if not isinstance(tool_input, dict):
             tool_input = {"input": tool_input}
         base = cwd or os.getcwd()
