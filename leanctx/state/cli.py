@@ -1,7 +1,9 @@
 """`leanctx state …`: the conversation state from a shell (operators, and models via their shell tool).
 
-Bad input (a bad --user, an empty question, too many options, over-long text) exits 2 with one
-`leanctx: …` line on stderr, and nothing is written. `--json` prints machine-readable output.
+Every command acts on one user: `--user ID` (the exact sender id, slugified), `--slug SLUG` (the
+folder name `state list` shows, taken as it is), else $CKS_ACTIVE_USER. Bad input (an empty id,
+CKS_ACTIVE_USER set but empty, an empty question, too many options, over-long text) exits 2 with
+one `leanctx: …` line on stderr, and nothing is written. `--json` prints machine-readable output.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import click
 
 from leanctx.state import api, protocol
 from leanctx.state.errors import StateError
+from leanctx.state.slug import active_slug
 
 EXIT_REFUSED = 2
 USER_HELP = "The user's exact sender id (default: $CKS_ACTIVE_USER; `local` when unset)."
@@ -74,6 +77,14 @@ def show(user: str | None, slug: str | None, as_json: bool) -> None:
     click.echo(f"# {current['user_slug']} (id {_shown_id(api.owner(current))}): {api.location(user, slug)} "
                f"(revision {current['revision']})")
     click.echo(protocol.rehydrate(current) or "No conversation in progress.")
+
+
+@state.command("slug")
+@click.option("--user", default=None, metavar="ID", help=USER_HELP)
+@_refusals
+def slug_(user: str | None) -> None:
+    """Print the slug of a sender id: its folder under $CKS_HOME/user/ (for scripts and skills)."""
+    click.echo(active_slug(user))
 
 
 @state.command("list")

@@ -80,6 +80,16 @@ def test_the_cli_refuses_an_empty_cks_active_user(empty: str, cks_home: Path) ->
     assert state("list").stdout.startswith("local (id local): revision 1")
 
 
+def test_state_slug_prints_the_folder_name_of_a_sender_id(cks_home: Path) -> None:
+    """What a script or skill uses instead of re-deriving the rule: `$CKS_HOME/user/$(leanctx state slug)/`."""
+    assert state("slug", user="Анна").stdout == slugify("Анна") + "\n"
+    assert state("slug", "--user", "ann@x.com").stdout == slugify("ann@x.com") + "\n"
+    assert state("slug").stdout == "local\n"
+    r = state("slug", user="")
+    assert r.returncode == 2 and "CKS_ACTIVE_USER is set but empty" in r.stderr
+    assert not cks_home.exists()
+
+
 def _bot_cases() -> list[tuple[str, str, Path]]:
     documented = REPO / "tests" / "fixtures" / "documented"
     return [("claude", "SessionStart", PAYLOADS / "claude" / "SessionStart.json"),
