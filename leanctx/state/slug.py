@@ -17,7 +17,8 @@ user's thread can never be shown to, or merged with, another's.
 Why it is one-to-one: plain slugs are never of the hashed shape (`--` then exactly 20 hex digits
 at the end), and hashed slugs always are, so a plain id and a hashed one never meet; two plain
 ids differ by themselves; two hashed ones differ by their hash unless SHA-256 truncated to 80
-bits collides (not a practical concern: about 10^12 ids for a one-in-a-million chance). The
+bits collides (about 1.5 billion ids for a one-in-a-million chance; and a state keeps its exact
+id, so even then the second id is refused, not merged: see api.Target). The
 readable part is for people only and plays no part in the proof. Every slug is 1-64 characters
 of `[a-z0-9_-]`: a safe folder name and Redis key part, never `.`, `..` or an option-like `-x`
 unless the plain id itself is one.
