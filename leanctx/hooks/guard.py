@@ -32,7 +32,7 @@ def check(agent: Agent, event: HookEvent) -> str:
             active_slug=active,
             cwd=event.cwd,
             home=home,
-            active_id=os.environ.get(slug.ENV),
+            active_id=os.environ.get(slug.ENV, ""),  # the model's shell has the host's environment too
         )
     except Exception as exc:  # noqa: BLE001 - see the module docstring
         root = slug.users_root()

@@ -379,6 +379,32 @@ def test_cks_active_user_in_a_command_is_the_sender_id_as_the_shell_expands_it(c
     assert _hook("claude", "PreToolUse", cmd, collided, monkeypatch, tmp_path, user="ana") == ""
 
 
+@pytest.mark.parametrize(("user", "command", "expected"), [
+    # unset: the shell expands `$CKS_ACTIVE_USER` to nothing, so this reads user/ana/profile.md (ana's)
+    (None, "cat $CKS_HOME/user/$CKS_ACTIVE_USER/ana/profile.md", DENY),
+    (None, "cat $CKS_HOME/user/${CKS_ACTIVE_USER}/ana/profile.md", DENY),
+    (None, "cat $CKS_HOME/user/${CKS_ACTIVE_USER:-local}/profile.md", ALLOW),  # the kit's spelling: local's own
+    (None, "cat $CKS_HOME/user/${CKS_ACTIVE_USER:-ana}/profile.md", DENY),
+    ("ana", "cat $CKS_HOME/user/${CKS_ACTIVE_USER:-local}/profile.md", ALLOW),
+    ("ana", "cat $CKS_HOME/user/${CKS_ACTIVE_USER#a}/profile.md", DENY),  # a form not interpreted: unknown
+    ("Ana", "cat $CKS_HOME/user/${CKS_ACTIVE_USER:-local}/profile.md", DENY),  # user/Ana/ is not Ana's folder
+])
+def test_cks_active_user_expands_as_in_the_shell(user, command, expected, collided, monkeypatch, tmp_path):
+    from leanctx.hooks import handle
+
+    (Path(collided["<C>"]) / "user" / "local").mkdir()
+    monkeypatch.setenv("HOME", collided["<H>"])
+    monkeypatch.setenv("CKS_HOME", collided["<C>"])
+    if user is None:
+        monkeypatch.delenv("CKS_ACTIVE_USER", raising=False)
+    else:
+        monkeypatch.setenv("CKS_ACTIVE_USER", user)
+    payload = {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": collided["<P>"], "tool_name": "Bash",
+               "tool_input": {"command": command}}
+    out = handle("claude", "PreToolUse", json.dumps(payload).encode(), str(tmp_path / "data"), ("--guard",))
+    assert (DENY if _denied(out) else ALLOW) == expected, out
+
+
 @pytest.mark.parametrize("empty", ["", "  "])
 def test_an_empty_active_user_owns_no_folder(empty, collided, monkeypatch, tmp_path):
     """CKS_ACTIVE_USER set but empty is no user, not `local`: every user folder is denied."""
