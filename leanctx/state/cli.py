@@ -47,7 +47,7 @@ def _user_option(fn: Callable) -> Callable:
 def _shown_id(user_id: str | None) -> str:
     """An id fit for one line of output: as it is when printable, else escaped."""
     if user_id is None:
-        return "unknown (kept before ids were recorded)"
+        return "unknown: kept before ids were recorded"
     return user_id if user_id.isprintable() else ascii(user_id)
 
 
