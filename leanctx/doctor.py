@@ -247,7 +247,7 @@ def state_checks(home: Path) -> list[dict]:
 
     try:
         users = api.list_users()
-        corrupt = {u: api.corrupt_files(u) for u in users}
+        corrupt = {u: api.corrupt_files(slug=u) for u in users}
     except (StateError, OSError) as exc:
         return [_check("conversation state", FAIL, f"store unreachable: {exc}", "check LEANCTX_STATE_URL / CKS_HOME")]
     from leanctx.state.backend import redact
