@@ -47,7 +47,7 @@ def wired_commands(agent: Agent, doc_value: dict) -> dict[str, list[str]]:
         return found
     for event, groups in hooks.items():
         if isinstance(groups, list):
-            cmds = [c for g in groups if agent.is_our_group(g) for c in agent.group_commands(g)]
+            cmds = [c for g in groups for c in agent.our_commands(g)]
             if cmds:
                 found[event] = cmds
     return found

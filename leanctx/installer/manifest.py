@@ -2,9 +2,14 @@
 
 One JSON file per config in `<data dir>/installed/`. It remembers whether the config existed
 before our first install, a backup of its bytes then (the baseline), the hash of the bytes we
-last wrote, and the containers and folders we created. Uninstall restores the baseline
-byte-for-byte when the file still holds exactly what we wrote; otherwise it removes our entries
-surgically and keeps everything anyone else changed.
+last wrote, the containers and folders we created, and which of our parts the file holds: one
+config can hold several (two marked blocks in AGENTS.md, the MCP entry and the trust tables in
+config.toml, the same `.mcp.json` entry for Claude Code and CodeBuddy). Uninstall restores the
+baseline byte-for-byte only when it takes out the last of those parts and the file still holds
+exactly what we wrote; otherwise it removes that one part surgically and keeps everything else.
+
+A record written before parts were tracked has `parts` None (unknown): it is only ever removed
+from surgically, since the file may hold parts the record cannot name.
 """
 
 from __future__ import annotations
@@ -26,6 +31,17 @@ class Manifest:
     installed_sha256: str | None = None
     created: list[list] = field(default_factory=list)
     created_dirs: list[str] = field(default_factory=list)
+    parts: list[list[str]] | None = None  # [agent, part] pairs; None: an old record, unknown
+
+    def holds(self, agent: str, part: str) -> bool:
+        return self.parts is not None and [agent, part] in self.parts
+
+    def others(self, agent: str, part: str) -> list[list[str]] | None:
+        """The parts other than (agent, part) this file holds; None when unknown (old record)."""
+        return None if self.parts is None else [p for p in self.parts if p != [agent, part]]
+
+    def agents(self) -> set[str]:
+        return {self.agent} if self.parts is None else {a for a, _ in self.parts}
 
     def baseline_bytes(self) -> bytes | None:
         """The bytes from before our first install, if still provably available."""
