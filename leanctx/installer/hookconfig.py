@@ -105,6 +105,16 @@ def _our_places(agent: Agent, groups: list, want: object) -> tuple[list[tuple], 
     return places, strays
 
 
+def our_places(agent: Agent, path: Path, text: str) -> list[tuple]:
+    """(event, place) of every entry of ours in a config's text (an older install's included)."""
+    doc = parse(path, text) if text.strip() else None
+    hooks = doc.get(agent.hooks_key) if doc is not None and doc.has(agent.hooks_key) else None
+    if not isinstance(hooks, dict):
+        return []
+    return [(event, place) for event, groups in hooks.items() if isinstance(groups, list)
+            for place in sum(_our_places(agent, groups, None), [])]
+
+
 def _remove_place(doc: jsonc.Document, key: Container, place: tuple) -> None:
     if len(place) == 1:
         doc.remove_index(key, place[0])

@@ -37,6 +37,7 @@ class Change:
     part: str = HOOKS  # which of our parts of the file this is (see manifest)
     record_only: bool = False  # the file stays as it is; only the manifest learns or forgets the part
     note: str | None = None  # why a removal leaves the file as it is
+    stale: bool = False  # the file already held an (older) entry of ours: its bytes are no clean baseline
 
     @property
     def path(self) -> Path:
@@ -101,7 +102,8 @@ def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None,
     if new == old:
         return already_there(agent, HOOKS, target, data_dir, old)
     files.check_writable(target.real)
-    return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project, profile))
+    stale = text is not None and bool(hookconfig.our_places(agent, target.path, text))
+    return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project, profile), stale=stale)
 
 
 def already_there(agent: Agent, part: str, target: Target, data_dir: Path, old: bytes | None) -> Change | None:
@@ -216,10 +218,10 @@ def apply_install(change: Change, data_dir: Path) -> None:
             baseline_backup=str(manifest.keep_baseline(data_dir, real, change.old)) if change.old is not None else None,
             parts=[],
         )
-        if change.record_only:  # our part was there before we knew of it: the baseline holds it
-            record.baseline_sha256 = "changed"
     elif record.installed_sha256 != _sha(change.old):
         record.baseline_sha256 = "changed"  # someone else edited it since: only surgical removal is safe now
+    if (change.record_only or change.stale) and not any(p == change.part for _, p in record.parts or []):
+        record.baseline_sha256 = "changed"  # the part was there before we wrote it: the baseline holds it
     if not change.record_only:
         if change.old is not None:
             files.backup(data_dir, real, change.old)
@@ -258,12 +260,21 @@ def apply_uninstall(change: Change, data_dir: Path) -> None:
             record.parts = left
         manifest.save(data_dir, record)
         return
+    manifest.delete(data_dir, real)
     for folder in sorted(record.created_dirs, key=len, reverse=True):
         try:
             Path(folder).rmdir()  # only if empty
         except OSError:
-            pass
-    manifest.delete(data_dir, real)
+            _hand_over(data_dir, folder)
+
+
+def _hand_over(data_dir: Path, folder: str) -> None:
+    """A folder we created still holds another file of ours (`.cursor/` with our rules in it):
+    the record of that file takes the folder over, so the last uninstall removes it."""
+    heir = next((m for m in manifest.all_manifests(data_dir) if Path(m.path).is_relative_to(folder)), None)
+    if heir is not None and folder not in heir.created_dirs:
+        heir.created_dirs.append(folder)
+        manifest.save(data_dir, heir)
 
 
 def apply_with_retry(change: Change, apply: Callable[[Change, Path], None], data_dir: Path) -> Change | None:

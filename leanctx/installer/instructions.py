@@ -145,7 +145,7 @@ def plan(agent: Agent, home: Path, data_dir: Path, project: Path | None, want: b
     if new == old:
         return already_there(agent, part_name(spec), target, data_dir, old)
     files.check_writable(target.real)
-    return Change(agent, target, old, new, replan=again, part=part_name(spec))
+    return Change(agent, target, old, new, replan=again, part=part_name(spec), stale=spec.marker in text)
 
 
 def _removed(spec: Text, kind: str, text: str, record: manifest.Manifest | None) -> str | None:

@@ -128,6 +128,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
             raise ConfigError(f"{path}: {key[0]} is not a table; left untouched")
         current = servers.get(name) if servers is not None else None
         _refuse_foreign(path, name, current.unwrap() if current is not None else None)
+        stale = current is not None
         if current is None or current.unwrap() != entry:
             with tomledit.editing(path, text, key[0]):
                 if servers is None:
@@ -141,6 +142,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
         if doc.has(key) and not isinstance(doc.get(key), dict):
             raise ConfigError(f"{path}: {key[0]} is not an object; left untouched")
         _refuse_foreign(path, name, doc.get(key + (name,)) if doc.has(key + (name,)) else None)
+        stale = doc.has(key + (name,))
         if not doc.has(key):
             created.append(list(key))
         if not doc.has(key + (name,)) or doc.get(key + (name,)) != entry:
@@ -151,7 +153,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
         return already_there(agent, part_name(name), target, data_dir, old)
     files.check_writable(target.real)
     return Change(agent, target, old, new, created, replan=lambda: plan_register(agent, home, data_dir, project, name),
-                  part=part_name(name))
+                  part=part_name(name), stale=stale)
 
 
 def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:

@@ -78,7 +78,8 @@ def plan_trust(agent: Agent, home: Path, data_dir: Path, project: Path | None, h
         fresh = files.read_bytes(files.resolve_target(hooks_path, home).real)
         return plan_trust(agent, home, data_dir, project, fresh.decode("utf-8") if fresh else "")
 
-    return Change(agent, target, old, new, replan=again, part=trust_part(hooks_path))
+    stale = any(codex_trust.status(current.get(e["key"]), e["hash"]) != "untrusted" for e in ours)
+    return Change(agent, target, old, new, replan=again, part=trust_part(hooks_path), stale=stale)
 
 
 def plan_untrust(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
