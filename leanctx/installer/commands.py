@@ -74,7 +74,7 @@ def _plan_init(
             instructions.plan(agent, home, data_dir, project, want=profile.bot),
             *mcpreg.plan_unregister_all(agent, home, data_dir, project, keep=name if mcp else None),
             mcpreg.plan_register(agent, home, data_dir, project, name) if mcp else None,
-            instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ),
+            instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ, server=name),
         ]
         planned.append((agent, change, trust_change, [c for c in others if c is not None]))
     return planned
@@ -124,10 +124,29 @@ def run_init(
                         say(f"  {'took our part out of' if other.removal else 'updated'} {display(done_other.path, home)}")
                 if profile.bot and agent.instructions_path(home, project) is None:
                     say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
+            if project is not None:
+                _say_portable(say, data_dir, home)
     except ConfigError as exc:
         return _refuse(exc)
     say("Check it with: leanctx doctor")
     return 0
+
+
+def _say_portable(say, data_dir: Path, home: Path) -> None:
+    """A project's files name `leanctx-hook` and `leanctx` as found on PATH (they are committed and
+    shared): say so, and say when this machine's PATH does not have them."""
+    import shutil
+
+    from leanctx import paths
+
+    say("The project's files call `leanctx-hook` and `leanctx` from PATH, so they hold no path of this machine.")
+    missing = [name for name in ("leanctx-hook", "leanctx") if shutil.which(name) is None]
+    if missing:
+        say(f"  warning: {' and '.join(missing)} not on PATH here: the hosts will not find them; install leanctx "
+            "so they are (e.g. pipx install leanctx-hooks)")
+    if data_dir != paths.default_data_dir():
+        say(f"  note: they use LEANCTX_HOME from the host's environment (else {display(paths.default_data_dir(), home)}), "
+            f"not {display(data_dir, home)}")
 
 
 def _config(agent: Agent, home: Path, project: Path | None) -> Path:
@@ -194,7 +213,7 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
 
 def installed_agents(home: Path, data_dir: Path) -> list[Agent]:
     """Agents with a manifest or with our entries in their user config (for `uninstall --agent all`)."""
-    names = {m.agent for m in manifest.all_manifests(data_dir)}
+    names = {a for m in manifest.all_manifests(data_dir) for a in m.agents()}
     for agent in agents.all_agents():
         path = agent.user_config_path(home)
         try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from leanctx.agents.base import Agent
+from leanctx.agents.base import MCP_SERVER, Agent
 from leanctx.installer import files, manifest
 from leanctx.installer.files import ConfigError
 from leanctx.installer.install import Change, already_there, plan_removal
@@ -68,16 +68,17 @@ def part_name(spec: Text) -> str:
     return f"instructions:{spec.name}"
 
 
-def _body(spec: Text, project: Path | None = None) -> tuple[str, str]:
-    """(front matter, body) of a template, rendered for this installation."""
+def _body(spec: Text, project: Path | None = None, server: str = MCP_SERVER) -> tuple[str, str]:
+    """(front matter, body) of a template, rendered for this installation (and the name its MCP
+    server is registered under)."""
     text = resources.files("leanctx").joinpath(f"templates/{spec.template}").read_text(encoding="utf-8")
-    text = text.replace("@LEANCTX@", leanctx_command(project))
+    text = text.replace("@LEANCTX@", leanctx_command(project)).replace("@SERVER@", server)
     _, front, body = text.split("---\n", 2)
     return front, body.lstrip("\n")
 
 
-def render(spec: Text, path: Path, kind: str, project: Path | None = None) -> str:
-    front, body = _body(spec, project)
+def render(spec: Text, path: Path, kind: str, project: Path | None = None, server: str = MCP_SERVER) -> str:
+    front, body = _body(spec, project, server)
     if kind == "block":
         return f"{spec.marker}\n{body.rstrip()}\n{spec.end_marker}\n"
     if path.suffix == ".mdc":  # a Cursor rule: always applied
@@ -124,14 +125,17 @@ def _with_block(spec: Text, text: str, block: str) -> str:
     return text + ("" if text.endswith("\n") else "\n") + "\n" + block
 
 
-def plan(agent: Agent, home: Path, data_dir: Path, project: Path | None, want: bool, spec: Text = CONVERSATION_STATE) -> Change | None:
+def plan(
+    agent: Agent, home: Path, data_dir: Path, project: Path | None, want: bool, spec: Text = CONVERSATION_STATE,
+    server: str = MCP_SERVER,
+) -> Change | None:
     """Install (`want`) or take out one instruction text for `agent` at that level."""
     located = spec.locate(agent, home, project)
     if located is None:
         return None
     path, kind = located
     target = files.resolve_target(path, home)
-    again = lambda: plan(agent, home, data_dir, project, want, spec)  # noqa: E731
+    again = lambda: plan(agent, home, data_dir, project, want, spec, server)  # noqa: E731
     if not want:
         return plan_removal(agent, part_name(spec), target, data_dir, lambda text, record: _removed(spec, kind, text, record), again)
     old = files.read_bytes(target.real)
@@ -139,9 +143,9 @@ def plan(agent: Agent, home: Path, data_dir: Path, project: Path | None, want: b
     if kind == "file":
         if old is not None and spec.marker not in text:
             raise ConfigError(f"{path}: exists and is not leanctx's; move it away and run init again")
-        new = render(spec, path, kind, project).encode("utf-8")
+        new = render(spec, path, kind, project, server).encode("utf-8")
     else:
-        new = _with_block(spec, text, render(spec, path, kind, project)).encode("utf-8")
+        new = _with_block(spec, text, render(spec, path, kind, project, server)).encode("utf-8")
     if new == old:
         return already_there(agent, part_name(spec), target, data_dir, old)
     files.check_writable(target.real)

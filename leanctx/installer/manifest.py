@@ -68,12 +68,23 @@ def keep_baseline(data_dir: Path, config: Path, data: bytes) -> Path:
     return path
 
 
-def load(data_dir: Path, config: Path) -> Manifest | None:
+def _from_file(path: Path) -> Manifest | None:
+    """A record as saved; unreadable or damaged: None. Damaged `parts` count as unknown (an
+    old record), so removals stay surgical."""
     try:
-        raw = json.loads(manifest_path(data_dir, config).read_text(encoding="utf-8"))
-        return Manifest(**raw)
+        record = Manifest(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
+    parts = record.parts
+    if parts is not None and not (
+        isinstance(parts, list) and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in parts)
+    ):
+        record.parts = None
+    return record
+
+
+def load(data_dir: Path, config: Path) -> Manifest | None:
+    return _from_file(manifest_path(data_dir, config))
 
 
 def save(data_dir: Path, manifest: Manifest) -> None:
@@ -91,10 +102,5 @@ def delete(data_dir: Path, config: Path) -> None:
 
 
 def all_manifests(data_dir: Path) -> list[Manifest]:
-    out = []
-    for path in sorted((data_dir / "installed").glob("*.json")):
-        try:
-            out.append(Manifest(**json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, TypeError):
-            continue
-    return out
+    records = (_from_file(path) for path in sorted((data_dir / "installed").glob("*.json")))
+    return [r for r in records if r is not None]
