@@ -102,7 +102,7 @@ def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None,
     if new == old:
         return already_there(agent, HOOKS, target, data_dir, old)
     files.check_writable(target.real)
-    stale = text is not None and bool(hookconfig.our_places(agent, target.path, text))
+    stale = text is not None and WRAPPER_NAME in text and bool(hookconfig.our_places(agent, target.path, text))
     return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project, profile), stale=stale)
 
 
