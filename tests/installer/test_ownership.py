@@ -149,17 +149,25 @@ def test_shared_mcp_json_created_by_us_goes_with_the_last_install(home: Path, da
 USERS_SERVER = {"command": "node", "args": ["/opt/my-leanctx/server.js"], "env": {"TOKEN": "s3cret"}}
 
 
-def test_users_own_leanctx_server_in_json_is_refused(home: Path, data_dir: Path) -> None:
-    claude_json = write(home / ".claude.json", json.dumps({"numStartups": 3, "mcpServers": {"leanctx": USERS_SERVER}}, indent=2))
-    before = claude_json.read_bytes()
-    proc = run_cli("init", "--agent", "claude")
+@pytest.mark.parametrize(("name", "relative", "level"), [
+    ("claude", ".claude.json", "user"),
+    ("codebuddy", ".codebuddy.json", "user"),
+    ("cursor", ".cursor/mcp.json", "user"),
+    ("claude", "proj/.mcp.json", "project"),
+    ("cursor", "proj/.cursor/mcp.json", "project"),
+])
+def test_users_own_leanctx_server_in_json_is_refused(home: Path, data_dir: Path, tmp_path: Path, name: str, relative: str, level: str) -> None:
+    root = tmp_path if level == "project" else home
+    config = write(root / relative, json.dumps({"numStartups": 3, "mcpServers": {"leanctx": USERS_SERVER}}, indent=2))
+    where = ["--project", str(tmp_path / "proj")] if level == "project" else []
+    before = snapshot(home, tmp_path / "proj", skip=data_dir)
+    proc = run_cli("init", "--agent", name, *where)
     assert proc.returncode == 2
-    assert str(claude_json) in proc.stderr and "'leanctx'" in proc.stderr and "--mcp-name NAME" in proc.stderr
+    assert str(config) in proc.stderr and "'leanctx'" in proc.stderr and "--mcp-name NAME" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert claude_json.read_bytes() == before
-    assert not (home / ".claude").exists()
-    ok("uninstall", "--agent", "claude")
-    assert claude_json.read_bytes() == before
+    assert snapshot(home, tmp_path / "proj", skip=data_dir) == before
+    ok("uninstall", "--agent", name, *where)
+    assert config.read_text() == before[str(config)].decode()
 
 
 def test_users_own_leanctx_server_in_toml_is_refused(home: Path, data_dir: Path) -> None:
