@@ -59,7 +59,8 @@ def main() -> None:
 @click.option("--bot", is_flag=True, help="Always-on bot profile: record prompts and replies in conversation-state and hand the thread back at session start.")
 @click.option("--guard", is_flag=True, help="Multi-user bots: deny tool calls that touch another user's folder under $CKS_HOME/user/.")
 @click.option("--no-mcp", is_flag=True, help="Do not register leanctx's MCP server (ctx_read) or its read rule.")
-def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool, no_mcp: bool) -> None:
+@click.option("--mcp-name", metavar="NAME", help="Register leanctx's MCP server under NAME instead of `leanctx` (when you have a server of that name). Remembered for later runs.")
+def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool, no_mcp: bool, mcp_name: str | None) -> None:
     """Wire leanctx's hooks into a host's config (merging, never replacing).
 
     init states the whole profile: running it again without --bot or --guard takes them out."""
@@ -68,7 +69,7 @@ def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot:
 
     home = paths.home()
     selected = _agent_list(agent_name, home)
-    sys.exit(run_init(selected, home, paths.data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard), mcp=not no_mcp))
+    sys.exit(run_init(selected, home, paths.data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard), mcp=not no_mcp, mcp_name=mcp_name))
 
 
 @main.command()

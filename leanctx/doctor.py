@@ -47,10 +47,36 @@ def wired_commands(agent: Agent, doc_value: dict) -> dict[str, list[str]]:
         return found
     for event, groups in hooks.items():
         if isinstance(groups, list):
-            cmds = [c for g in groups if agent.is_our_group(g) for c in agent.group_commands(g)]
+            cmds = [c for g in groups for c in agent.our_commands(g)]
             if cmds:
                 found[event] = cmds
     return found
+
+
+def missing_on_path(commands: list[str]) -> list[str]:
+    """The programs that project-level entries call by name (`leanctx-hook`, `leanctx`) and that
+    are not on this PATH: the host would fail to start them."""
+    import shlex
+    import shutil
+
+    missing = []
+    for command in commands:
+        try:
+            program = shlex.split(command)[0] if command.strip() else ""
+        except ValueError:
+            continue
+        if program and "/" not in program and shutil.which(program) is None and program not in missing:
+            missing.append(program)
+    return missing
+
+
+def path_check(commands: list[str], where: str) -> dict | None:
+    """A FAIL naming the programs `where`'s entries call by name that are not on PATH, or None."""
+    missing = missing_on_path(commands)
+    if not missing:
+        return None
+    return _check("on PATH", FAIL, f"{where} calls {', '.join(missing)} by name, which is not on PATH",
+                  "install leanctx where the host finds it (e.g. pipx install leanctx-hooks), or add its bin folder to PATH")
 
 
 def strict_json_problem(agent: Agent, data: bytes) -> str | None:
@@ -201,6 +227,9 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         result["ok"] = True
         return result
     expected = wrapper.wrapper_path(data_dir)
+    on_path = path_check([c for cmds in wired.values() for c in cmds], display(path, home))
+    if on_path:
+        checks.append(on_path)
     profile = installed_profile(wired)
     result["profile"] = profile.name
     result["read_gate"] = profile.read_gate
@@ -289,10 +318,14 @@ def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -
 
         say = lambda message: click.echo(message, err=True)  # noqa: E731 - keep --json stdout clean
         report_fix = 0
-        for a in broken_reports:  # each with the profile it was installed with
+        from leanctx.installer import mcpreg
+
+        for a in broken_reports:  # each with the profile it was installed with, MCP server included or not
+            agent = agents.get(a["agent"])
             name = a.get("profile", "coding")
             profile = Profile(bot="bot" in name, guard="guard" in name, read_gate=a.get("read_gate", True))
-            report_fix = run_init([agents.get(a["agent"])], home, data_dir, None, dry_run=False, say=say, profile=profile) or report_fix
+            mcp = a.get("read_gate", True) or bool(mcpreg.recorded_names(agent, home, data_dir, None))
+            report_fix = run_init([agent], home, data_dir, None, dry_run=False, say=say, profile=profile, mcp=mcp) or report_fix
         report = build(home, data_dir, agent_name)
         report["fixed"] = [a.name for a in broken]
         report["fix_exit_code"] = report_fix

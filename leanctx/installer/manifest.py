@@ -2,9 +2,14 @@
 
 One JSON file per config in `<data dir>/installed/`. It remembers whether the config existed
 before our first install, a backup of its bytes then (the baseline), the hash of the bytes we
-last wrote, and the containers and folders we created. Uninstall restores the baseline
-byte-for-byte when the file still holds exactly what we wrote; otherwise it removes our entries
-surgically and keeps everything anyone else changed.
+last wrote, the containers and folders we created, and which of our parts the file holds: one
+config can hold several (two marked blocks in AGENTS.md, the MCP entry and the trust tables in
+config.toml, the same `.mcp.json` entry for Claude Code and CodeBuddy). Uninstall restores the
+baseline byte-for-byte only when it takes out the last of those parts and the file still holds
+exactly what we wrote; otherwise it removes that one part surgically and keeps everything else.
+
+A record written before parts were tracked has `parts` None (unknown): it is only ever removed
+from surgically, since the file may hold parts the record cannot name.
 """
 
 from __future__ import annotations
@@ -26,6 +31,17 @@ class Manifest:
     installed_sha256: str | None = None
     created: list[list] = field(default_factory=list)
     created_dirs: list[str] = field(default_factory=list)
+    parts: list[list[str]] | None = None  # [agent, part] pairs; None: an old record, unknown
+
+    def holds(self, agent: str, part: str) -> bool:
+        return self.parts is not None and [agent, part] in self.parts
+
+    def others(self, agent: str, part: str) -> list[list[str]] | None:
+        """The parts other than (agent, part) this file holds; None when unknown (old record)."""
+        return None if self.parts is None else [p for p in self.parts if p != [agent, part]]
+
+    def agents(self) -> set[str]:
+        return {self.agent} if self.parts is None else {a for a, _ in self.parts}
 
     def baseline_bytes(self) -> bytes | None:
         """The bytes from before our first install, if still provably available."""
@@ -52,12 +68,23 @@ def keep_baseline(data_dir: Path, config: Path, data: bytes) -> Path:
     return path
 
 
-def load(data_dir: Path, config: Path) -> Manifest | None:
+def _from_file(path: Path) -> Manifest | None:
+    """A record as saved; unreadable or damaged: None. Damaged `parts` count as unknown (an
+    old record), so removals stay surgical."""
     try:
-        raw = json.loads(manifest_path(data_dir, config).read_text(encoding="utf-8"))
-        return Manifest(**raw)
+        record = Manifest(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
+    parts = record.parts
+    if parts is not None and not (
+        isinstance(parts, list) and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in parts)
+    ):
+        record.parts = None
+    return record
+
+
+def load(data_dir: Path, config: Path) -> Manifest | None:
+    return _from_file(manifest_path(data_dir, config))
 
 
 def save(data_dir: Path, manifest: Manifest) -> None:
@@ -75,10 +102,5 @@ def delete(data_dir: Path, config: Path) -> None:
 
 
 def all_manifests(data_dir: Path) -> list[Manifest]:
-    out = []
-    for path in sorted((data_dir / "installed").glob("*.json")):
-        try:
-            out.append(Manifest(**json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, TypeError):
-            continue
-    return out
+    records = (_from_file(path) for path in sorted((data_dir / "installed").glob("*.json")))
+    return [r for r in records if r is not None]
