@@ -22,6 +22,7 @@ from leanctx.installer.install import (
     plan_wrapper,
     plan_wrapper_removal,
     unified_diff,
+    wrapper_in_use,
 )
 
 EXIT_REFUSED = 2
@@ -85,6 +86,7 @@ def run_init(
     mcp: bool = True,
 ) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
+    project = files.real_folder(project)
     if not mcp and profile.read_gate:
         from dataclasses import replace
 
@@ -129,6 +131,7 @@ def _config(agent: Agent, home: Path, project: Path | None) -> Path:
 
 
 def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, all_agents: bool) -> int:
+    project = files.real_folder(project)
     try:
         planned = _plan_uninstall(selected, home, data_dir, project)
         if dry_run:
@@ -149,7 +152,7 @@ def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Pa
                 if done is not None:
                     what = display(done.path, home)
                     click.echo(f"{agent.display_name}: " + (f"removed {what} (leanctx had created it)" if done.new is None else f"took our entries out of {what}"))
-            if not manifest.all_manifests(data_dir) and (w := plan_wrapper_removal(data_dir)):
+            if not wrapper_in_use(home, data_dir) and (w := plan_wrapper_removal(data_dir)):
                 apply_uninstall(w, data_dir)
                 click.echo(f"Removed the hook wrapper {display(w.path, home)}")
     except ConfigError as exc:

@@ -15,6 +15,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from leanctx.installer import files
+
 
 @dataclass
 class Manifest:
@@ -32,8 +34,10 @@ class Manifest:
         if not self.existed_before or not self.baseline_backup or not self.baseline_sha256:
             return None
         try:
-            data = Path(self.baseline_backup).read_bytes()
-        except OSError:
+            data = files.read_bytes(Path(self.baseline_backup))
+        except files.ConfigError:
+            return None
+        if data is None:
             return None
         return data if hashlib.sha256(data).hexdigest() == self.baseline_sha256 else None
 
@@ -53,11 +57,16 @@ def keep_baseline(data_dir: Path, config: Path, data: bytes) -> Path:
 
 
 def load(data_dir: Path, config: Path) -> Manifest | None:
-    try:
-        raw = json.loads(manifest_path(data_dir, config).read_text(encoding="utf-8"))
-        return Manifest(**raw)
-    except (OSError, ValueError, TypeError):
-        return None
+    """The record for `config` (callers pass its real path), or one an older leanctx keyed by the
+    path as typed that resolves to the same file (`--project .`, a symlinked folder)."""
+    for path in [manifest_path(data_dir, config), *_legacy(data_dir, config)]:
+        try:
+            record = Manifest(**json.loads(_read(path)))
+        except (OSError, ValueError, TypeError):
+            continue
+        record.path = str(config)
+        return record
+    return None
 
 
 def save(data_dir: Path, manifest: Manifest) -> None:
@@ -66,19 +75,47 @@ def save(data_dir: Path, manifest: Manifest) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(asdict(manifest), indent=1), encoding="utf-8")
     os.replace(tmp, path)
+    for old in _legacy(data_dir, Path(manifest.path)):  # now kept under the real path's key
+        old.unlink(missing_ok=True)
 
 
 def delete(data_dir: Path, config: Path) -> None:
-    path = manifest_path(data_dir, config)
-    path.unlink(missing_ok=True)
-    path.with_suffix(".orig").unlink(missing_ok=True)
+    for path in [manifest_path(data_dir, config), *_legacy(data_dir, config)]:
+        path.unlink(missing_ok=True)
+        path.with_suffix(".orig").unlink(missing_ok=True)
+
+
+def _read(path: Path) -> bytes:
+    """A record's bytes; never blocks on something that is not a regular file."""
+    try:
+        return files.read_bytes(path) or b""
+    except files.ConfigError as exc:
+        raise OSError(str(exc)) from None
+
+
+def _legacy(data_dir: Path, config: Path) -> list[Path]:
+    """Records keyed by another spelling of `config`'s real path (relative ones resolve against
+    the current folder, where `--project .` was typed)."""
+    real = os.path.realpath(config)
+    own = manifest_path(data_dir, config)
+    found = []
+    for path in sorted((data_dir / "installed").glob("*.json")):
+        if path == own:
+            continue
+        try:
+            recorded = json.loads(_read(path)).get("path")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(recorded, str) and recorded != str(config) and os.path.realpath(recorded) == real:
+            found.append(path)
+    return found
 
 
 def all_manifests(data_dir: Path) -> list[Manifest]:
     out = []
     for path in sorted((data_dir / "installed").glob("*.json")):
         try:
-            out.append(Manifest(**json.loads(path.read_text(encoding="utf-8"))))
+            out.append(Manifest(**json.loads(_read(path))))
         except (OSError, ValueError, TypeError):
             continue
     return out
