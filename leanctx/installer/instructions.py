@@ -99,7 +99,7 @@ def plan(agent: Agent, home: Path, data_dir: Path, project: Path | None, want: b
     if located is None:
         return None
     path, kind = located
-    target = files.resolve_target(path, home)
+    target = files.resolve_target(path, home, project)
     again = lambda: plan(agent, home, data_dir, project, want, spec)  # noqa: E731
     if not want:
         return plan_removal(agent, target, data_dir, lambda text, record: _removed(spec, kind, text, record), again)

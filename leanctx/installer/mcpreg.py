@@ -50,7 +50,7 @@ def _toml(path: Path, text: str) -> tomlkit.TOMLDocument:
 def registered(agent: Agent, home: Path, project: Path | None) -> dict | None:
     """Our entry as the host will read it now, or None."""
     path, fmt, key = agent.mcp_config(home, project)
-    data = files.read_bytes(files.resolve_target(path, home).real)
+    data = files.read_bytes(files.resolve_target(path, home, project).real)
     if data is None:
         return None
     text = files.decode(path, data)
@@ -62,7 +62,7 @@ def registered(agent: Agent, home: Path, project: Path | None) -> dict | None:
 
 def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
     path, fmt, key = agent.mcp_config(home, project)
-    target = files.resolve_target(path, home)
+    target = files.resolve_target(path, home, project)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else ""
     entry = wanted_entry(agent, data_dir)
@@ -100,7 +100,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
 
 def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
     path, fmt, key = agent.mcp_config(home, project)
-    target = files.resolve_target(path, home)
+    target = files.resolve_target(path, home, project)
 
     def surgical(text: str, record: manifest.Manifest | None) -> str | None:
         created = {tuple(c) for c in record.created} if record else set()
