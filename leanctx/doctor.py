@@ -181,14 +181,16 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         "last_published": None,
     }
     checks: list[dict] = result["checks"]
+    missing = False
     try:
         target = files.resolve_target(path, home)
         data = files.read_bytes(target.real)
         if data is None:
+            missing = True
             raise ConfigError(f"{display(path, home)} does not exist")
         value = hookconfig.parse(path, files.decode(path, data)).value
     except ConfigError as exc:
-        status = FAIL if explicit or os.path.lexists(path) else INFO  # there but unusable: always a failure
+        status = FAIL if explicit or not missing else INFO  # there but unusable (a FIFO, a loop): a failure
         checks.append(_check("config", status, str(exc), _init_fix(agent)))
         result["ok"] = status != FAIL
         return result

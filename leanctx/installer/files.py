@@ -200,7 +200,9 @@ def atomic_write(path: Path, data: bytes, expected_old: bytes | None, new_file_m
         mode = new_file_mode
     remove_stale_temps(path.parent)
     tmp = path.with_name(f".{path.name}.leanctx-{os.getpid()}{TEMP_SUFFIX}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # our name and pid: a leftover of ours (pid reused), whatever it is now
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -312,9 +314,10 @@ def install_lock(data_dir: Path, timeout: float = 30.0) -> Iterator[None]:
 
 
 def _remove_manifest_temps(folder: Path) -> None:
-    """`installed/<key>.json.tmp`: a manifest save killed before its rename (only under the lock)."""
+    """`installed/<key>.json.tmp`: a manifest save killed before its rename (only under the lock).
+    Whatever sits under that name goes: a FIFO there would block the next save forever."""
     with contextlib.suppress(OSError):
         for temp in folder.glob("*.json.tmp"):
             with contextlib.suppress(OSError):
-                if stat.S_ISREG(os.lstat(temp).st_mode):
+                if not stat.S_ISDIR(os.lstat(temp).st_mode):
                     temp.unlink()

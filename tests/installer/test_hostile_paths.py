@@ -228,3 +228,40 @@ def test_data_dir_that_is_not_a_folder(home: Path, tmp_path: Path, kind: str) ->
     proc = run_cli("doctor", "--agent", "claude", env=env)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert not (home / ".claude").exists()
+
+
+def test_dangling_symlink_inside_home_is_written_through_and_restored(home: Path, data_dir: Path) -> None:
+    link = home / ".claude" / "settings.json"
+    link.parent.mkdir()
+    target = home / "dotfiles" / "claude-settings.json"
+    link.symlink_to(target)
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    assert link.is_symlink() and "leanctx-hook" in target.read_text()
+    assert run_cli("uninstall", "--agent", "claude").returncode == 0
+    assert link.is_symlink() and not target.exists() and not target.parent.exists()
+
+
+def test_dangling_symlink_outside_home_is_refused(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    link = home / ".codex" / "hooks.json"
+    link.parent.mkdir()
+    link.symlink_to(tmp_path / "elsewhere" / "hooks.json")
+    assert_refused(run_cli("init", "--agent", "codex"), "outside")
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_read_only_config_folder_is_refused(home: Path, data_dir: Path, immutable) -> None:
+    folder = home / ".claude"
+    folder.mkdir()
+    (folder / "settings.json").write_text("{}\n")
+    immutable(folder)
+    assert_refused(run_cli("init", "--agent", "claude"), str(folder), "not writable", "nothing was written")
+    assert (folder / "settings.json").read_text() == "{}\n" and not (home / ".claude.json").exists()
+
+
+def test_a_fifo_left_under_a_manifest_temp_name_does_not_block_the_next_run(home: Path, data_dir: Path) -> None:
+    assert run_cli("init", "--agent", "codex").returncode == 0
+    for record in (data_dir / "installed").glob("*.json"):
+        os.mkfifo(record.with_name(record.name + ".tmp"))
+    assert run_cli("init", "--agent", "codex", "--bot").returncode == 0
+    assert run_cli("uninstall", "--agent", "codex").returncode == 0
+    assert not (home / ".codex").exists() or tree(home / ".codex") == {}
