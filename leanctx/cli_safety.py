@@ -13,9 +13,6 @@ from __future__ import annotations
 import io
 import os
 import sys
-import tempfile
-import time
-import traceback
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
@@ -119,6 +116,10 @@ def report(exc: BaseException) -> int:
 
 def _write_log(exc: BaseException) -> Path | None:
     """Append the traceback to `<data dir>/logs/cli.log`, else to a fresh private temp file."""
+    import tempfile
+    import time
+    import traceback
+
     text = f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} leanctx {' '.join(sys.argv[1:])}\n"
     text += "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     try:
