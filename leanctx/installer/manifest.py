@@ -80,6 +80,9 @@ def save(data_dir: Path, manifest: Manifest) -> None:
 
 
 def delete(data_dir: Path, config: Path) -> None:
+    record = load(data_dir, config)
+    if record is not None and record.baseline_backup and Path(record.baseline_backup).parent == data_dir / "installed":
+        Path(record.baseline_backup).unlink(missing_ok=True)  # kept under an older key
     for path in [manifest_path(data_dir, config), *_legacy(data_dir, config)]:
         path.unlink(missing_ok=True)
         path.with_suffix(".orig").unlink(missing_ok=True)

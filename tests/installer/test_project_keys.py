@@ -81,19 +81,23 @@ def test_wrapper_stays_while_a_user_level_config_calls_it_without_a_record(home:
 
 
 def test_records_an_older_leanctx_keyed_by_the_typed_path_are_still_used(home: Path, data_dir: Path, repos) -> None:
-    """Before, `--project .` was recorded under `.claude/settings.local.json` as typed: uninstall
-    run from the same folder finds those records and takes everything out."""
+    """Before, `--project .` was recorded under `.claude/settings.local.json` as typed: runs
+    from the same folder find those records, move them to the real key, and take all out."""
     a, _ = repos
+    (a / "CLAUDE.md").write_text("# mine\n")
     assert run_cli("init", "--agent", "claude", "--project", ".", cwd=a).returncode == 0
     installed = data_dir / "installed"
-    for record_path in list(installed.glob("*.json")):
+    for record_path in list(installed.glob("*.json")):  # rewrite them as an older leanctx kept them
         record = json.loads(record_path.read_text())
         typed = str(Path(record["path"]).relative_to(a))
+        legacy = installed / (hashlib.sha256(typed.encode()).hexdigest()[:20] + ".json")
+        if record["baseline_backup"]:
+            record["baseline_backup"] = str(Path(record["baseline_backup"]).rename(legacy.with_suffix(".orig")))
         record["path"] = typed
-        key = hashlib.sha256(typed.encode()).hexdigest()[:20]
-        (installed / f"{key}.json").write_text(json.dumps(record))
-        record_path.unlink()  # keep the .orig where baseline_backup points
+        legacy.write_text(json.dumps(record))
+        record_path.unlink()
+    assert run_cli("init", "--agent", "claude", "--project", ".", "--bot", cwd=a).returncode == 0
     proc = run_cli("uninstall", "--agent", "claude", "--project", ".", cwd=a)
     assert proc.returncode == 0, proc.stderr
-    assert files_in(a) == []
-    assert list(installed.glob("*.json")) == []
+    assert files_in(a) == ["CLAUDE.md"] and (a / "CLAUDE.md").read_text() == "# mine\n"
+    assert list(installed.iterdir()) == []
