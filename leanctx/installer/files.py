@@ -1,10 +1,13 @@
 """Reading and writing users' config files without ever damaging them.
 
-- A symlinked config is followed only when its target stays inside HOME (dotfile managers),
-  else refused: we never write through a link to somewhere we were not asked to touch.
+- A symlink on the way to a config (the file or any folder below HOME or the --project DIR) is
+  followed only when the real path stays inside HOME or that project, else refused: we never
+  write through a link to somewhere we were not asked to touch.
+- Only regular files are read, without ever blocking: a FIFO, socket, device, folder or symlink
+  loop where a config should be is refused with a message, at once.
 - Writes are atomic (temp file in the target's folder, fsync, rename, fsync of the folder),
   keep the file's permission bits, and leave a timestamped copy of the old bytes in
-  `<data dir>/backups/`.
+  `<data dir>/backups/`. Temp files a killed run left behind are removed by the next one.
 - A lock in the data dir serialises concurrent leanctx runs, and the file is re-read right
   before the rename: if a running host rewrote it meanwhile, the caller re-plans on fresh bytes.
 """
@@ -12,8 +15,8 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -23,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BACKUPS_KEPT_PER_FILE = 10
-TEMP_SUFFIX = ".tmp"
 _TEMP_NAME = re.compile(r"^\..+\.leanctx-(\d{1,10})\.tmp$")
 STALE_TEMP_S = 600  # a temp file this old is a leftover even if its pid is alive again (reused)
 DATA_SUBDIRS = ("bin", "backups", "installed")  # what init/uninstall write in the data dir
@@ -199,7 +201,7 @@ def atomic_write(path: Path, data: bytes, expected_old: bytes | None, new_file_m
     except FileNotFoundError:
         mode = new_file_mode
     remove_stale_temps(path.parent)
-    tmp = path.with_name(f".{path.name}.leanctx-{os.getpid()}{TEMP_SUFFIX}")
+    tmp = path.with_name(f".{path.name}.leanctx-{os.getpid()}.tmp")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)  # our name and pid: a leftover of ours (pid reused), whatever it is now
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
