@@ -45,7 +45,28 @@ class _AgentChoice(click.ParamType):
 AGENT_HELP = f"Host to act on: {', '.join(agents.names())}, or all (every host detected here)."
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Leanctx(click.Group):
+    """The command group, with stdout/stderr that survive a closed pipe and a last-resort handler
+    (leanctx/cli_safety.py): no command ends in a traceback."""
+
+    def main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        from leanctx import cli_safety
+
+        cli_safety.tolerate_closed_output()
+        return super().main(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last resort: one line, the log, an exit code
+            from leanctx import cli_safety
+
+            sys.exit(cli_safety.report(exc))
+
+
+@click.group(cls=_Leanctx, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(leanctx.__version__, prog_name="leanctx")
 def main() -> None:
     """Hooks, installer and doctor for AI coding agents and always-on bots."""

@@ -97,6 +97,8 @@ def _wrapper_checks(data_dir: Path, home: Path) -> tuple[list[dict], bool]:
     info = wrapper.read_info(path)
     if not info:
         return [_check("wrapper", FAIL, f"{shown} is missing", fix)], False
+    if info.get("unreadable"):
+        return [_check("wrapper", FAIL, info["unreadable"], "remove it, then " + fix)], False
     if info.get("foreign"):
         return [_check("wrapper", FAIL, f"{shown} is not a leanctx wrapper", "move it away, then " + fix)], False
     checks = []
@@ -205,14 +207,16 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         "last_published": None,
     }
     checks: list[dict] = result["checks"]
+    missing = False
     try:
         target = files.resolve_target(path, home)
         data = files.read_bytes(target.real)
         if data is None:
+            missing = True
             raise ConfigError(f"{display(path, home)} does not exist")
         value = hookconfig.parse(path, files.decode(path, data)).value
     except ConfigError as exc:
-        status = FAIL if explicit else INFO
+        status = FAIL if explicit or not missing else INFO  # there but unusable (a FIFO, a loop): a failure
         checks.append(_check("config", status, str(exc), _init_fix(agent)))
         result["ok"] = status != FAIL
         return result

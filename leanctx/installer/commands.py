@@ -22,6 +22,7 @@ from leanctx.installer.install import (
     plan_wrapper,
     plan_wrapper_removal,
     unified_diff,
+    wrapper_in_use,
 )
 
 EXIT_REFUSED = 2
@@ -93,6 +94,7 @@ def run_init(
     mcp_name: str | None = None,
 ) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
+    project = files.real_folder(project)
     if not mcp and profile.read_gate:
         from dataclasses import replace
 
@@ -156,6 +158,7 @@ def _config(agent: Agent, home: Path, project: Path | None) -> Path:
 
 
 def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, all_agents: bool) -> int:
+    project = files.real_folder(project)
     try:
         planned = _plan_uninstall(selected, home, data_dir, project)
         if dry_run:
@@ -180,7 +183,7 @@ def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Pa
                             click.echo(f"{agent.display_name}: left our entry in {what} ({done.note})")
                         continue
                     click.echo(f"{agent.display_name}: " + (f"removed {what} (leanctx had created it)" if done.new is None else f"took our entries out of {what}"))
-            if not manifest.all_manifests(data_dir) and (w := plan_wrapper_removal(data_dir)):
+            if not wrapper_in_use(home, data_dir) and (w := plan_wrapper_removal(data_dir)):
                 apply_uninstall(w, data_dir)
                 click.echo(f"Removed the hook wrapper {display(w.path, home)}")
     except ConfigError as exc:

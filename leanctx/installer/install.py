@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,7 +95,7 @@ class Profile:
 
 
 def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None, profile: Profile = Profile()) -> Change | None:
-    target = files.resolve_target(config_path(agent, home, project), home)
+    target = files.resolve_target(config_path(agent, home, project), home, project)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else None
     new_text, created = hookconfig.add_hooks(agent, target.path, text, hook_commands(data_dir, agent, project), profile.events(agent))
@@ -117,7 +118,7 @@ def already_there(agent: Agent, part: str, target: Target, data_dir: Path, old: 
 
 
 def plan_uninstall(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
-    target = files.resolve_target(config_path(agent, home, project), home)
+    target = files.resolve_target(config_path(agent, home, project), home, project)
 
     def surgical(text: str, record: manifest.Manifest | None) -> str | None:
         new_text = hookconfig.remove_hooks(agent, target.path, text, record.created if record else None)
@@ -184,6 +185,26 @@ def plan_wrapper_removal(data_dir: Path) -> Change | None:
     if old is None or not wrapper.is_ours(old.decode("utf-8", "replace")):
         return None
     return Change(None, Target(path, path), old, None)
+
+
+def wrapper_in_use(home: Path, data_dir: Path) -> bool:
+    """Whether any config we know of still calls this data dir's wrapper: every host's user-level
+    config and every file an install of any scope recorded (project configs). One unreadable
+    counts as a caller: the wrapper is only removed when no hook can be left calling nothing."""
+    from leanctx import agents
+
+    wanted = str(wrapper.wrapper_path(data_dir))
+    spellings = {wanted.encode("utf-8"), json.dumps(wanted)[1:-1].encode("utf-8"), json.dumps(wanted, ensure_ascii=False)[1:-1].encode("utf-8")}
+    candidates = {a.user_config_path(home) for a in agents.all_agents()}
+    candidates |= {Path(m.path) for m in manifest.all_manifests(data_dir)}
+    for path in candidates:
+        try:
+            data = files.read_bytes(path)
+        except ConfigError:
+            return True
+        if data is not None and any(s in data for s in spellings):
+            return True
+    return False
 
 
 def unified_diff(change: Change, home: Path) -> str:

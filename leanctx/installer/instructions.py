@@ -134,7 +134,7 @@ def plan(
     if located is None:
         return None
     path, kind = located
-    target = files.resolve_target(path, home)
+    target = files.resolve_target(path, home, project)
     again = lambda: plan(agent, home, data_dir, project, want, spec, server)  # noqa: E731
     if not want:
         return plan_removal(agent, part_name(spec), target, data_dir, lambda text, record: _removed(spec, kind, text, record), again)

@@ -20,6 +20,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from leanctx.installer import files
+
 
 @dataclass
 class Manifest:
@@ -48,8 +50,10 @@ class Manifest:
         if not self.existed_before or not self.baseline_backup or not self.baseline_sha256:
             return None
         try:
-            data = Path(self.baseline_backup).read_bytes()
-        except OSError:
+            data = files.read_bytes(Path(self.baseline_backup))
+        except files.ConfigError:
+            return None
+        if data is None:
             return None
         return data if hashlib.sha256(data).hexdigest() == self.baseline_sha256 else None
 
@@ -72,7 +76,7 @@ def _from_file(path: Path) -> Manifest | None:
     """A record as saved; unreadable or damaged: None. Damaged `parts` count as unknown (an
     old record), so removals stay surgical."""
     try:
-        record = Manifest(**json.loads(path.read_text(encoding="utf-8")))
+        record = Manifest(**json.loads(_read(path)))
     except (OSError, ValueError, TypeError):
         return None
     parts = record.parts
@@ -84,7 +88,14 @@ def _from_file(path: Path) -> Manifest | None:
 
 
 def load(data_dir: Path, config: Path) -> Manifest | None:
-    return _from_file(manifest_path(data_dir, config))
+    """The record for `config` (callers pass its real path), or one an older leanctx keyed by the
+    path as typed that resolves to the same file (`--project .`, a symlinked folder)."""
+    for path in [manifest_path(data_dir, config), *_legacy(data_dir, config)]:
+        record = _from_file(path)
+        if record is not None:
+            record.path = str(config)
+            return record
+    return None
 
 
 def save(data_dir: Path, manifest: Manifest) -> None:
@@ -93,12 +104,43 @@ def save(data_dir: Path, manifest: Manifest) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(asdict(manifest), indent=1), encoding="utf-8")
     os.replace(tmp, path)
+    for old in _legacy(data_dir, Path(manifest.path)):  # now kept under the real path's key
+        old.unlink(missing_ok=True)
 
 
 def delete(data_dir: Path, config: Path) -> None:
-    path = manifest_path(data_dir, config)
-    path.unlink(missing_ok=True)
-    path.with_suffix(".orig").unlink(missing_ok=True)
+    record = load(data_dir, config)
+    if record is not None and record.baseline_backup and Path(record.baseline_backup).parent == data_dir / "installed":
+        Path(record.baseline_backup).unlink(missing_ok=True)  # kept under an older key
+    for path in [manifest_path(data_dir, config), *_legacy(data_dir, config)]:
+        path.unlink(missing_ok=True)
+        path.with_suffix(".orig").unlink(missing_ok=True)
+
+
+def _read(path: Path) -> bytes:
+    """A record's bytes; never blocks on something that is not a regular file."""
+    try:
+        return files.read_bytes(path) or b""
+    except files.ConfigError as exc:
+        raise OSError(str(exc)) from None
+
+
+def _legacy(data_dir: Path, config: Path) -> list[Path]:
+    """Records keyed by another spelling of `config`'s real path (relative ones resolve against
+    the current folder, where `--project .` was typed)."""
+    real = os.path.realpath(config)
+    own = manifest_path(data_dir, config)
+    found = []
+    for path in sorted((data_dir / "installed").glob("*.json")):
+        if path == own:
+            continue
+        try:
+            recorded = json.loads(_read(path)).get("path")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(recorded, str) and recorded != str(config) and os.path.realpath(recorded) == real:
+            found.append(path)
+    return found
 
 
 def all_manifests(data_dir: Path) -> list[Manifest]:

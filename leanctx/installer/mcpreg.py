@@ -74,7 +74,7 @@ def part_name(name: str) -> str:
 
 def recorded_names(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> list[str]:
     """The server names this agent's install registered in that file, from its manifest."""
-    path = files.resolve_target(agent.mcp_config(home, project)[0], home).real
+    path = files.resolve_target(agent.mcp_config(home, project)[0], home, project).real
     record = manifest.load(data_dir, path)
     if record is None or record.parts is None:
         return []
@@ -98,7 +98,7 @@ def _toml(path: Path, text: str) -> tomlkit.TOMLDocument:
 def registered(agent: Agent, home: Path, project: Path | None, name: str = SERVER) -> dict | None:
     """The entry named `name` as the host will read it now, or None."""
     path, fmt, key = agent.mcp_config(home, project)
-    data = files.read_bytes(files.resolve_target(path, home).real)
+    data = files.read_bytes(files.resolve_target(path, home, project).real)
     if data is None:
         return None
     text = files.decode(path, data)
@@ -116,7 +116,7 @@ def _refuse_foreign(path: Path, name: str, entry: object) -> None:
 
 def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
     path, fmt, key = agent.mcp_config(home, project)
-    target = files.resolve_target(path, home)
+    target = files.resolve_target(path, home, project)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else ""
     entry = wanted_entry(agent, data_dir, project)
@@ -159,7 +159,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
 def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
     """Take our entry named `name` out; an entry we cannot prove ours (by its command) stays."""
     path, fmt, key = agent.mcp_config(home, project)
-    target = files.resolve_target(path, home)
+    target = files.resolve_target(path, home, project)
 
     def surgical(text: str, record: manifest.Manifest | None) -> str | None:
         created = {tuple(c) for c in record.created} if record else set()

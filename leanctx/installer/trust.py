@@ -75,7 +75,7 @@ def plan_trust(agent: Agent, home: Path, data_dir: Path, project: Path | None, h
     files.check_writable(target.real)
 
     def again() -> Change | None:
-        fresh = files.read_bytes(files.resolve_target(hooks_path, home).real)
+        fresh = files.read_bytes(files.resolve_target(hooks_path, home, project).real)
         return plan_trust(agent, home, data_dir, project, fresh.decode("utf-8") if fresh else "")
 
     stale = any(codex_trust.status(current.get(e["key"]), e["hash"]) != "untrusted" for e in ours)
@@ -84,7 +84,7 @@ def plan_trust(agent: Agent, home: Path, data_dir: Path, project: Path | None, h
 
 def plan_untrust(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
     hooks_path = config_path(agent, home, project)
-    hooks_data = files.read_bytes(files.resolve_target(hooks_path, home).real)
+    hooks_data = files.read_bytes(files.resolve_target(hooks_path, home, project).real)
     keys = {e["key"] for e in our_entries(agent, hooks_path, files.decode(hooks_path, hooks_data) if hooks_data else None)}
     target: Target = files.resolve_target(config_toml(agent, home), home)
 
