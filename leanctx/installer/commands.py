@@ -102,12 +102,13 @@ def run_init(
     try:
         if dry_run:
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
-            changes = [plan_wrapper(data_dir)] + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]]
+            wrapper_changes = [plan_wrapper(data_dir)] if project is None else []  # project files call leanctx-hook on PATH
+            changes = wrapper_changes + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]]
             _print_diffs([c for c in changes if c and not c.record_only], home)
             return 0
         with files.install_lock(data_dir):
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
-            wrapper_change = plan_wrapper(data_dir)
+            wrapper_change = plan_wrapper(data_dir) if project is None else None  # project files call leanctx-hook on PATH
             if wrapper_change:  # first, so no host ever calls a missing wrapper
                 apply_install(wrapper_change, data_dir)
             for agent, change, trust_change, others in planned:

@@ -60,10 +60,23 @@ def test_two_repos_typed_as_dot_keep_their_own_records_and_the_wrapper(home: Pat
     assert proc.returncode == 0, proc.stderr
     assert files_in(a) == []
     assert {p: p.read_bytes() for p in b.rglob("*") if p.is_file()} == b_files
-    assert wrapper.wrapper_path(data_dir).exists(), "B's hooks still call the wrapper"
-    assert "Removed the hook wrapper" not in proc.stdout
     proc = run_cli("uninstall", "--agent", name, "--project", ".", cwd=b)
     assert proc.returncode == 0 and files_in(b) == []
+
+
+@pytest.mark.parametrize("name", ["claude", "codex"])
+def test_a_project_uninstall_keeps_the_wrapper_a_user_install_calls(home: Path, data_dir: Path, repos, name: str) -> None:
+    """Project files call `leanctx-hook` from PATH, so only user-level installs use the wrapper."""
+    a, _ = repos
+    assert run_cli("init", "--agent", name, "--project", ".", cwd=a).returncode == 0
+    assert not wrapper.wrapper_path(data_dir).exists(), "a project install has no use for the wrapper"
+    assert run_cli("init", "--agent", name).returncode == 0
+    proc = run_cli("uninstall", "--agent", name, "--project", ".", cwd=a)
+    assert proc.returncode == 0 and files_in(a) == []
+    assert wrapper.wrapper_path(data_dir).exists(), "the user-level hooks still call the wrapper"
+    assert "Removed the hook wrapper" not in proc.stdout
+    proc = run_cli("uninstall", "--agent", name)
+    assert proc.returncode == 0 and "Removed the hook wrapper" in proc.stdout
     assert not wrapper.wrapper_path(data_dir).exists()
 
 
