@@ -64,8 +64,23 @@ def _claude_dir(home: Path) -> None:
     (home / ".claude").mkdir(parents=True, exist_ok=True)
 
 
+def _codex_dir(home: Path) -> None:
+    (home / ".codex").mkdir(parents=True, exist_ok=True)
+
+
 def _broken_settings(home: Path) -> None:
     _write(home / ".claude" / "settings.json", '{\n  "model": "opus",\n  "hooks": {\n')
+
+
+def _refusals(home: Path) -> None:
+    """One refusal per host: unparseable, a server of the user's, a FIFO, a folder linked out of HOME."""
+    _broken_settings(home)
+    _write(home / ".codex" / "config.toml", '[mcp_servers.leanctx]\ncommand = "my-leanctx"\nenv = { TOKEN = "secret" }\n')
+    (home / ".cursor").mkdir()
+    os.mkfifo(home / ".cursor" / "hooks.json")
+    elsewhere = home.parent / "elsewhere"
+    elsewhere.mkdir()
+    (home / ".codebuddy").symlink_to(elsewhere)
 
 
 def _commented_settings(home: Path) -> None:
@@ -78,7 +93,9 @@ def _nothing(home: Path) -> None:
 
 SETUPS: dict[str, Callable[[Path], None]] = {
     "init-claude": _claude_dir,
+    "init-codex": _codex_dir,
     "init-refused": _broken_settings,
+    "init-refusals": _refusals,
     "init-strict-json": _commented_settings,
     "uninstall": _claude_dir,
     "doctor": _claude_dir,
@@ -97,6 +114,7 @@ def _environment(home: Path, bin_dir: Path) -> dict[str, str]:
 def _scrub(text: str, home: Path) -> str:
     replacements = [
         (str(home), "/home/you"),
+        (str(home.parent), ""),  # the scratch folder: a sibling of HOME shows as /elsewhere
         (sys.executable, "/path/to/venv/bin/python"),
         (str(Path(sys.executable).parent), "/path/to/venv/bin"),
         (str(REPO), "/path/to/leanctx"),
