@@ -420,7 +420,7 @@ def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> None:
     it), stdin from /dev/null, stdout/stderr to the service log, no inherited descriptors, cwd /.
     Through a short-lived intermediate that exits at once, so the daemon is re-parented away from
     the caller (no zombie when it exits, not part of the caller's process tree)."""
-    base = os.fspath(base)
+    base = os.path.abspath(base)  # the daemon runs in /: a relative data dir would name another folder
     log = log_path(base)
     os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
     _rotate_log(log)
