@@ -28,6 +28,17 @@ def _print_json(value: object) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
 
 
+def _answers(base: str) -> bool:
+    """The daemon answers a request (a stopped or hung one still accepts connections)."""
+    try:
+        client.ServiceClient(base, timeout=5.0).request("hello")
+    except client.DaemonError:
+        return False
+    except client.RemoteError:
+        pass
+    return True
+
+
 def _daemon_line(pid: object, state: str = "running") -> str:
     return f"leanctx daemon: {state} (pid {pid}), socket {client.socket_path(_base())}"
 
@@ -60,7 +71,7 @@ def serve(detach: bool, idle_exit: str | None) -> None:
         sys.exit(run_daemon(base, minutes))
     running = client.daemon_process(base)
     if running is not None:
-        if client.wait_for_socket(base, 2.0):
+        if _answers(base):
             click.echo(_daemon_line(running.pid, "already running"))
             return
         click.echo(f"leanctx: daemon pid {running.pid} is alive but not answering on {client.socket_path(base)}; "
