@@ -78,7 +78,11 @@ def serve(detach: bool, idle_exit: str | None) -> None:
                    "`leanctx stop --force` ends it", err=True)
         sys.exit(1)
     os.environ[IDLE_ENV] = repr(minutes)  # the detached daemon reads it
-    client.spawn_daemon(base)
+    try:
+        client.spawn_daemon(base)
+    except OSError as exc:
+        click.echo(f"leanctx: cannot start the daemon in {base}: {exc.strerror or exc} ({exc.filename or base})", err=True)
+        sys.exit(1)
     if not client.wait_for_socket(base, 10.0):
         click.echo(f"leanctx: the daemon did not come up; see {client.log_path(base)}", err=True)
         sys.exit(1)

@@ -96,6 +96,7 @@ class Backend:
         self._spawn_lock = threading.Lock()
         self._spawned_at: float | None = None
         self._spawns_unanswered = 0
+        self._spawn_came_up = False
         self._tainted: set[str] = set()
         self._skip_until = 0.0
         self.cwd = os.getcwd()
@@ -122,14 +123,15 @@ class Backend:
         threading.Thread(target=probe, name="leanctx-daemon-probe", daemon=True).start()
 
     def _ensure_daemon(self, wait: bool) -> bool:
-        """Start the daemon if it is not running; with wait, until it accepts. Rate-limited only
-        while the last start has not been seen answering: a daemon that came up and later exited
-        idle is replaced at the next call, however soon."""
+        """Start the daemon if it is not running; with wait, until it accepts. One start per
+        RESPAWN_AFTER_S while the last one has not come up; a daemon that came up and later
+        exited idle is replaced at the next call, however soon. MAX_SPAWNS starts without an
+        answered request (one that comes up and dies on every request) end the attempts."""
         if not (self.use_daemon and self.autostart):
             return False
         with self._spawn_lock:
             now = time.monotonic()
-            recent = (self._spawned_at is not None and self._spawns_unanswered > 0
+            recent = (self._spawned_at is not None and not self._spawn_came_up
                       and now - self._spawned_at < RESPAWN_AFTER_S)
             if not recent:
                 if self._spawns_unanswered >= MAX_SPAWNS:
@@ -143,12 +145,13 @@ class Backend:
                     log.warning("cannot start the leanctx daemon: %s", exc)
                     return False
                 self._spawned_at = now = time.monotonic()
+                self._spawn_came_up = False
                 self._spawns_unanswered += 1
             assert self._spawned_at is not None
             remaining = self._spawned_at + SPAWN_WAIT_S - now
         up = wait and remaining > 0 and client.wait_for_socket(self.data_dir, remaining)
         if up:
-            self._spawns_unanswered = 0
+            self._spawn_came_up = True
         return up
 
     async def _daemon_request(self, op: str, args: dict | None = None) -> object:

@@ -224,3 +224,50 @@ def test_a_relative_data_dir_is_the_same_folder_for_the_daemon(env: dict, tmp_pa
             S.stop_any_daemon(folder)
         if stray.exists():
             shutil.rmtree(stray, ignore_errors=True)
+
+
+def test_a_start_racing_a_stopping_daemon_takes_over(env: dict, data_dir: Path) -> None:
+    """The lock is still held by a daemon on its way out (no socket any more): a start waits for
+    it instead of giving up, so the data dir ends with one daemon serving, not none."""
+    import fcntl
+
+    os.makedirs(data_dir, exist_ok=True)
+    lock = client.lock_path(data_dir)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    released = False
+    starter = subprocess.Popen([sys.executable, "-m", "leanctx", "serve", "--detach"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def waiting_on_the_lock() -> bool:
+            for pid in daemons_of(data_dir):
+                try:
+                    if any(f.path == lock for f in psutil.Process(pid).open_files()):
+                        return True
+                except psutil.Error:
+                    continue
+            return False
+
+        assert S.wait_until(waiting_on_the_lock, GENEROUS_S), "the new daemon gave up instead of waiting for the lock"
+        os.close(fd)
+        released = True
+        out, err = starter.communicate(timeout=120)
+        assert starter.returncode == 0, err
+        proc = client.daemon_process(data_dir)
+        assert proc is not None and out == f"leanctx daemon: started (pid {proc.pid}), socket {client.socket_path(data_dir)}\n"
+    finally:
+        if not released:
+            os.close(fd)
+        if starter.poll() is None:
+            starter.kill()
+            starter.wait()
+
+
+@pytest.mark.parametrize("args", [("serve",), ("serve", "--detach")])
+def test_a_data_dir_that_is_a_file_is_one_clear_line(env: dict, tmp_path: Path, args: tuple) -> None:
+    where = tmp_path / "not-a-folder"
+    where.write_text("x")
+    res = run_cli(*args, env=dict(env, LEANCTX_HOME=str(where)))
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.startswith(f"leanctx: cannot start the daemon in {where}: ") and res.stderr.count("\n") == 1
+    assert "Traceback" not in res.stderr and where.read_text() == "x"
