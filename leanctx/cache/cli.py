@@ -202,9 +202,12 @@ def render_stats(stats: dict, source: str) -> str:
            f"  {stats.get('tokenizer_note') or 'tokenizer ' + str(stats.get('tokenizer'))}"]
     if stats.get("exact_counts"):
         out.append(f"  for exact counts: {stats['exact_counts']}")
-    earlier = [n for n in stats.get("counted_with") or () if n != stats.get("tokenizer")]
-    if earlier:
+    counted = list(stats.get("counted_with") or ())
+    earlier = [n for n in counted if n != stats.get("tokenizer")]
+    if earlier and source == "daemon":
         out.append(f"  the totals include counts made with {', '.join(earlier)} (an earlier daemon, another tokenizer)")
+    elif earlier:  # nothing here counted them: the line above is what a daemon started now would use
+        out.append(f"  the totals were counted with {', '.join(counted)}")
     out.append(f"  {'':<46} {'reads':>6} {'stubs':>6} {'diffs':>6} {'ptrs':>6} {'w/held':>6} "
                f"{'raw tok':>10} {'sent tok':>10} saved")
     out.append(_row("total", stats))

@@ -138,3 +138,7 @@ def test_a_local_encoding_is_named_and_counts(env: dict, data_dir: Path, project
     assert run_cli("stop", env=e).returncode == 0
     saved = json.loads(run_cli("stats", "--json", env=e).stdout)
     assert saved["source"].startswith("persisted index") and saved["counted_with"] == ["cl100k_base", "estimate-chars/4"]
+    # Read back where tiktoken has no encoding: the estimate is this process's, not the totals'.
+    offline = run_cli("stats", env=plain).stdout.splitlines()
+    assert offline[1].startswith("  tokens estimated (characters/4)")
+    assert offline[3] == "  the totals were counted with cl100k_base, estimate-chars/4"
