@@ -30,12 +30,15 @@ def _print_json(value: object) -> None:
 
 def _answers(base: str) -> bool:
     """The daemon answers a request (a stopped or hung one still accepts connections)."""
+    probe = client.ServiceClient(base, timeout=5.0)
     try:
-        client.ServiceClient(base, timeout=5.0).request("hello")
+        probe.request("hello")
     except client.DaemonError:
         return False
     except client.RemoteError:
         pass
+    finally:
+        probe.close()
     return True
 
 
@@ -149,6 +152,8 @@ def status(as_json: bool) -> None:
         click.echo(f"  socket       {report.get('socket')}")
         click.echo(f"  connections  {conns.get('clients', 0)} MCP servers connected ({conns.get('open_sockets', 0)} sockets), "
                    f"{conns.get('clients_seen', 0)} since start")
+        idle = report.get("idle_exit_min")
+        click.echo(f"  idle exit    {f'after {idle:g} min with no client and no request' if idle else 'never'} ({client.IDLE_ENV})")
         click.echo(f"  requests     {report.get('requests', 0)} ({report.get('errors', 0)} errors)")
         click.echo(f"  entries      {report.get('entries')}")
         click.echo(f"  savings      {sv.get('tokens_saved', 0)} tokens ({sv.get('tokens_sent', 0)} delivered of "

@@ -28,6 +28,7 @@ LOCK_NAME = "leanctx.lock"
 LOG_NAME = "service.log"
 CACHE_DIRNAME = "cache"
 LOG_ROTATE_BYTES = 1 << 20
+IDLE_ENV = "LEANCTX_IDLE_EXIT"  # minutes a daemon waits idle before it exits (service.idle_exit_minutes)
 # Daemon command lines carry this module path or `leanctx serve`; used to recognise our daemon.
 SERVE_MODULE = "leanctx.cache.cli"
 

@@ -47,7 +47,7 @@ PRUNE_EVERY_S = 3600.0  # old conversation records out (leanctx/cache/prune.py)
 CHECK_EVERY_S = 2.0  # is our socket / pid file still ours
 DRAIN_S = 3.0
 MAX_SOCKETS = 256  # open client sockets (one thread each); more are told so and closed
-IDLE_ENV = "LEANCTX_IDLE_EXIT"  # minutes; the next MCP server request starts a new daemon
+IDLE_ENV = client.IDLE_ENV  # minutes; the next MCP server request starts a new daemon
 IDLE_EXIT_MIN = 10.0
 LOCK_WAIT_S = 5.0  # a lock holder that does not accept connections is starting or stopping: wait
 MAX_PATH_CHARS = 4096
@@ -553,6 +553,7 @@ class Daemon:
             "socket": self.sock_path,
             "started_at": self.started,
             "uptime_s": round(time.time() - self.started, 3),
+            "idle_exit_min": self.idle_exit_s / 60,  # 0: never
             "connections": conns,
             "requests": requests,
             "errors": errors,

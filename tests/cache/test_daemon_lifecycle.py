@@ -184,6 +184,7 @@ def test_detach_and_stop_say_what_they_found_and_exit_0(env: dict, data_dir: Pat
     again = run_cli("serve", "--detach", env=env)
     assert (again.returncode, again.stdout, again.stderr) == (0, f"leanctx daemon: already running (pid {pid}), socket {sock}\n", "")
     assert daemons_of(data_dir) == [pid]
+    assert json.loads(run_cli("status", "--json", env=env).stdout)["idle_exit_min"] == 10  # the default
     stopped = run_cli("stop", env=env)
     assert (stopped.returncode, stopped.stdout) == (0, f"leanctx daemon: stopped pid {pid}\n")
     assert run_cli("stop", env=env).returncode == 0

