@@ -27,7 +27,9 @@ result = cache.read(scope, path, start_line, end_line, fresh)
 
 cache.stats()     # reads, full, stubs, diffs, pointers, errors, cold_stubs, withheld, tokens_raw,
                   # tokens_sent, tokens_saved, by_agent{}, by_conversation{}, withheld_reasons{},
-                  # conversations, entries, files, dedup, tokenizer, index{path, quarantined, ...}
+                  # conversations, entries, files, dedup, index{path, quarantined, ...},
+                  # tokenizer, tokens_exact, tokenizer_note (one sentence), exact_counts (how to
+                  # get them, None when exact), counted_with (tokenizers behind the totals)
 cache.save()      # persist the index (on shutdown, and whenever convenient); never file contents
 resolver.resolve(conn)   # (not fresh) cached for 3 s: fine for status displays, never for reads
 ```

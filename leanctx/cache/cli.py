@@ -20,42 +20,86 @@ EXIT_NOT_RUNNING = 1
 
 
 def _base() -> str:
-    return os.fspath(paths.data_dir())
+    """Absolute: the daemon runs in / and must find the same data dir (one daemon per data dir)."""
+    return os.path.abspath(paths.data_dir())
 
 
 def _print_json(value: object) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
 
 
-@click.command()
+def _answers(base: str) -> bool:
+    """The daemon answers a request (a stopped or hung one still accepts connections)."""
+    probe = client.ServiceClient(base, timeout=5.0)
+    try:
+        probe.request("hello")
+    except client.DaemonError:
+        return False
+    except client.RemoteError:
+        pass
+    finally:
+        probe.close()
+    return True
+
+
+def _daemon_line(pid: object, state: str = "running") -> str:
+    return f"leanctx daemon: {state} (pid {pid}), socket {client.socket_path(_base())}"
+
+
+@click.command(epilog="""\b
+Exit codes:
+  0  the daemon ran and stopped cleanly (SIGTERM, `leanctx stop`, idle exit);
+     or one already serves this data dir (said on stdout, nothing started);
+     with --detach: a daemon is running when it returns
+  1  it could not start (see the message, and the service log for --detach)
+  2  bad input: --idle-exit or LEANCTX_IDLE_EXIT is not minutes >= 0""")
 @click.option("--detach", is_flag=True, help="Start the daemon in the background and return once it accepts connections.")
-@click.option("--idle-exit", type=float, default=None, metavar="SECONDS",
-              help="Exit after this long with no client connected (0: never). Default: $LEANCTX_DAEMON_IDLE_S, else 3600.")
-def serve(detach: bool, idle_exit: float | None) -> None:
-    """Run the cache daemon (one for every chat on this machine) on a Unix socket in the data dir."""
+@click.option("--idle-exit", default=None, metavar="MINUTES",
+              help="Exit after this many minutes with no client connected and no request (0: never; "
+                   "fractions allowed). Default: $LEANCTX_IDLE_EXIT, else 10.")
+def serve(detach: bool, idle_exit: str | None) -> None:
+    """Run the cache daemon (one for every chat on this machine, one per data dir) on a Unix
+    socket in the data dir. A second start while one runs says so and exits 0."""
+    from leanctx.cache.service import IDLE_ENV, BadSetting, idle_exit_minutes
+
     base = _base()
-    if detach:
-        if idle_exit is not None:
-            os.environ["LEANCTX_DAEMON_IDLE_S"] = str(idle_exit)  # the detached daemon reads it
-        running = client.daemon_process(base)
-        if running is not None:
-            click.echo(f"leanctx: a daemon is already running (pid {running.pid})", err=True)
-            sys.exit(1)
+    try:
+        minutes = idle_exit_minutes(*((idle_exit, "--idle-exit") if idle_exit is not None else (os.environ.get(IDLE_ENV), IDLE_ENV)))
+    except BadSetting as exc:
+        click.echo(f"leanctx: {exc}", err=True)
+        sys.exit(2)
+    if not detach:
+        from leanctx.cache.service import serve as run_daemon
+
+        sys.exit(run_daemon(base, minutes))
+    running = client.daemon_process(base)
+    if running is not None:
+        if _answers(base):
+            click.echo(_daemon_line(running.pid, "already running"))
+            return
+        click.echo(f"leanctx: daemon pid {running.pid} is alive but not answering on {client.socket_path(base)}; "
+                   "`leanctx stop --force` ends it", err=True)
+        sys.exit(1)
+    os.environ[IDLE_ENV] = repr(minutes)  # the detached daemon reads it
+    try:
         client.spawn_daemon(base)
-        if not client.wait_for_socket(base, 10.0):
-            click.echo(f"leanctx: the daemon did not come up; see {client.log_path(base)}", err=True)
-            sys.exit(1)
-        info = client.read_pidfile(base) or {}
-        click.echo(f"leanctx daemon running (pid {info.get('pid')}), socket {client.socket_path(base)}")
-        return
-    from leanctx.cache.service import serve as run_daemon
+    except OSError as exc:
+        click.echo(f"leanctx: cannot start the daemon in {base}: {exc.strerror or exc} ({exc.filename or base})", err=True)
+        sys.exit(1)
+    if not client.wait_for_socket(base, 10.0):
+        click.echo(f"leanctx: the daemon did not come up; see {client.log_path(base)}", err=True)
+        sys.exit(1)
+    info = client.read_pidfile(base) or {}
+    click.echo(_daemon_line(info.get("pid"), "started"))
 
-    sys.exit(run_daemon(base, idle_exit))
 
-
-@click.command()
+@click.command(epilog="""\b
+Exit codes:
+  0  the host closed stdin (normal end)
+  1  internal error""")
 def mcp() -> None:
-    """The stdio MCP server hosts spawn (ctx_read, ctx_stats, state_*)."""
+    """The stdio MCP server hosts spawn (ctx_read, ctx_stats, state_*). It starts the shared
+    daemon when none runs, and again after one exited idle."""
     from leanctx.cache.mcpserver import run
 
     sys.exit(run(_base()))
@@ -85,7 +129,10 @@ def _duration(seconds: float) -> str:
     return (f"{d}d " if d else "") + (f"{h}h " if d or h else "") + f"{m}m {s}s"
 
 
-@click.command()
+@click.command(epilog="""\b
+Exit codes:
+  0  running and answering
+  1  not running, or alive but not answering""")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(as_json: bool) -> None:
     """Is the daemon running: pid, uptime, connections, cache entries, savings."""
@@ -105,14 +152,20 @@ def status(as_json: bool) -> None:
         click.echo(f"  socket       {report.get('socket')}")
         click.echo(f"  connections  {conns.get('clients', 0)} MCP servers connected ({conns.get('open_sockets', 0)} sockets), "
                    f"{conns.get('clients_seen', 0)} since start")
+        idle = report.get("idle_exit_min")
+        click.echo(f"  idle exit    {f'after {idle:g} min with no client and no request' if idle else 'never'} ({client.IDLE_ENV})")
         click.echo(f"  requests     {report.get('requests', 0)} ({report.get('errors', 0)} errors)")
         click.echo(f"  entries      {report.get('entries')}")
         click.echo(f"  savings      {sv.get('tokens_saved', 0)} tokens ({sv.get('tokens_sent', 0)} delivered of "
-                   f"{sv.get('tokens_raw', 0)} raw, {100 * (sv.get('ratio') or 0):.1f}%), tokenizer {sv.get('tokenizer')}")
-    sys.exit(0 if report.get("running") else EXIT_NOT_RUNNING)
+                   f"{sv.get('tokens_raw', 0)} raw, {100 * (sv.get('ratio') or 0):.1f}%), "
+                   f"{'counted with tiktoken' if sv.get('tokens_exact') else 'estimated, no tokenizer:'} {sv.get('tokenizer')}")
+    sys.exit(0 if report.get("running") and report.get("responding") is not False else EXIT_NOT_RUNNING)
 
 
-@click.command()
+@click.command(epilog="""\b
+Exit codes:
+  0  stopped (or killed with --force), or none was running (said so)
+  1  it did not exit within --timeout and --force was not given""")
 @click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for a graceful exit.")
 @click.option("--force", is_flag=True, help="SIGKILL the daemon if it has not exited after --timeout.")
 def stop(timeout: float, force: bool) -> None:
@@ -122,7 +175,7 @@ def stop(timeout: float, force: bool) -> None:
     base = _base()
     proc = client.daemon_process(base)
     if proc is None:
-        click.echo("leanctx daemon: not running")
+        click.echo("leanctx daemon: not running, nothing to stop")
         return
     pid = proc.pid
     try:
@@ -150,7 +203,16 @@ def _row(label: str, r: dict) -> str:
 
 
 def render_stats(stats: dict, source: str) -> str:
-    out = [f"leanctx read cache ({source}), tokens counted with {stats.get('tokenizer')}"]
+    out = [f"leanctx read cache ({source})",
+           f"  {stats.get('tokenizer_note') or 'tokenizer ' + str(stats.get('tokenizer'))}"]
+    if stats.get("exact_counts"):
+        out.append(f"  for exact counts: {stats['exact_counts']}")
+    counted = list(stats.get("counted_with") or ())
+    earlier = [n for n in counted if n != stats.get("tokenizer")]
+    if earlier and source == "daemon":
+        out.append(f"  the totals include counts made with {', '.join(earlier)} (an earlier daemon, another tokenizer)")
+    elif earlier:  # nothing here counted them: the line above is what a daemon started now would use
+        out.append(f"  the totals were counted with {', '.join(counted)}")
     out.append(f"  {'':<46} {'reads':>6} {'stubs':>6} {'diffs':>6} {'ptrs':>6} {'w/held':>6} "
                f"{'raw tok':>10} {'sent tok':>10} saved")
     out.append(_row("total", stats))
@@ -170,10 +232,13 @@ def render_stats(stats: dict, source: str) -> str:
     return "\n".join(out)
 
 
-@click.command()
+@click.command(epilog="""\b
+Exit codes:
+  0  statistics printed (from the daemon, else from the persisted index)""")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def stats(as_json: bool) -> None:
-    """Read-cache statistics: reads, stubs, diffs, pointers, raw vs delivered tokens, per agent and conversation."""
+    """Read-cache statistics: reads, stubs, diffs, pointers, raw vs delivered tokens, per agent and
+    conversation, and which tokenizer counted them (an estimate says so, and how to get exact counts)."""
     base = _base()
     try:
         result = client.ServiceClient(base, timeout=5.0).request("stats")

@@ -28,6 +28,7 @@ LOCK_NAME = "leanctx.lock"
 LOG_NAME = "service.log"
 CACHE_DIRNAME = "cache"
 LOG_ROTATE_BYTES = 1 << 20
+IDLE_ENV = "LEANCTX_IDLE_EXIT"  # minutes a daemon waits idle before it exits (service.idle_exit_minutes)
 # Daemon command lines carry this module path or `leanctx serve`; used to recognise our daemon.
 SERVE_MODULE = "leanctx.cache.cli"
 
@@ -420,7 +421,7 @@ def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> None:
     it), stdin from /dev/null, stdout/stderr to the service log, no inherited descriptors, cwd /.
     Through a short-lived intermediate that exits at once, so the daemon is re-parented away from
     the caller (no zombie when it exits, not part of the caller's process tree)."""
-    base = os.fspath(base)
+    base = os.path.abspath(base)  # the daemon runs in /: a relative data dir would name another folder
     log = log_path(base)
     os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
     _rotate_log(log)

@@ -95,7 +95,8 @@ def load(state_dir: str) -> tuple[dict, str | None]:
                 "held": {p: validate_holding(h) for p, h in held.items() if isinstance(p, str) and os.path.isabs(p)},
             }
         stats = doc.get("stats") if isinstance(doc.get("stats"), dict) else {}
-        return {"conversations": out, "stats": stats}, None
+        tokenizer = doc.get("tokenizer")  # who counted when it was saved (older files: the only record)
+        return {"conversations": out, "stats": stats, "tokenizer": tokenizer if isinstance(tokenizer, str) else None}, None
     except (ValueError, UnicodeDecodeError, TypeError, AttributeError, KeyError):
         return {"conversations": {}, "stats": {}}, quarantine(path)
 

