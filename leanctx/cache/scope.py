@@ -396,13 +396,20 @@ class RecordSnapshot:
             if rec is not None:
                 self.last_good[rec.path] = rec
 
-    def save_if_dirty(self, now: float) -> None:
+    def forget_stale(self, now: float) -> None:
+        """Drop last good records past their age, BEFORE a view is built from them: a ghost too
+        old to doubt that still sits in `last_good` would be neither a ghost nor an unknown
+        unreadable record for one resolve."""
         stale = [p for p, r in self.last_good.items() if not _kept(r, now)]
         for p in stale:
             del self.last_good[p]
         if stale:
             self.version += 1
-        if not (self._dirty or stale) or not self.state_file:
+            self._dirty = True
+
+    def save_if_dirty(self, now: float) -> None:
+        self.forget_stale(now)
+        if not self._dirty or not self.state_file:
             return
         try:
             from leanctx.hooks.publish import write_json_atomic
@@ -584,6 +591,7 @@ class Resolver:
 
     def _view(self) -> View:
         self._snap.refresh()
+        self._snap.forget_stale(self.clock())
         return self._snap.view()
 
     def _roots_of(self, recs: list[Rec], conn: Connection) -> tuple[str, ...]:

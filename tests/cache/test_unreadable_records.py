@@ -174,3 +174,23 @@ def test_a_vanished_record_withholds_elimination_until_it_ages_out(world: World)
     world.hook(cur, "prompt", "chat-a")
     s = world.scope(c)
     assert s.stub_ok and s.key.startswith("cursor:chat-a@")
+
+
+def test_a_ghost_that_ages_out_while_still_unreadable_is_still_doubted(world: World) -> None:
+    """Its last good update is 2 h old, but the write we cannot read is recent: once the ghost is
+    forgotten the file is an unreadable record of unknown host, which still withholds."""
+    f = _file(world)
+    cur = world.host("cursor")
+    c = world.conn(cur)
+    rec_b = world.hook(cur, "start", "chat-b")
+    world.tick(RECORD_MAX_AGE_S - 60)
+    world.session(cur, "chat-a")
+    world.scope(c)
+    with open(rec_b, "w") as fh:
+        fh.write('{"torn')  # chat-b wakes now; the daemon cannot read it
+    assert not world.scope(c).stub_ok
+    world.tick(120)  # chat-b's last good state is older than 2 h now
+    s = world.scope(c)
+    assert not s.stub_ok and "host unknown" in s.reason
+    assert world.read(c, f)["kind"] == "full"
+    assert world.read(c, f)["kind"] == "full"
