@@ -50,8 +50,9 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
      inside a turn) no connection-level identity is trusted: picking "the one active record of
      this host" is an elimination, and a stale ghost looking idle made one chat's reads count
      for another's (found by the property test). Per-call notes and explicit scopes name the
-     caller and are not affected. The same holds when the records folder cannot be listed. The last good records are kept in
-     `<data dir>/conversations/.last_good.json`, so a daemon restart does not forget them. A
+     caller and are not affected. The same holds when the records folder cannot be listed.
+     The last good records are kept in `<data dir>/conversations/.last_good.json`, so a daemon
+     restart does not forget them (nor the doubt a ghost carries). A
      record that is readable but now names another host is not a miss. An unreadable record we
      never read (host unknown) withholds stubs for every record-based scope until it is
      rewritten or 2 h old. A lost record that the next hook event re-creates is a new
