@@ -43,10 +43,16 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
      update is within 2 h. A ghost keeps the connection's identity (key, roots) across the
      miss, and it still counts for concurrency (a chat whose record we cannot read may still be
      working). But a ghost can be stale — the update we failed to read may have been a
-     compaction or a SubagentStart — so while a connection's own record is a ghost, stubs are
-     withheld (lean-ctx keeps serving them; that is the one place we deliberately differ). The
-     same holds when the records folder cannot be listed. The last good records are kept in
-     `<data dir>/conversations/.last_good.json`, so a daemon restart does not forget them. A
+     compaction, a SubagentStart, a prompt that made its chat active again, or a resume that
+     reopened it or moved it to another host process — so while a connection's own record is a
+     ghost, stubs are withheld (lean-ctx keeps serving them; that is the one place we
+     deliberately differ), and while ANY ghost is live (its last good update within 2 h, 24 h
+     inside a turn) no connection-level identity is trusted: picking "the one active record of
+     this host" is an elimination, and a stale ghost looking idle made one chat's reads count
+     for another's (found by the property test). Per-call notes and explicit scopes name the
+     caller and are not affected. The same holds when the records folder cannot be listed.
+     The last good records are kept in `<data dir>/conversations/.last_good.json`, so a daemon
+     restart does not forget them (nor the doubt a ghost carries). A
      record that is readable but now names another host is not a miss. An unreadable record we
      never read (host unknown) withholds stubs for every record-based scope until it is
      rewritten or 2 h old. A lost record that the next hook event re-creates is a new
@@ -316,6 +322,12 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     return r
 
 
+def _kept(rec: Rec, now: float) -> bool:
+    """Is a record's last good state still worth keeping (and, as a ghost, still doubted)?"""
+    busy = rec.in_turn or rec.subagents or rec.inherited
+    return now - rec.updated_ts <= (IN_TURN_MAX_AGE_S if busy else RECORD_MAX_AGE_S)
+
+
 def _read_json(path: str) -> object:
     from leanctx.hooks.publish import read_json
 
@@ -333,10 +345,11 @@ class _Dir:
 class View:
     """Indexes over one version of the snapshot (time filters are applied by the caller)."""
 
-    __slots__ = ("bad", "by_host", "by_id", "recs")
+    __slots__ = ("bad", "by_host", "by_id", "ghosts", "recs")
 
     def __init__(self, recs: list[Rec], bad: list[tuple[str, int]]) -> None:
         self.recs = recs
+        self.ghosts = [r for r in recs if r.ghost]
         self.by_host: dict[tuple, list[Rec]] = {}
         self.by_id: dict[str, list[Rec]] = {}
         for r in recs:
@@ -384,14 +397,20 @@ class RecordSnapshot:
             if rec is not None:
                 self.last_good[rec.path] = rec
 
-    def save_if_dirty(self, now: float) -> None:
-        stale = [p for p, r in self.last_good.items()
-                 if now - r.updated_ts > (IN_TURN_MAX_AGE_S if r.in_turn or r.subagents or r.inherited else RECORD_MAX_AGE_S)]
+    def forget_stale(self, now: float) -> None:
+        """Drop last good records past their age, BEFORE a view is built from them: a ghost too
+        old to doubt that still sits in `last_good` would be neither a ghost nor an unknown
+        unreadable record for one resolve."""
+        stale = [p for p, r in self.last_good.items() if not _kept(r, now)]
         for p in stale:
             del self.last_good[p]
         if stale:
             self.version += 1
-        if not (self._dirty or stale) or not self.state_file:
+            self._dirty = True
+
+    def save_if_dirty(self, now: float) -> None:
+        self.forget_stale(now)
+        if not self._dirty or not self.state_file:
             return
         try:
             from leanctx.hooks.publish import write_json_atomic
@@ -573,6 +592,7 @@ class Resolver:
 
     def _view(self) -> View:
         self._snap.refresh()
+        self._snap.forget_stale(self.clock())
         return self._snap.view()
 
     def _roots_of(self, recs: list[Rec], conn: Connection) -> tuple[str, ...]:
@@ -643,7 +663,23 @@ class Resolver:
             return Scope(None, latest.agent, 0, self._roots_of(active, conn), False,
                          f"{len(active)} conversations active on this host process", latest.cwd or conn.cwd, False)
         latest = active[0] if active else max(open_, key=lambda r: r.updated_ts)
-        return self._guard(self._scope_of(latest, latest.key(), conn, now), latest)
+        return self._unseen(self._guard(self._scope_of(latest, latest.key(), conn, now), latest), view, now)
+
+    @staticmethod
+    def _unseen(scope: Scope, view: View, now: float) -> Scope:
+        """Connection-level identity is an elimination: the one active record of this host
+        process is the caller. A ghost (a record read before, unreadable or gone now) may hide
+        any update since — a prompt that made its chat active, a SubagentStart, a resume that
+        reopened it or moved it onto this host — so while one is live, wherever it was last
+        seen, nobody is picked that way and nothing served is credited. Per-call notes and
+        explicit scopes name the caller outright and do not need this."""
+        if not scope.stub_ok:
+            return scope
+        live = [r for r in view.ghosts if _kept(r, now)]
+        if not live:
+            return scope
+        return replace(scope, stub_ok=False,
+                       reason=f"{len(live)} conversation record(s) unreadable (transient miss): stubs withheld")
 
     def _by_call(self, conn: Connection, view: View, call_id: str, now: float) -> Scope | None:
         """Per-call identity: the read gate (a pre-tool hook the host runs, and waits for, before

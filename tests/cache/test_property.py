@@ -223,3 +223,17 @@ def test_found_by_the_property_a_lost_note_after_a_transient_miss(fast_tokens) -
            ("read", 0, 2, 0, None, False, True), ("read", 0, 0, 0, (1, 0), True, True), ("read", 0, 0, 0, None, True, True)]
     ours, _oracle = run_ops(ops)
     assert ours.wrong == 0, ours.wrong_examples
+
+
+def test_found_by_the_property_a_stale_ghost_made_the_other_chat_look_alone(fast_tokens) -> None:
+    """Once found: on a Cursor process (two chats), chat0 started a turn and a subagent, and its
+    record turned unreadable before the daemon saw it; the last good state (idle for 31 s) left
+    chat1 the only active chat, so chat0's read was credited to chat1, which then got a stub.
+    While any record is a ghost, no caller is picked by elimination
+    (tests/cache/test_unreadable_records.py)."""
+    ops = [("tick", 31), ("read", 3, 1, 0, None, True, True), ("sub", 3, 0), ("miss", 3), ("edit", 0, "line", 0),
+           ("read", 3, 0, 0, None, True, True), ("read", 3, 1, 0, None, False, True)]
+    ours, oracle = run_ops(ops)
+    assert ours.wrong == 0, ours.wrong_examples
+    assert oracle.wrong == 0
+    assert ours.sequence == ["full", "full", "full"], ours.sequence
