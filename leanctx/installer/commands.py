@@ -8,7 +8,7 @@ import click
 
 from leanctx import agents
 from leanctx.agents.base import Agent
-from leanctx.installer import files, hookconfig, manifest
+from leanctx.installer import files, hookconfig, hostload, manifest
 from leanctx.installer.files import ConfigError
 from leanctx.installer.install import (
     Change,
@@ -92,9 +92,9 @@ def run_init(
     try:
         if dry_run:
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp)
-            changes = [plan_wrapper(data_dir)] + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]]
-            _print_diffs([c for c in changes if c], home)
-            return 0
+            changes = [c for c in [plan_wrapper(data_dir)] + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]] if c]
+            _print_diffs(changes, home)
+            return _warn_not_loaded(selected, home, project, mcp, hostload.planned_reader(home, changes), dry_run=True)
         with files.install_lock(data_dir):
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp)
             wrapper_change = plan_wrapper(data_dir)
@@ -118,8 +118,14 @@ def run_init(
                     say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
     except ConfigError as exc:
         return _refuse(exc)
-    say("Check it with: leanctx doctor")
-    return 0
+    say("Check it with: leanctx doctor" + (f" --project {project}" if project is not None else ""))
+    return _warn_not_loaded(selected, home, project, mcp, hostload.disk_reader(home), dry_run=False)
+
+
+def _warn_not_loaded(selected: list[Agent], home: Path, project: Path | None, mcp: bool, read: hostload.Reader, dry_run: bool) -> int:
+    """After every file is written (or diffed): each file a host will not load as it is; 1 if any."""
+    found = [(agent, problem) for agent in selected for problem in hostload.problems(agent, home, project, read, mcp)]
+    return hostload.warn(found, home, dry_run)
 
 
 def _config(agent: Agent, home: Path, project: Path | None) -> Path:
