@@ -23,15 +23,17 @@ from leanctx.installer.files import ConfigError
 ROUND_TRIP_TIMEOUT_S = 60.0
 
 
-def checks(agent: Agent, home: Path, data_dir: Path) -> list[dict]:
-    fix = f"leanctx init --agent {agent.name}   (or: leanctx doctor --fix)"
+def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None) -> list[dict]:
+    from leanctx.doctor import init_fix
+
+    fix = init_fix(agent, project)
     try:
-        entry = mcpreg.registered(agent, home, None)
+        entry = mcpreg.registered(agent, home, project)
     except ConfigError as exc:
         return [{"name": "mcp server", "status": "fail", "detail": str(exc), "fix": "fix the file's syntax"}]
     from leanctx.installer.install import display
 
-    path = display(agent.mcp_config(home, None)[0], home)
+    path = display(agent.mcp_config(home, project)[0], home)
     if entry is None:
         return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)", "fix": fix}]
     want = mcpreg.wanted_entry(agent, data_dir)
