@@ -10,6 +10,7 @@ Host-specific switches live in each host module's `load_problems`; the JSON synt
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -88,7 +89,7 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
 
 def strict_json_problem(agent: Agent, home: Path, path: Path, data: bytes | None, name: str = "config is strict JSON") -> LoadProblem | None:
     """The comments, trailing commas (and, for some hosts, a byte order mark) a strict host rejects."""
-    if data is None or not agent.strict_json:
+    if data is None or not agent.strict_json or _is_strict_json(data, agent.json_bom_ok):
         return None
     try:
         spots = jsonc.strict_json_spots(data.decode("utf-8"))
@@ -100,6 +101,18 @@ def strict_json_problem(agent: Agent, home: Path, path: Path, data: bytes | None
         return None
     named = _spots_text(spots)
     return LoadProblem(name, path, f"{agent.unparseable_effect(path, home)} ({named})", f"remove {named} from {display(path, home)}")
+
+
+def _is_strict_json(data: bytes, bom_ok: bool) -> bool:
+    """The fast answer for the usual case (C-speed json on a ~/.claude.json of many MB); the
+    JSONC parse that locates each spot runs only when this says no."""
+    if bom_ok and data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        json.loads(data.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
+        return False
+    return True
 
 
 def _spots_text(spots: list[tuple[str, int, int]]) -> str:
@@ -114,7 +127,7 @@ def _spots_text(spots: list[tuple[str, int, int]]) -> str:
 
 def json_true_key(path: Path, data: bytes | None, key: str) -> int | None:
     """The line of a top-level `"key": true` in a JSON(C) settings file, or None when not set."""
-    if data is None:
+    if data is None or f'"{key}"'.encode() not in data:
         return None
     try:
         text = data.decode("utf-8")
