@@ -56,7 +56,28 @@ class _AgentChoice(click.ParamType):
 AGENT_HELP = f"Host to act on: {', '.join(agents.names())}, or all (every host detected here)."
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Leanctx(click.Group):
+    """The command group, with stdout/stderr that survive a closed pipe and a last-resort handler
+    (leanctx/cli_safety.py): no command ends in a traceback."""
+
+    def main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        from leanctx import cli_safety
+
+        cli_safety.tolerate_closed_output()
+        return super().main(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last resort: one line, the log, an exit code
+            from leanctx import cli_safety
+
+            sys.exit(cli_safety.report(exc))
+
+
+@click.group(cls=_Leanctx, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(leanctx.__version__, prog_name="leanctx")
 def main() -> None:
     """Hooks, installer and doctor for AI coding agents and always-on bots."""
@@ -70,7 +91,8 @@ def main() -> None:
 @click.option("--bot", is_flag=True, help="Always-on bot profile: record prompts and replies in conversation-state and hand the thread back at session start.")
 @click.option("--guard", is_flag=True, help="Multi-user bots: deny tool calls that touch another user's folder under $CKS_HOME/user/.")
 @click.option("--no-mcp", is_flag=True, help="Do not register leanctx's MCP server (ctx_read) or its read rule.")
-def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool, no_mcp: bool) -> None:
+@click.option("--mcp-name", metavar="NAME", help="Register leanctx's MCP server under NAME instead of `leanctx` (when you have a server of that name). Remembered for later runs.")
+def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool, no_mcp: bool, mcp_name: str | None) -> None:
     """Wire leanctx's hooks into a host's config (merging, never replacing).
 
     init states the whole profile: running it again without --bot or --guard takes them out."""
@@ -79,7 +101,7 @@ def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot:
 
     home = paths.home()
     selected = _agent_list(agent_name, home)
-    sys.exit(run_init(selected, home, paths.data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard), mcp=not no_mcp))
+    sys.exit(run_init(selected, home, paths.data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard), mcp=not no_mcp, mcp_name=mcp_name))
 
 
 @main.command()

@@ -48,10 +48,36 @@ def wired_commands(agent: Agent, doc_value: dict) -> dict[str, list[str]]:
         return found
     for event, groups in hooks.items():
         if isinstance(groups, list):
-            cmds = [c for g in groups if agent.is_our_group(g) for c in agent.group_commands(g)]
+            cmds = [c for g in groups for c in agent.our_commands(g)]
             if cmds:
                 found[event] = cmds
     return found
+
+
+def missing_on_path(commands: list[str]) -> list[str]:
+    """The programs that project-level entries call by name (`leanctx-hook`, `leanctx`) and that
+    are not on this PATH: the host would fail to start them."""
+    import shlex
+    import shutil
+
+    missing = []
+    for command in commands:
+        try:
+            program = shlex.split(command)[0] if command.strip() else ""
+        except ValueError:
+            continue
+        if program and "/" not in program and shutil.which(program) is None and program not in missing:
+            missing.append(program)
+    return missing
+
+
+def path_check(commands: list[str], where: str) -> dict | None:
+    """A FAIL naming the programs `where`'s entries call by name that are not on PATH, or None."""
+    missing = missing_on_path(commands)
+    if not missing:
+        return None
+    return _check("on PATH", FAIL, f"{where} calls {', '.join(missing)} by name, which is not on PATH",
+                  "install leanctx where the host finds it (e.g. pipx install leanctx-hooks), or add its bin folder to PATH")
 
 
 def _wrapper_checks(data_dir: Path, home: Path) -> tuple[list[dict], bool]:
@@ -61,6 +87,8 @@ def _wrapper_checks(data_dir: Path, home: Path) -> tuple[list[dict], bool]:
     info = wrapper.read_info(path)
     if not info:
         return [_check("wrapper", FAIL, f"{shown} is missing", fix)], False
+    if info.get("unreadable"):
+        return [_check("wrapper", FAIL, info["unreadable"], "remove it, then " + fix)], False
     if info.get("foreign"):
         return [_check("wrapper", FAIL, f"{shown} is not a leanctx wrapper", "move it away, then " + fix)], False
     checks = []
@@ -162,7 +190,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     """One agent at one level: user (project None) or the project-level config in `project`.
     `elsewhere`: projects where this agent has an install, named instead of a user-level init."""
     from leanctx.installer import hostload
-    from leanctx.installer.install import config_path
+    from leanctx.installer.install import config_path, hook_commands
 
     try:
         path = config_path(agent, home, project)
@@ -183,14 +211,16 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         "last_published": None,
     }
     checks: list[dict] = result["checks"]
+    missing = False
     try:
-        target = files.resolve_target(path, home)
+        target = files.resolve_target(path, home, project)
         data = files.read_bytes(target.real)
         if data is None:
+            missing = True
             raise ConfigError(f"{display(path, home)} does not exist")
         value = hookconfig.parse(path, files.decode(path, data)).value
     except ConfigError as exc:
-        status = FAIL if explicit else INFO
+        status = FAIL if explicit or not missing else INFO  # there but unusable (a FIFO, a loop): a failure
         checks.append(_check("config", status, str(exc), fix))
         result["ok"] = status != FAIL
         return result
@@ -201,7 +231,11 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         checks.append(_check("events", INFO, "detected, but leanctx is not wired here", fix))
         result["ok"] = True
         return result
-    expected = wrapper.wrapper_path(data_dir)
+    command_for = hook_commands(data_dir, agent, project)  # project files: leanctx-hook on PATH, no wrapper
+    on_path = path_check([c for cmds in wired.values() for c in cmds], display(path, home))
+    if on_path:
+        checks.append(on_path)
+    runnable = wrapper_ok if project is None else on_path is None
     profile = installed_profile(wired)
     result["profile"] = profile.name
     result["read_gate"] = profile.read_gate
@@ -211,16 +245,16 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
                                            "bot+guard": "bot+guard: conversation-state and the multi-user guard"}[profile.name]))
     for spec, flags in profile.events(agent):
         cmds = wired.get(spec.name, [])
-        want = wrapper.command(expected, agent.name, spec.name, flags)
+        want = command_for(spec.name, flags)
         if not cmds:
             checks.append(_check(f"event {spec.name}", FAIL, "not wired", fix))
         elif want not in cmds:
             checks.append(_check(f"event {spec.name}", FAIL, f"wired to another wrapper: {cmds[0]}", fix))
         else:
             checks.append(_check(f"event {spec.name}", OK, "wired to our wrapper"))
-            if wrapper_ok:
+            if runnable:
                 checks.append(smoke(agent, spec.name, want, project if project is not None else home))
-    for problem in hostload.problems(agent, home, project, hostload.disk_reader(home)):
+    for problem in hostload.problems(agent, home, project, hostload.disk_reader(home, project)):
         checks.append(_check(problem.name, FAIL if problem.severity == hostload.FAIL else INFO,
                              f"{agent.display_name} will not load {display(problem.path, home)}: {problem.reason}"
                              if problem.severity == hostload.FAIL else problem.reason, problem.fix))
@@ -252,7 +286,7 @@ def state_checks(home: Path) -> list[dict]:
 
     try:
         users = api.list_users()
-        corrupt = {u: api.corrupt_files(u) for u in users}
+        corrupt = {u: api.corrupt_files(slug=u) for u in users}
     except (StateError, OSError) as exc:
         return [_check("conversation state", FAIL, f"store unreachable: {exc}", "check LEANCTX_STATE_URL / CKS_HOME")]
     from leanctx.state.backend import redact
@@ -294,10 +328,14 @@ def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False, p
 
         say = lambda message: click.echo(message, err=True)  # noqa: E731 - keep --json stdout clean
         report_fix = 0
-        for a in broken_reports:  # each with the profile it was installed with
+        from leanctx.installer import mcpreg
+
+        for a in broken_reports:  # each with the profile it was installed with, MCP server included or not
+            agent = agents.get(a["agent"])
             name = a.get("profile", "coding")
             profile = Profile(bot="bot" in name, guard="guard" in name, read_gate=a.get("read_gate", True))
-            report_fix = run_init([agents.get(a["agent"])], home, data_dir, project, dry_run=False, say=say, profile=profile) or report_fix
+            mcp = a.get("read_gate", True) or bool(mcpreg.recorded_names(agent, home, data_dir, project))
+            report_fix = run_init([agent], home, data_dir, project, dry_run=False, say=say, profile=profile, mcp=mcp) or report_fix
         report = build(home, data_dir, agent_name, project)
         report["fixed"] = [a.name for a in broken]
         report["fix_exit_code"] = report_fix
@@ -332,7 +370,7 @@ def build(home: Path, data_dir: Path, agent_name: str | None, project: Path | No
     results = [check_agent(a, home, data_dir, wrapper_ok, agent_name is not None, project, elsewhere.get(a.name, []))
                for a in selected]
     any_installed = any(r["installed"] for r in results)
-    if any_installed or agent_name:
+    if (any_installed or agent_name) and project is None:  # a project install calls leanctx-hook on PATH instead
         checks.extend(wrapper_checks)
     if any("bot" in r.get("profile", "") for r in results):
         checks.extend(state_checks(home))

@@ -28,18 +28,26 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
 
     fix = init_fix(agent, project)
     try:
-        entry = mcpreg.registered(agent, home, project)
+        name = mcpreg.chosen_name(agent, home, data_dir, project)  # `init --mcp-name` is remembered
+        entry = mcpreg.registered(agent, home, project, name)
     except ConfigError as exc:
         return [{"name": "mcp server", "status": "fail", "detail": str(exc), "fix": "fix the file's syntax"}]
+    from leanctx.doctor import path_check
     from leanctx.installer.install import display
 
     path = display(agent.mcp_config(home, project)[0], home)
     if entry is None:
         return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)", "fix": fix}]
-    want = mcpreg.wanted_entry(agent, data_dir)
+    if not mcpreg.is_ours(entry):
+        return [{"name": "mcp server", "status": "fail", "detail": f"the server named {name!r} in {path} is not leanctx's: {entry}",
+                 "fix": f"rename yours, or: leanctx init --agent {agent.name} --mcp-name NAME"}]
+    want = mcpreg.wanted_entry(agent, data_dir, project)
     if entry != want:
         return [{"name": "mcp server", "status": "fail", "detail": f"the entry in {path} differs from this installation's: {entry}", "fix": fix}]
-    out = [{"name": "mcp server", "status": "ok", "detail": f"registered in {path}", "fix": None}]
+    missing = path_check([str(entry.get("command"))], path)
+    if missing:
+        return [missing]
+    out = [{"name": "mcp server", "status": "ok", "detail": f"registered as {name!r} in {path}", "fix": None}]
     out.append(round_trip(entry["command"], list(entry.get("args") or []), entry.get("env") or {}))
     return out
 

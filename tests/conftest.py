@@ -39,7 +39,7 @@ def payload(host: str, event: str) -> dict:
     return json.loads((PAYLOADS / host / f"{event}.json").read_text())
 
 
-def run_cli(*args: str, input: str | None = None, env: dict | None = None):
+def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd: Path | None = None):
     """Run the real `leanctx` command in a subprocess (what a user types)."""
     import subprocess
 
@@ -49,5 +49,6 @@ def run_cli(*args: str, input: str | None = None, env: dict | None = None):
         text=True,
         input=input,
         env=env or dict(os.environ),
+        cwd=cwd,
         timeout=120,
     )

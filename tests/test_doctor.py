@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,15 @@ from leanctx.installer import wrapper
 from tests.conftest import PAYLOADS, run_cli
 
 
-def doctor_json(*args: str) -> tuple[int, dict]:
-    proc = run_cli("doctor", "--json", *args)
+def doctor_json(*args: str, env: dict | None = None) -> tuple[int, dict]:
+    proc = run_cli("doctor", "--json", *args, env=env)
     return proc.returncode, json.loads(proc.stdout)
+
+
+def scripts_on_path() -> dict:
+    """The environment with this installation's console scripts on PATH, as a project install
+    needs them (its files call `leanctx-hook` and `leanctx` by name)."""
+    return dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
 
 
 def checks_by_name(agent_report: dict) -> dict[str, dict]:
@@ -231,13 +238,14 @@ def test_doctor_suggests_the_codex_mcp_startup_grace(home: Path, data_dir: Path)
 
 
 @pytest.mark.parametrize("name", ["claude", "codex"])
-def test_doctor_project_passes_after_a_project_only_install(home: Path, tmp_path: Path, name: str) -> None:
+def test_doctor_project_passes_after_a_project_only_install(home: Path, data_dir: Path, tmp_path: Path, name: str) -> None:
     project = (tmp_path / "repo").resolve()
     project.mkdir()
-    init = run_cli("init", "--agent", name, "--project", str(project), *(["--trust"] if name == "codex" else []))
+    env = scripts_on_path()
+    init = run_cli("init", "--agent", name, "--project", str(project), *(["--trust"] if name == "codex" else []), env=env)
     assert init.returncode == 0, init.stderr
     assert f"Check it with: leanctx doctor --project {project}" in init.stdout
-    code, report = doctor_json("--agent", name, "--project", str(project))
+    code, report = doctor_json("--agent", name, "--project", str(project), env=env)
     assert code == 0, json.dumps(report, indent=1)
     (agent_report,) = report["agents"]
     assert report["installed"] and report["project"] == str(project)
@@ -248,7 +256,8 @@ def test_doctor_project_passes_after_a_project_only_install(home: Path, tmp_path
     assert checks["mcp server"]["status"] == "ok" and str(project) in checks["mcp server"]["detail"]
     assert checks["mcp round trip"]["status"] == "ok"
     # --agent all in the project: the same verdict, other hosts only noted
-    assert run_cli("doctor", "--project", str(project)).returncode == 0
+    assert run_cli("doctor", "--project", str(project), env=env).returncode == 0
+    assert not wrapper.wrapper_path(data_dir).exists()  # project files need none: no wrapper check
 
 
 def test_doctor_without_project_points_at_the_project_install(home: Path, tmp_path: Path) -> None:
@@ -269,15 +278,16 @@ def test_doctor_without_project_points_at_the_project_install(home: Path, tmp_pa
 def test_doctor_fix_with_project_repairs_the_project_install(home: Path, tmp_path: Path) -> None:
     project = (tmp_path / "repo").resolve()
     project.mkdir()
-    run_cli("init", "--agent", "claude", "--project", str(project))
+    env = scripts_on_path()
+    run_cli("init", "--agent", "claude", "--project", str(project), env=env)
     path = project / ".claude" / "settings.local.json"
     value = json.loads(path.read_text())
     del value["hooks"]["Stop"]
     path.write_text(json.dumps(value))
-    code, report = doctor_json("--agent", "claude", "--project", str(project))
+    code, report = doctor_json("--agent", "claude", "--project", str(project), env=env)
     stop = checks_by_name(report["agents"][0])["event Stop"]
     assert code == 1 and stop["fix"] == f"leanctx init --agent claude --project {project}   (or: leanctx doctor --project {project} --fix)"
-    code, report = doctor_json("--agent", "claude", "--project", str(project), "--fix")
+    code, report = doctor_json("--agent", "claude", "--project", str(project), "--fix", env=env)
     assert code == 0, json.dumps(report, indent=1)
     assert "Stop" in json.loads(path.read_text())["hooks"]
     assert not (home / ".claude" / "settings.json").exists()  # no user-level install appeared

@@ -31,6 +31,17 @@ REPLY = "reply"  # an event carrying the assistant's reply text (Cursor afterAge
 PRE_TOOL = "pre_tool"  # a tool call about to run (only the multi-user guard listens)
 
 WRAPPER_NAME = "leanctx-hook"
+MCP_SERVER = "leanctx"  # the MCP server's default name in the hosts' configs (`init --mcp-name`)
+
+
+def read_tool(server: str = MCP_SERVER) -> str:
+    """The name hosts give our ctx_read tool in hook payloads and matchers."""
+    return f"mcp__{server}__ctx_read"
+
+
+def is_read_tool(tool_name: object) -> bool:
+    """ctx_read of our server, under whatever name init registered it (`--mcp-name`)."""
+    return isinstance(tool_name, str) and tool_name.startswith("mcp__") and tool_name.endswith("__ctx_read")
 
 
 def is_our_command(command: object) -> bool:
@@ -208,10 +219,13 @@ class Agent:
                 return spec
         return None
 
-    def profile_events(self, bot: bool = False, guard: bool = False, read_gate: bool = False) -> list[tuple[EventSpec, tuple[str, ...]]]:
+    def profile_events(
+        self, bot: bool = False, guard: bool = False, read_gate: bool = False, mcp_name: str = MCP_SERVER
+    ) -> list[tuple[EventSpec, tuple[str, ...]]]:
         """(event, hook flags) to wire for a profile: plain coding, `--bot`, `--guard`, and the
-        read gate that comes with the MCP server (`--read-gate`). The guard sees every tool
-        call, so with `--guard` one pre-tool entry does both jobs."""
+        read gate that comes with the MCP server (`--read-gate`), matching the name the server is
+        registered under. The guard sees every tool call, so with `--guard` one pre-tool entry
+        does both jobs."""
         bot_kinds = (SESSION_START, PROMPT, STOP, REPLY)
         wired = [(spec, ("--bot",) if bot and spec.kind in bot_kinds else ()) for spec in self.events]
         if bot:
@@ -219,7 +233,10 @@ class Agent:
         if guard and self.guard_event is not None:
             wired.append((self.guard_event, ("--guard", "--read-gate") if read_gate and self.read_gate_event else ("--guard",)))
         elif read_gate and self.read_gate_event is not None:
-            wired.append((self.read_gate_event, ("--read-gate",)))
+            spec = self.read_gate_event
+            if spec.matcher is not None and mcp_name != MCP_SERVER:
+                spec = EventSpec(spec.name, spec.kind, matcher=read_tool(mcp_name))
+            wired.append((spec, ("--read-gate",)))
         return wired
 
     def hook_group(self, command: str, spec: EventSpec) -> dict:
@@ -233,6 +250,15 @@ class Agent:
     def is_our_group(self, group: object) -> bool:
         commands = self.group_commands(group)
         return bool(commands) and all(is_our_command(c) for c in commands)
+
+    def our_commands(self, group: object) -> list[str]:
+        """Our commands in one element of an event's list, in a group of ours or the user's."""
+        return [c for c in self.group_commands(group) if is_our_command(c)]
+
+    def mixed_handlers(self, group: object) -> list[int]:
+        """Indexes of our handlers inside a group that also holds someone else's (hosts whose
+        groups hold several handlers); such a group is the user's, only those handlers are ours."""
+        return []
 
     # -- payloads ------------------------------------------------------------------------
     def normalize(self, event: str, payload: dict) -> HookEvent:
@@ -322,7 +348,7 @@ class ClaudeShapeAgent(Agent):
     """Hosts using Claude Code's settings shape: event -> [matcher group {matcher?, hooks: [handler]}]."""
 
     guard_event = EventSpec("PreToolUse", PRE_TOOL)
-    read_gate_event = EventSpec("PreToolUse", PRE_TOOL, matcher="mcp__leanctx__ctx_read")
+    read_gate_event = EventSpec("PreToolUse", PRE_TOOL, matcher=read_tool())
     #: events where `hookSpecificOutput.additionalContext` reaches the model
     context_events: ClassVar[tuple[str, ...]] = ("SessionStart", "UserPromptSubmit")
 
@@ -369,6 +395,21 @@ class ClaudeShapeAgent(Agent):
         if not isinstance(handlers, list):
             return []
         return [h.get("command") for h in handlers if isinstance(h, dict) and isinstance(h.get("command"), str)]
+
+    def is_our_group(self, group: object) -> bool:
+        """Every handler of the group is ours (a user's prompt handler beside ours keeps it theirs)."""
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        return bool(handlers) and isinstance(handlers, list) and all(
+            isinstance(h, dict) and is_our_command(h.get("command")) for h in handlers
+        )
+
+    def mixed_handlers(self, group: object) -> list[int]:
+        if self.is_our_group(group):
+            return []
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(handlers, list):
+            return []
+        return [i for i, h in enumerate(handlers) if isinstance(h, dict) and is_our_command(h.get("command"))]
 
     def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
         base = self.config_dir(home) if project is None else self.project_config_path(project).parent

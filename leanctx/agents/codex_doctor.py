@@ -87,14 +87,17 @@ def load_problems(agent: Agent, home: Path, project: Path | None, read) -> list[
         line = toml_line(texts[path].decode("utf-8", "replace"), "features", key)
         out.append({"name": "codex hooks feature", "path": path, "reason": f"[features] {key} = false: Codex runs no hooks",
                     "fix": f"set hooks = true under [features] in {where(path, home, line)}"})
-    mcp_path = agent.mcp_config(home, project)[0]
-    server = ((configs.get(mcp_path) if mcp_path in configs else _read_toml(mcp_path, read(mcp_path))).get("mcp_servers") or {}).get("leanctx")
-    if isinstance(server, dict) and server.get("enabled") is False:
-        data = texts.get(mcp_path) or read(mcp_path) or b""
-        line = toml_line(data.decode("utf-8", "replace"), "mcp_servers", "leanctx", "enabled")
-        out.append({"name": "codex mcp server enabled", "path": mcp_path,
-                    "reason": "[mcp_servers.leanctx] enabled = false: Codex does not start leanctx's MCP server (no ctx_read)",
-                    "fix": f"delete enabled = false under [mcp_servers.leanctx] in {where(mcp_path, home, line)}"})
+    from leanctx.installer.mcpreg import is_ours
+
+    mcp_path = layers[-1]  # the MCP servers of this level live in its own config.toml
+    mcp_data = texts[mcp_path]
+    servers = configs[mcp_path].get("mcp_servers")
+    for name, server in (servers.items() if isinstance(servers, dict) else ()):
+        if is_ours(server) and server.get("enabled") is False:  # `init --mcp-name` may have named it otherwise
+            line = toml_line((mcp_data or b"").decode("utf-8", "replace"), "mcp_servers", name, "enabled")
+            out.append({"name": "codex mcp server enabled", "path": mcp_path,
+                        "reason": f"[mcp_servers.{name}] enabled = false: Codex does not start leanctx's MCP server (no ctx_read)",
+                        "fix": f"delete enabled = false under [mcp_servers.{name}] in {where(mcp_path, home, line)}"})
     if project is not None:
         out.extend(_project_trust(configs[user_toml], texts[user_toml], user_toml, project, home))
     return out

@@ -82,8 +82,9 @@ def iter_hooks(hooks_doc: Mapping[str, Any], source: Path) -> Iterator[dict]:
 
 
 def states(config: Mapping[str, Any]) -> dict[str, dict]:
-    state = (config.get("hooks") or {}).get("state") or {}
-    return {k: dict(v) for k, v in state.items() if isinstance(v, Mapping)}
+    hooks = config.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, Mapping) else None
+    return {k: dict(v) for k, v in state.items() if isinstance(v, Mapping)} if isinstance(state, Mapping) else {}
 
 
 def status(state: Mapping[str, Any] | None, current_hash: str) -> str:
@@ -99,6 +100,8 @@ def status(state: Mapping[str, Any] | None, current_hash: str) -> str:
 
 def trust(config_text: str, entries: list[dict]) -> str:
     """config.toml text with `trusted_hash` set for `entries` (comments and order kept, via tomlkit)."""
+    from leanctx.installer.tomledit import table_in
+
     doc = tomlkit.parse(config_text)
     hooks = doc.get("hooks")
     if hooks is None:
@@ -106,14 +109,14 @@ def trust(config_text: str, entries: list[dict]) -> str:
         doc["hooks"] = hooks
     state = hooks.get("state")
     if state is None:
-        state = tomlkit.table(is_super_table=True)
+        state = tomlkit.inline_table() if isinstance(hooks, tomlkit.items.InlineTable) else tomlkit.table(is_super_table=True)
         hooks["state"] = state
     for entry in entries:
         table = state.get(entry["key"])
         if table is None:
-            table = tomlkit.table()
-            state[entry["key"]] = table
-        table["trusted_hash"] = entry["hash"]
+            state[entry["key"]] = table_in(state, {"trusted_hash": entry["hash"]})
+        else:
+            table["trusted_hash"] = entry["hash"]
     return tomlkit.dumps(doc)
 
 
@@ -121,8 +124,8 @@ def untrust(config_text: str, keys: set[str]) -> str:
     """config.toml text without the state tables of `keys` (and without containers left empty)."""
     doc = tomlkit.parse(config_text)
     hooks = doc.get("hooks")
-    state = hooks.get("state") if hooks is not None else None
-    if state is None:
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    if not isinstance(state, dict):
         return config_text
     for key in keys:
         if key in state:

@@ -8,6 +8,10 @@
 - every session start (new, resumed, cleared, compacted) gets the rehydrated thread as added
   context: summary, recent turns, active work, the pending question with its options.
 Each turn notes the session it came from. Only installed with `leanctx init --bot`.
+
+When CKS_ACTIVE_USER is set but empty (a channel adapter that exported no sender id) nothing is
+recorded or handed back, and one line goes to the hook log: never the `local` thread, which
+would merge every unidentified sender into one user.
 """
 
 from __future__ import annotations
@@ -21,16 +25,25 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
     """What to print for `event` under the bot profile (None: the plain profile's answer)."""
     os.environ["LEANCTX_FAST_PATH"] = "1"  # validate with the stdlib validator, not jsonschema
     from leanctx.state import api, protocol
+    from leanctx.state.errors import BadSlug
+    from leanctx.state.slug import active_id
 
+    try:
+        user = active_id()
+    except BadSlug as exc:
+        from leanctx.hooks import log
+
+        log(data_dir, agent.name, event.event, f"bot profile: nothing recorded: {exc}")
+        return None
     session = event.session_id or event.conversation_id
     if event.kind == SESSION_START:
-        text = protocol.rehydrate(api.show())
+        text = protocol.rehydrate(api.show(user))
         return agent.context_output(event.event, text) if text else None
     if event.kind == PROMPT and event.prompt and not event.subagent_id:
-        result = api.inbound(event.prompt, session_id=session, source=agent.name)
+        result = api.inbound(event.prompt, user, session_id=session, source=agent.name)
         if result.get("answered"):
             return agent.context_output(event.event, protocol.answer_context(result["answered"])) or None
         return None
     if event.kind in (STOP, REPLY) and event.reply and not event.subagent_id:
-        api.reply(event.reply, session_id=session)
+        api.reply(event.reply, user, session_id=session)
     return None

@@ -14,19 +14,25 @@ from leanctx.agents.base import Agent, HookEvent
 
 def check(agent: Agent, event: HookEvent) -> str:
     from leanctx.state import slug
+    from leanctx.state.errors import BadSlug
 
     tool_input = event.tool_input or {}
     try:
         home = os.environ.get("HOME") or os.path.expanduser("~")
         from leanctx.state.guard import decide
 
+        try:
+            active = slug.active_slug()
+        except BadSlug:  # CKS_ACTIVE_USER set but empty (or too long): no user folder is this turn's
+            active = ""
         reason = decide(
             event.tool_name or "",
             tool_input,
             cks_home=slug.cks_home(),
-            active_slug=slug.active_slug(),
+            active_slug=active,
             cwd=event.cwd,
             home=home,
+            active_id=os.environ.get(slug.ENV, ""),  # the model's shell has the host's environment too
         )
     except Exception as exc:  # noqa: BLE001 - see the module docstring
         root = slug.users_root()

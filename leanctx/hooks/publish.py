@@ -14,6 +14,7 @@ A short lock serialises read-modify-write of one agent's records (parallel subag
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 from leanctx.agents.base import (
@@ -67,9 +68,16 @@ def write_json_atomic(path: str, value: object) -> None:
 
 
 def read_json(path: str | os.PathLike) -> dict | None:
+    """A record, or None; a FIFO or device in its place is None at once, never a hang."""
     try:
-        with open(path, "rb") as f:
-            value = fastjson.loads(f.read().decode("utf-8", "surrogatepass"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                value = fastjson.loads(f.read().decode("utf-8", "surrogatepass"))
+        finally:
+            os.close(fd)
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None

@@ -22,6 +22,7 @@ from leanctx.installer.install import (
     plan_wrapper,
     plan_wrapper_removal,
     unified_diff,
+    wrapper_in_use,
 )
 
 EXIT_REFUSED = 2
@@ -47,17 +48,23 @@ def _print_diffs(changes: list[Change], home: Path) -> None:
 
 
 def _plan_init(
-    selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool, profile: Profile, mcp: bool
+    selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool, profile: Profile, mcp: bool,
+    mcp_name: str | None = None,
 ) -> list[tuple[Agent, Change | None, Change | None, list[Change]]]:
     """(agent, hooks change, Codex trust change, other changes) per agent; raises before any write.
 
     The other changes: the bot profile's instructions, the MCP server entry and its read rule
-    (each installed or taken out, so the run states the whole profile)."""
+    (each installed or taken out, so the run states the whole profile). The server keeps the
+    name an earlier init gave it unless `mcp_name` says otherwise (then the old entry goes)."""
+    from dataclasses import replace
+
     from leanctx.installer import instructions, mcpreg
 
     planned = []
     for agent in selected:
-        change = plan_install(agent, home, data_dir, project, profile)
+        name = mcpreg.chosen_name(agent, home, data_dir, project, mcp_name)
+        agent_profile = replace(profile, mcp_name=name)
+        change = plan_install(agent, home, data_dir, project, agent_profile)
         trust_change = None
         if trust and agent.name == "codex":
             from leanctx.installer.trust import plan_trust
@@ -66,8 +73,9 @@ def _plan_init(
             trust_change = plan_trust(agent, home, data_dir, project, hooks_text)
         others = [
             instructions.plan(agent, home, data_dir, project, want=profile.bot),
-            mcpreg.plan_register(agent, home, data_dir, project) if mcp else mcpreg.plan_unregister(agent, home, data_dir, project),
-            instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ),
+            *mcpreg.plan_unregister_all(agent, home, data_dir, project, keep=name if mcp else None),
+            mcpreg.plan_register(agent, home, data_dir, project, name) if mcp else None,
+            instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ, server=name),
         ]
         planned.append((agent, change, trust_change, [c for c in others if c is not None]))
     return planned
@@ -83,27 +91,30 @@ def run_init(
     trust: bool = False,
     profile: Profile = Profile(),
     mcp: bool = True,
+    mcp_name: str | None = None,
 ) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
+    project = files.real_folder(project)
     if not mcp and profile.read_gate:
         from dataclasses import replace
 
         profile = replace(profile, read_gate=False)
     try:
         if dry_run:
-            planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp)
-            changes = [c for c in [plan_wrapper(data_dir)] + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]] if c]
+            planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
+            wrapper_changes = [plan_wrapper(data_dir)] if project is None else []  # project files call leanctx-hook on PATH
+            changes = [c for c in wrapper_changes + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]] if c and not c.record_only]
             _print_diffs(changes, home)
-            return _warn_not_loaded(selected, home, project, mcp, hostload.planned_reader(home, changes), dry_run=True)
+            return _warn_not_loaded(selected, home, project, mcp, hostload.planned_reader(home, project, changes), dry_run=True)
         with files.install_lock(data_dir):
-            planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp)
-            wrapper_change = plan_wrapper(data_dir)
+            planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
+            wrapper_change = plan_wrapper(data_dir) if project is None else None  # project files call leanctx-hook on PATH
             if wrapper_change:  # first, so no host ever calls a missing wrapper
                 apply_install(wrapper_change, data_dir)
             for agent, change, trust_change, others in planned:
                 done = apply_with_retry(change, apply_install, data_dir) if change else None
                 where = display(done.path if done else _config(agent, home, project), home)
-                verb = "wired" if done else "already wired"
+                verb = "wired" if done and not done.record_only else "already wired"
                 say(f"{agent.display_name}: {verb} {len(profile.events(agent))} events ({profile.name} profile) in {where}")
                 if trust_change is not None:
                     apply_with_retry(trust_change, apply_install, data_dir)
@@ -112,20 +123,39 @@ def run_init(
                     say(f"  {CODEX_TRUST_HINT}")
                 for other in others:
                     done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
-                    if done_other is not None:
+                    if done_other is not None and not done_other.record_only:
                         say(f"  {'took our part out of' if other.removal else 'updated'} {display(done_other.path, home)}")
                 if profile.bot and agent.instructions_path(home, project) is None:
                     say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
+            if project is not None:
+                _say_portable(say, data_dir, home)
     except ConfigError as exc:
         return _refuse(exc)
     say("Check it with: leanctx doctor" + (f" --project {project}" if project is not None else ""))
-    return _warn_not_loaded(selected, home, project, mcp, hostload.disk_reader(home), dry_run=False)
+    return _warn_not_loaded(selected, home, project, mcp, hostload.disk_reader(home, project), dry_run=False)
 
 
 def _warn_not_loaded(selected: list[Agent], home: Path, project: Path | None, mcp: bool, read: hostload.Reader, dry_run: bool) -> int:
     """After every file is written (or diffed): each file a host will not load as it is; 1 if any."""
     found = [(agent, problem) for agent in selected for problem in hostload.problems(agent, home, project, read, mcp)]
     return hostload.warn(found, home, dry_run)
+
+
+def _say_portable(say, data_dir: Path, home: Path) -> None:
+    """A project's files name `leanctx-hook` and `leanctx` as found on PATH (they are committed and
+    shared): say so, and say when this machine's PATH does not have them."""
+    import shutil
+
+    from leanctx import paths
+
+    say("The project's files call `leanctx-hook` and `leanctx` from PATH, so they hold no path of this machine.")
+    missing = [name for name in ("leanctx-hook", "leanctx") if shutil.which(name) is None]
+    if missing:
+        say(f"  warning: {' and '.join(missing)} not on PATH here: the hosts will not find them; install leanctx "
+            "so they are (e.g. pipx install leanctx-hooks)")
+    if data_dir != paths.default_data_dir():
+        say(f"  note: they use LEANCTX_HOME from the host's environment (else {display(paths.default_data_dir(), home)}), "
+            f"not {display(data_dir, home)}")
 
 
 def _config(agent: Agent, home: Path, project: Path | None) -> Path:
@@ -135,10 +165,11 @@ def _config(agent: Agent, home: Path, project: Path | None) -> Path:
 
 
 def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, all_agents: bool) -> int:
+    project = files.real_folder(project)
     try:
         planned = _plan_uninstall(selected, home, data_dir, project)
         if dry_run:
-            changes = [c for _, c in planned if c]
+            changes = [c for _, c in planned if c and not c.record_only]
             if all_agents and (w := plan_wrapper_removal(data_dir)):
                 changes.append(w)
             _print_diffs(changes, home)
@@ -154,8 +185,12 @@ def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Pa
                 done = apply_with_retry(change, apply_uninstall, data_dir)
                 if done is not None:
                     what = display(done.path, home)
+                    if done.record_only:
+                        if done.note:
+                            click.echo(f"{agent.display_name}: left our entry in {what} ({done.note})")
+                        continue
                     click.echo(f"{agent.display_name}: " + (f"removed {what} (leanctx had created it)" if done.new is None else f"took our entries out of {what}"))
-            if not manifest.all_manifests(data_dir) and (w := plan_wrapper_removal(data_dir)):
+            if not wrapper_in_use(home, data_dir) and (w := plan_wrapper_removal(data_dir)):
                 apply_uninstall(w, data_dir)
                 click.echo(f"Removed the hook wrapper {display(w.path, home)}")
     except ConfigError as exc:
@@ -178,7 +213,7 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
         for other in (
             instructions.plan(agent, home, data_dir, project, want=False),
             instructions.plan(agent, home, data_dir, project, want=False, spec=instructions.CTX_READ),
-            mcpreg.plan_unregister(agent, home, data_dir, project),
+            *mcpreg.plan_unregister_all(agent, home, data_dir, project),
         ):
             if other is not None:
                 planned.append((agent, other))
@@ -188,7 +223,7 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
 
 def installed_agents(home: Path, data_dir: Path) -> list[Agent]:
     """Agents with a manifest or with our entries in their user config (for `uninstall --agent all`)."""
-    names = {m.agent for m in manifest.all_manifests(data_dir)}
+    names = {a for m in manifest.all_manifests(data_dir) for a in m.agents()}
     for agent in agents.all_agents():
         path = agent.user_config_path(home)
         try:
@@ -200,7 +235,7 @@ def installed_agents(home: Path, data_dir: Path) -> list[Agent]:
             continue
         hooks = doc.value.get(agent.hooks_key[0]) if isinstance(doc.value, dict) else None
         if isinstance(hooks, dict) and any(
-            isinstance(groups, list) and any(agent.is_our_group(g) for g in groups) for groups in hooks.values()
+            isinstance(groups, list) and any(agent.our_commands(g) for g in groups) for groups in hooks.values()
         ):
             names.add(agent.name)
     return [a for a in agents.all_agents() if a.name in names]

@@ -1,10 +1,13 @@
 """Reading and writing users' config files without ever damaging them.
 
-- A symlinked config is followed only when its target stays inside HOME (dotfile managers),
-  else refused: we never write through a link to somewhere we were not asked to touch.
+- A symlink on the way to a config (the file or any folder below HOME or the --project DIR) is
+  followed only when the real path stays inside HOME or that project, else refused: we never
+  write through a link to somewhere we were not asked to touch.
+- Only regular files are read, without ever blocking: a FIFO, socket, device, folder or symlink
+  loop where a config should be is refused with a message, at once.
 - Writes are atomic (temp file in the target's folder, fsync, rename, fsync of the folder),
   keep the file's permission bits, and leave a timestamped copy of the old bytes in
-  `<data dir>/backups/`.
+  `<data dir>/backups/`. Temp files a killed run left behind are removed by the next one.
 - A lock in the data dir serialises concurrent leanctx runs, and the file is re-read right
   before the rename: if a running host rewrote it meanwhile, the caller re-plans on fresh bytes.
 """
@@ -12,14 +15,21 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
+import re
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 BACKUPS_KEPT_PER_FILE = 10
+_TEMP_NAME = re.compile(r"^\..+\.leanctx-(\d{1,10})\.tmp$")
+STALE_TEMP_S = 600  # a temp file this old is a leftover even if its pid is alive again (reused)
+DATA_SUBDIRS = ("bin", "backups", "installed")  # what init/uninstall write in the data dir
+DATA_DIR_FIX = "make it writable or set LEANCTX_HOME to a writable folder"
 
 
 class ConfigError(Exception):
@@ -38,27 +48,91 @@ class Target:
     real: Path
 
 
-def resolve_target(path: Path, home: Path) -> Target:
-    """Follow a symlinked config only within HOME; refuse otherwise."""
-    if not path.is_symlink():
-        return Target(path, path)
-    real = path.resolve()
-    home_real = home.resolve()
-    if real != home_real and home_real not in real.parents:
-        raise ConfigError(f"{path}: is a symlink to {real}, outside {home}; refusing to write through it")
+def real_folder(folder: Path | None) -> Path | None:
+    """A --project DIR as the one real path every record is keyed by (`.`, `../A` and a symlink
+    to A are all A)."""
+    return None if folder is None else Path(os.path.realpath(folder))
+
+
+def resolve_target(path: Path, home: Path, project: Path | None = None) -> Target:
+    """Where writing `path` would really land, refused when a symlink takes it out of bounds.
+
+    A symlink anywhere below the folder we were pointed at (HOME, or the --project DIR) may lead
+    only to somewhere inside HOME or that project: `~/.claude -> /elsewhere` is refused exactly
+    like `~/.claude/settings.json -> /elsewhere/settings.json`. Links above it (HOME itself on a
+    symlinked mount, a CLAUDE_CONFIG_DIR the user chose) are the user's own choice of place."""
+    _check_reachable(path)
+    real = Path(os.path.realpath(path))
+    anchor = _anchor(path, home, project)
+    expected = Path(os.path.realpath(anchor)) / path.relative_to(anchor)
+    if real != expected:
+        roots = [Path(os.path.realpath(home))] + ([Path(os.path.realpath(project))] if project is not None else [])
+        if not any(real == root or root in real.parents for root in roots):
+            where = f"{home}" + (f" and {project}" if project is not None else "")
+            raise ConfigError(f"{path}: resolves through a symlink to {real}, outside {where}; refusing to write through it")
     return Target(path, real)
 
 
-def read_bytes(path: Path) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
+def _anchor(path: Path, home: Path, project: Path | None) -> Path:
+    """The folder we were pointed at: the deepest of the project and HOME holding `path`, else its folder."""
+    for root in (project, home):
+        if root is not None and (path == root or root in path.parents):
+            return root
+    return path.parent
+
+
+def _check_reachable(path: Path) -> None:
+    """Refuse a path the OS cannot walk (a symlink loop, a file where a folder should be)."""
     try:
-        return path.read_bytes()
+        os.stat(path)
+    except FileNotFoundError:
+        pass  # a new file, or a dangling symlink: realpath says where it would land
+    except OSError as exc:
+        raise ConfigError(_os_problem(path, exc)) from None
+
+
+def _os_problem(path: Path, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return f"{path}: symlink loop; fix or remove the link"
+    if exc.errno == errno.ENOTDIR:
+        return f"{path}: a folder on this path is a file"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"{path}: permission denied ({exc.strerror}); check the folder's permissions"
+    return f"{path}: cannot read: {exc.strerror or exc}"
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist.
+
+    Never blocks: anything but a regular file (a FIFO would wait forever for a writer, a device
+    never ends) is refused before it is opened, and the open itself cannot block."""
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"{path}: is a directory, expected a config file")
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"{path}: not a regular file ({_kind(mode)}); refusing to read or replace it")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, expected a config file") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ConfigError(_os_problem(path, exc)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped between stat and open
+            raise ConfigError(f"{path}: not a regular file; refusing to read or replace it")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    except OSError as exc:
+        raise ConfigError(_os_problem(path, exc)) from None
+    finally:
+        os.close(fd)
 
 
 def decode(path: Path, data: bytes) -> str:
@@ -70,14 +144,22 @@ def decode(path: Path, data: bytes) -> str:
 
 def check_writable(path: Path) -> None:
     """Fail before writing anything when the file or its folder cannot be written."""
-    existing = path if path.exists() else None
-    folder = path.parent
-    while not folder.exists():
-        folder = folder.parent
-    if existing is not None and not os.access(existing, os.W_OK):
+    if path.exists() and not os.access(path, os.W_OK):
         raise ConfigError(f"{path}: is read-only; make it writable (chmod u+w) or run without this agent")
+    problem = folder_problem(path.parent)
+    if problem:
+        raise ConfigError(f"{path}: {problem}")
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why files cannot be created in `folder` (or in the folders we would create for it), or None."""
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"{path}: folder {folder} is not writable")
+        return f"folder {folder} is not writable"
+    return None
 
 
 def backup(data_dir: Path, path: Path, data: bytes) -> Path:
@@ -118,8 +200,11 @@ def atomic_write(path: Path, data: bytes, expected_old: bytes | None, new_file_m
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = new_file_mode
+    remove_stale_temps(path.parent)
     tmp = path.with_name(f".{path.name}.leanctx-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # our name and pid: a leftover of ours (pid reused), whatever it is now
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -138,10 +223,48 @@ def atomic_write(path: Path, data: bytes, expected_old: bytes | None, new_file_m
 
 
 def atomic_remove(path: Path, expected_old: bytes) -> None:
+    remove_stale_temps(path.parent)
     if read_bytes(path) != expected_old:
         raise ChangedUnderUs(str(path))
     path.unlink()
     fsync_dir(path.parent)
+
+
+def remove_stale_temps(folder: Path) -> None:
+    """Remove the temp files a killed leanctx left in `folder` (kill -9 between create and rename).
+
+    Only ours (`.<name>.leanctx-<pid>.tmp`, a regular file), and only when the pid that wrote
+    it is gone or the file is older than any write takes (the pid may have been reused)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        match = _TEMP_NAME.match(name)
+        if not match:
+            continue
+        temp = folder / name
+        try:
+            info = os.lstat(temp)
+        except OSError:
+            continue
+        pid = int(match.group(1))
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if pid != os.getpid() and _alive(pid) and time.time() - info.st_mtime < STALE_TEMP_S:
+            continue  # another leanctx (another data dir) is writing it right now
+        with contextlib.suppress(OSError):
+            temp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
 
 
 def fsync_dir(folder: Path) -> None:
@@ -155,11 +278,22 @@ def fsync_dir(folder: Path) -> None:
 
 @contextlib.contextmanager
 def install_lock(data_dir: Path, timeout: float = 30.0) -> Iterator[None]:
-    """One leanctx install/uninstall at a time per data dir."""
+    """One leanctx install/uninstall at a time per data dir.
+
+    Taking it also proves the data dir usable (a folder, writable, with writable bin/, backups/,
+    installed/) before anything is written, and clears what a killed run left there: under the
+    lock nobody else writes the data dir, so any temp file in it is a leftover."""
     import fcntl
 
-    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(data_dir / ".install.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        problem = folder_problem(data_dir)
+        if problem is None:
+            data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(data_dir / ".install.lock", os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    if problem is not None:
+        raise ConfigError(f"{data_dir}: leanctx's data dir is not usable: {problem}; {DATA_DIR_FIX}")
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -170,6 +304,22 @@ def install_lock(data_dir: Path, timeout: float = 30.0) -> Iterator[None]:
                 if time.monotonic() > deadline:
                     raise ConfigError(f"another leanctx init/uninstall holds {data_dir / '.install.lock'}") from None
                 time.sleep(0.05)
+        for sub in DATA_SUBDIRS:
+            problem = folder_problem(data_dir / sub)
+            if problem:
+                raise ConfigError(f"{data_dir / sub}: {problem}; {DATA_DIR_FIX}")
+            remove_stale_temps(data_dir / sub)
+        _remove_manifest_temps(data_dir / "installed")
         yield
     finally:
         os.close(fd)
+
+
+def _remove_manifest_temps(folder: Path) -> None:
+    """`installed/<key>.json.tmp`: a manifest save killed before its rename (only under the lock).
+    Whatever sits under that name goes: a FIFO there would block the next save forever."""
+    with contextlib.suppress(OSError):
+        for temp in folder.glob("*.json.tmp"):
+            with contextlib.suppress(OSError):
+                if not stat.S_ISDIR(os.lstat(temp).st_mode):
+                    temp.unlink()

@@ -71,22 +71,63 @@ def add_hooks(
     if doc.has(hooks_parent):
         for event in [e for e in doc.get(hooks_parent) if e not in wanted]:
             key = hooks_parent + (event,)
-            if isinstance(doc.get(key), list) and doc.remove_items(key, agent.is_our_group) and not doc.get(key):
+            if isinstance(doc.get(key), list) and _remove_ours(agent, doc, key) and not doc.get(key):
                 doc.remove_key(key)
     for spec, flags in profile:
         key = hooks_parent + (spec.name,)
         want = agent.hook_group(command_for(spec.name, flags), spec)
         groups = _event_list(path, doc, key)
-        ours = [i for i, g in enumerate(groups) if agent.is_our_group(g)]
-        if not ours:
+        places, stray = _our_places(agent, groups, want)
+        if places:
+            keep = places[0]
+            # same position, new content (a no-op when equal); inside a user's group, only our handler
+            doc.set_key(key + keep, want if len(keep) == 1 else want["hooks"][0])
+        for place in sorted(places[1:] + stray, reverse=True):  # duplicates, strays: from the end
+            _remove_place(doc, key, place)
+        if not places:
             created += [c for c in doc.append(key, want) if c not in created]
-            continue
-        first, extra = ours[0], ours[1:]
-        if groups[first] != want:
-            doc.set_key(key + (first,), want)  # same position, new content
-        for index in reversed(extra):  # duplicates from a broken earlier install: keep the first
-            doc.remove_index(key, index)
     return doc.text, created
+
+
+def _our_places(agent: Agent, groups: list, want: object) -> tuple[list[tuple], list[tuple]]:
+    """Where our entries for one event are: (group index,) for a group of ours, (group index,
+    "hooks", handler index) for our handler inside a user's group (an old install's, updated
+    where it is). Returns (places, strays): a handler in a user's group under another matcher
+    than ours is a stray, taken out rather than kept."""
+    places: list[tuple] = []
+    strays: list[tuple] = []
+    matcher = want.get("matcher") if isinstance(want, dict) else None
+    for gi, group in enumerate(groups):
+        if agent.is_our_group(group):
+            places.append((gi,))
+        for hi in agent.mixed_handlers(group):
+            (places if group.get("matcher") == matcher else strays).append((gi, "hooks", hi))
+    return places, strays
+
+
+def our_places(agent: Agent, path: Path, text: str) -> list[tuple]:
+    """(event, place) of every entry of ours in a config's text (an older install's included)."""
+    doc = parse(path, text) if text.strip() else None
+    hooks = doc.get(agent.hooks_key) if doc is not None and doc.has(agent.hooks_key) else None
+    if not isinstance(hooks, dict):
+        return []
+    return [(event, place) for event, groups in hooks.items() if isinstance(groups, list)
+            for place in sum(_our_places(agent, groups, None), [])]
+
+
+def _remove_place(doc: jsonc.Document, key: Container, place: tuple) -> None:
+    if len(place) == 1:
+        doc.remove_index(key, place[0])
+    else:
+        doc.remove_index(key + place[:2], place[2])
+
+
+def _remove_ours(agent: Agent, doc: jsonc.Document, key: Container) -> int:
+    """Take our entries out of one event's list: our groups, and our handlers inside users' groups."""
+    places, strays = _our_places(agent, doc.get(key), None)
+    for place in sorted(places + strays, reverse=True):
+        _remove_place(doc, key, place)
+    return len(places) + len(strays)
 
 
 def remove_hooks(agent: Agent, path: Path, text: str, created: list[Container] | None) -> str:
@@ -104,7 +145,7 @@ def remove_hooks(agent: Agent, path: Path, text: str, created: list[Container] |
         groups = doc.get(key)
         if not isinstance(groups, list):
             continue
-        if doc.remove_items(key, agent.is_our_group) and not doc.get(key):
+        if _remove_ours(agent, doc, key) and not doc.get(key):
             emptied.append(key)
     if created is not None:
         candidates = sorted({tuple(c) for c in created}, key=len, reverse=True)

@@ -41,26 +41,26 @@ class LoadProblem:
     severity: str = FAIL  # NOTE: the host asks the user first (e.g. Codex's folder trust)
 
 
-def disk_reader(home: Path) -> Reader:
+def disk_reader(home: Path, project: Path | None = None) -> Reader:
     """Files as they are now (None: missing, or a file init and doctor refuse on their own)."""
 
     def read(path: Path) -> bytes | None:
         try:
-            return files.read_bytes(files.resolve_target(path, home).real)
+            return files.read_bytes(files.resolve_target(path, home, project).real)
         except ConfigError:
             return None
 
     return read
 
 
-def planned_reader(home: Path, changes: Iterable[Change]) -> Reader:
+def planned_reader(home: Path, project: Path | None, changes: Iterable[Change]) -> Reader:
     """Files as a dry run's changes would leave them: the planned bytes first, else the disk."""
     planned = {change.target.real: change.new for change in changes}
-    disk = disk_reader(home)
+    disk = disk_reader(home, project)
 
     def read(path: Path) -> bytes | None:
         try:
-            real = files.resolve_target(path, home).real
+            real = files.resolve_target(path, home, project).real
         except ConfigError:
             return None
         return planned[real] if real in planned else disk(path)

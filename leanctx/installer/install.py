@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from leanctx.agents.base import Agent
+from leanctx.agents.base import MCP_SERVER, WRAPPER_NAME, Agent
 from leanctx.installer import files, hookconfig, manifest, wrapper
 from leanctx.installer.files import ConfigError, Target
 
 MAX_ATTEMPTS = 5
+HOOKS = "hooks"  # the part name of our hook entries in a host config
 
 
 @dataclass
@@ -33,6 +35,10 @@ class Change:
     created: list = field(default_factory=list)
     replan: Callable[[], Change | None] | None = None
     removal: bool = False  # takes our part out (apply_uninstall) rather than putting it in
+    part: str = HOOKS  # which of our parts of the file this is (see manifest)
+    record_only: bool = False  # the file stays as it is; only the manifest learns or forgets the part
+    note: str | None = None  # why a removal leaves the file as it is
+    stale: bool = False  # the file already held an (older) entry of ours: its bytes are no clean baseline
 
     @property
     def path(self) -> Path:
@@ -63,8 +69,11 @@ def _sha(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def _commands(data_dir: Path, agent: Agent) -> Callable[[str, tuple[str, ...]], str]:
-    wrapper_file = wrapper.wrapper_path(data_dir)
+def hook_commands(data_dir: Path, agent: Agent, project: Path | None = None) -> Callable[[str, tuple[str, ...]], str]:
+    """The hook command for each event: the absolute wrapper path at user level; in a project's
+    files (committed, shared with a team) the `leanctx-hook` console script found on PATH, so no
+    path of this machine is written there."""
+    wrapper_file = wrapper.wrapper_path(data_dir) if project is None else Path(WRAPPER_NAME)
     return lambda event, flags: wrapper.command(wrapper_file, agent.name, event, flags)
 
 
@@ -75,9 +84,10 @@ class Profile:
     bot: bool = False
     guard: bool = False
     read_gate: bool = True  # comes with the MCP server: notes who is about to call ctx_read
+    mcp_name: str = MCP_SERVER  # the name the MCP server is registered under (the read gate's matcher)
 
     def events(self, agent: Agent) -> list:
-        return agent.profile_events(bot=self.bot, guard=self.guard, read_gate=self.read_gate)
+        return agent.profile_events(bot=self.bot, guard=self.guard, read_gate=self.read_gate, mcp_name=self.mcp_name)
 
     @property
     def name(self) -> str:
@@ -85,19 +95,30 @@ class Profile:
 
 
 def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None, profile: Profile = Profile()) -> Change | None:
-    target = files.resolve_target(config_path(agent, home, project), home)
+    target = files.resolve_target(config_path(agent, home, project), home, project)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else None
-    new_text, created = hookconfig.add_hooks(agent, target.path, text, _commands(data_dir, agent), profile.events(agent))
+    new_text, created = hookconfig.add_hooks(agent, target.path, text, hook_commands(data_dir, agent, project), profile.events(agent))
     new = new_text.encode("utf-8")
     if new == old:
-        return None
+        return already_there(agent, HOOKS, target, data_dir, old)
     files.check_writable(target.real)
-    return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project, profile))
+    stale = text is not None and WRAPPER_NAME in text and bool(hookconfig.our_places(agent, target.path, text))
+    return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project, profile), stale=stale)
+
+
+def already_there(agent: Agent, part: str, target: Target, data_dir: Path, old: bytes | None) -> Change | None:
+    """Our part is in the file as wanted: nothing to write, but the manifest must know the part
+    is this agent's too (Claude Code and CodeBuddy register the same `.mcp.json` entry), so that
+    uninstalling the other agent keeps it."""
+    record = manifest.load(data_dir, target.real)
+    if old is None or (record is not None and (record.parts is None or record.holds(agent.name, part))):
+        return None
+    return Change(agent, target, old, old, part=part, record_only=True)
 
 
 def plan_uninstall(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
-    target = files.resolve_target(config_path(agent, home, project), home)
+    target = files.resolve_target(config_path(agent, home, project), home, project)
 
     def surgical(text: str, record: manifest.Manifest | None) -> str | None:
         new_text = hookconfig.remove_hooks(agent, target.path, text, record.created if record else None)
@@ -106,34 +127,45 @@ def plan_uninstall(agent: Agent, home: Path, data_dir: Path, project: Path | Non
                 return None  # we created the file and nothing else lives in it
         return new_text
 
-    return plan_removal(agent, target, data_dir, surgical, lambda: plan_uninstall(agent, home, data_dir, project))
+    return plan_removal(agent, HOOKS, target, data_dir, surgical, lambda: plan_uninstall(agent, home, data_dir, project))
 
 
 def plan_removal(
     agent: Agent,
+    part: str,
     target: Target,
     data_dir: Path,
     surgical: Callable[[str, manifest.Manifest | None], str | None],
     again: Callable[[], Change | None],
 ) -> Change | None:
-    """Plan taking our changes out of one file: the exact old bytes when nobody else touched it
-    since our last write, else `surgical(text, manifest)` (None = delete the file)."""
+    """Plan taking one of our parts out of one file.
+
+    `surgical(text, manifest)` takes exactly that part out (None = delete the file, returning the
+    text unchanged = the part is not there). The file's pre-init bytes are restored instead only
+    when this is the last of our parts in it and nobody touched it since our last write; a part
+    another agent's install holds too (the same entry) stays in the file."""
     old = files.read_bytes(target.real)
-    if old is None:
-        return None
     record = manifest.load(data_dir, target.real)
-    new: bytes | None
-    if record is not None and record.baseline_sha256 != "changed" and _sha(old) == record.installed_sha256 and (
+    forget = Change(agent, target, old, old, replan=again, removal=True, part=part, record_only=True)
+    held = record is not None and record.holds(agent.name, part)
+    others = record.others(agent.name, part) if record is not None else None
+    sharing = [a for a, p in others or [] if p == part]
+    if old is None or sharing:
+        if sharing:
+            from leanctx import agents
+
+            forget.note = f"kept: {', '.join(agents.get(a).display_name for a in sharing)} uses it too"
+        return forget if held else None
+    new_text = surgical(files.decode(target.path, old), record)
+    new = None if new_text is None else new_text.encode("utf-8")
+    if new == old:
+        return forget if held else None
+    if record is not None and others == [] and record.baseline_sha256 != "changed" and _sha(old) == record.installed_sha256 and (
         not record.existed_before or record.baseline_bytes() is not None
     ):
         new = record.baseline_bytes() if record.existed_before else None
-    else:
-        new_text = surgical(files.decode(target.path, old), record)
-        new = None if new_text is None else new_text.encode("utf-8")
-    if new == old:
-        return None
     files.check_writable(target.real)
-    return Change(agent, target, old, new, replan=again, removal=True)
+    return Change(agent, target, old, new, replan=again, removal=True, part=part)
 
 
 def plan_wrapper(data_dir: Path) -> Change | None:
@@ -155,6 +187,26 @@ def plan_wrapper_removal(data_dir: Path) -> Change | None:
     return Change(None, Target(path, path), old, None)
 
 
+def wrapper_in_use(home: Path, data_dir: Path) -> bool:
+    """Whether any config we know of still calls this data dir's wrapper: every host's user-level
+    config and every file an install of any scope recorded (project configs). One unreadable
+    counts as a caller: the wrapper is only removed when no hook can be left calling nothing."""
+    from leanctx import agents
+
+    wanted = str(wrapper.wrapper_path(data_dir))
+    spellings = {wanted.encode("utf-8"), json.dumps(wanted)[1:-1].encode("utf-8"), json.dumps(wanted, ensure_ascii=False)[1:-1].encode("utf-8")}
+    candidates = {a.user_config_path(home) for a in agents.all_agents()}
+    candidates |= {Path(m.path) for m in manifest.all_manifests(data_dir)}
+    for path in candidates:
+        try:
+            data = files.read_bytes(path)
+        except ConfigError:
+            return True
+        if data is not None and any(s in data for s in spellings):
+            return True
+    return False
+
+
 def unified_diff(change: Change, home: Path) -> str:
     name = display(change.path, home)
     old = change.old.decode("utf-8", "replace").splitlines(keepends=True) if change.old is not None else []
@@ -171,13 +223,13 @@ def unified_diff(change: Change, home: Path) -> str:
 
 def apply_install(change: Change, data_dir: Path) -> None:
     real = change.target.real
-    record = manifest.load(data_dir, real)
-    if change.old is not None:
-        files.backup(data_dir, real, change.old)
     if change.agent is None:  # the wrapper: no manifest, it is ours entirely
+        if change.old is not None:
+            files.backup(data_dir, real, change.old)
         files.atomic_write(real, change.new or b"", change.old, new_file_mode=0o755)
         os.chmod(real, 0o755)
         return
+    record = manifest.load(data_dir, real)
     if record is None:
         record = manifest.Manifest(
             path=str(real),
@@ -185,33 +237,65 @@ def apply_install(change: Change, data_dir: Path) -> None:
             existed_before=change.old is not None,
             baseline_sha256=_sha(change.old),
             baseline_backup=str(manifest.keep_baseline(data_dir, real, change.old)) if change.old is not None else None,
+            parts=[],
         )
     elif record.installed_sha256 != _sha(change.old):
         record.baseline_sha256 = "changed"  # someone else edited it since: only surgical removal is safe now
-    dirs = files.atomic_write(real, change.new or b"", change.old)
-    record.installed_sha256 = _sha(change.new)
-    record.created += [list(c) for c in change.created if list(c) not in record.created]
-    record.created_dirs += [str(d) for d in dirs]
+    if (change.record_only or change.stale) and not any(p == change.part for _, p in record.parts or []):
+        record.baseline_sha256 = "changed"  # the part was there before we wrote it: the baseline holds it
+    if not change.record_only:
+        if change.old is not None:
+            files.backup(data_dir, real, change.old)
+        dirs = files.atomic_write(real, change.new or b"", change.old)
+        record.installed_sha256 = _sha(change.new)
+        record.created += [list(c) for c in change.created if list(c) not in record.created]
+        record.created_dirs += [str(d) for d in dirs]
+    if record.parts is not None and not record.holds(change.agent.name, change.part):
+        record.parts.append([change.agent.name, change.part])
     manifest.save(data_dir, record)
 
 
 def apply_uninstall(change: Change, data_dir: Path) -> None:
+    """Take one part out; the manifest goes with the last part (or the file)."""
     real = change.target.real
-    if change.old is not None and change.agent is not None:
-        files.backup(data_dir, real, change.old)
-    record = manifest.load(data_dir, real) if change.agent is not None else None
-    if change.new is None:
+    if change.agent is None:  # the wrapper
         files.atomic_remove(real, change.old or b"")
-    else:
-        files.atomic_write(real, change.new, change.old)
-    if record is not None:
-        for folder in sorted(record.created_dirs, key=len, reverse=True):
-            try:
-                Path(folder).rmdir()  # only if empty
-            except OSError:
-                pass
-    if change.agent is not None:
-        manifest.delete(data_dir, real)
+        return
+    record = manifest.load(data_dir, real)
+    if not change.record_only:
+        if change.old is not None:
+            files.backup(data_dir, real, change.old)
+        if change.new is None:
+            files.atomic_remove(real, change.old or b"")
+        else:
+            files.atomic_write(real, change.new, change.old)
+    if record is None:
+        return
+    left = record.others(change.agent.name, change.part)
+    if change.new is not None and (left or (left is None and b"leanctx" in change.new)):
+        if not change.record_only:
+            if record.installed_sha256 != _sha(change.old):
+                record.baseline_sha256 = "changed"
+            record.installed_sha256 = _sha(change.new)
+        if left is not None:
+            record.parts = left
+        manifest.save(data_dir, record)
+        return
+    manifest.delete(data_dir, real)
+    for folder in sorted(record.created_dirs, key=len, reverse=True):
+        try:
+            Path(folder).rmdir()  # only if empty
+        except OSError:
+            _hand_over(data_dir, folder)
+
+
+def _hand_over(data_dir: Path, folder: str) -> None:
+    """A folder we created still holds another file of ours (`.cursor/` with our rules in it):
+    the record of that file takes the folder over, so the last uninstall removes it."""
+    heir = next((m for m in manifest.all_manifests(data_dir) if Path(m.path).is_relative_to(folder)), None)
+    if heir is not None and folder not in heir.created_dirs:
+        heir.created_dirs.append(folder)
+        manifest.save(data_dir, heir)
 
 
 def apply_with_retry(change: Change, apply: Callable[[Change, Path], None], data_dir: Path) -> Change | None:

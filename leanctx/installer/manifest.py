@@ -2,9 +2,14 @@
 
 One JSON file per config in `<data dir>/installed/`. It remembers whether the config existed
 before our first install, a backup of its bytes then (the baseline), the hash of the bytes we
-last wrote, and the containers and folders we created. Uninstall restores the baseline
-byte-for-byte when the file still holds exactly what we wrote; otherwise it removes our entries
-surgically and keeps everything anyone else changed.
+last wrote, the containers and folders we created, and which of our parts the file holds: one
+config can hold several (two marked blocks in AGENTS.md, the MCP entry and the trust tables in
+config.toml, the same `.mcp.json` entry for Claude Code and CodeBuddy). Uninstall restores the
+baseline byte-for-byte only when it takes out the last of those parts and the file still holds
+exactly what we wrote; otherwise it removes that one part surgically and keeps everything else.
+
+A record written before parts were tracked has `parts` None (unknown): it is only ever removed
+from surgically, since the file may hold parts the record cannot name.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from leanctx.installer import files
 
 
 @dataclass
@@ -26,14 +33,27 @@ class Manifest:
     installed_sha256: str | None = None
     created: list[list] = field(default_factory=list)
     created_dirs: list[str] = field(default_factory=list)
+    parts: list[list[str]] | None = None  # [agent, part] pairs; None: an old record, unknown
+
+    def holds(self, agent: str, part: str) -> bool:
+        return self.parts is not None and [agent, part] in self.parts
+
+    def others(self, agent: str, part: str) -> list[list[str]] | None:
+        """The parts other than (agent, part) this file holds; None when unknown (old record)."""
+        return None if self.parts is None else [p for p in self.parts if p != [agent, part]]
+
+    def agents(self) -> set[str]:
+        return {self.agent} if self.parts is None else {a for a, _ in self.parts}
 
     def baseline_bytes(self) -> bytes | None:
         """The bytes from before our first install, if still provably available."""
         if not self.existed_before or not self.baseline_backup or not self.baseline_sha256:
             return None
         try:
-            data = Path(self.baseline_backup).read_bytes()
-        except OSError:
+            data = files.read_bytes(Path(self.baseline_backup))
+        except files.ConfigError:
+            return None
+        if data is None:
             return None
         return data if hashlib.sha256(data).hexdigest() == self.baseline_sha256 else None
 
@@ -52,12 +72,30 @@ def keep_baseline(data_dir: Path, config: Path, data: bytes) -> Path:
     return path
 
 
-def load(data_dir: Path, config: Path) -> Manifest | None:
+def _from_file(path: Path) -> Manifest | None:
+    """A record as saved; unreadable or damaged: None. Damaged `parts` count as unknown (an
+    old record), so removals stay surgical."""
     try:
-        raw = json.loads(manifest_path(data_dir, config).read_text(encoding="utf-8"))
-        return Manifest(**raw)
+        record = Manifest(**json.loads(_read(path)))
     except (OSError, ValueError, TypeError):
         return None
+    parts = record.parts
+    if parts is not None and not (
+        isinstance(parts, list) and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in parts)
+    ):
+        record.parts = None
+    return record
+
+
+def load(data_dir: Path, config: Path) -> Manifest | None:
+    """The record for `config` (callers pass its real path), or one an older leanctx keyed by the
+    path as typed that resolves to the same file (`--project .`, a symlinked folder)."""
+    for path in [manifest_path(data_dir, config), *_legacy(data_dir, config)]:
+        record = _from_file(path)
+        if record is not None:
+            record.path = str(config)
+            return record
+    return None
 
 
 def save(data_dir: Path, manifest: Manifest) -> None:
@@ -66,19 +104,45 @@ def save(data_dir: Path, manifest: Manifest) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(asdict(manifest), indent=1), encoding="utf-8")
     os.replace(tmp, path)
+    for old in _legacy(data_dir, Path(manifest.path)):  # now kept under the real path's key
+        old.unlink(missing_ok=True)
 
 
 def delete(data_dir: Path, config: Path) -> None:
-    path = manifest_path(data_dir, config)
-    path.unlink(missing_ok=True)
-    path.with_suffix(".orig").unlink(missing_ok=True)
+    record = load(data_dir, config)
+    if record is not None and record.baseline_backup and Path(record.baseline_backup).parent == data_dir / "installed":
+        Path(record.baseline_backup).unlink(missing_ok=True)  # kept under an older key
+    for path in [manifest_path(data_dir, config), *_legacy(data_dir, config)]:
+        path.unlink(missing_ok=True)
+        path.with_suffix(".orig").unlink(missing_ok=True)
+
+
+def _read(path: Path) -> bytes:
+    """A record's bytes; never blocks on something that is not a regular file."""
+    try:
+        return files.read_bytes(path) or b""
+    except files.ConfigError as exc:
+        raise OSError(str(exc)) from None
+
+
+def _legacy(data_dir: Path, config: Path) -> list[Path]:
+    """Records keyed by another spelling of `config`'s real path (relative ones resolve against
+    the current folder, where `--project .` was typed)."""
+    real = os.path.realpath(config)
+    own = manifest_path(data_dir, config)
+    found = []
+    for path in sorted((data_dir / "installed").glob("*.json")):
+        if path == own:
+            continue
+        try:
+            recorded = json.loads(_read(path)).get("path")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(recorded, str) and recorded != str(config) and os.path.realpath(recorded) == real:
+            found.append(path)
+    return found
 
 
 def all_manifests(data_dir: Path) -> list[Manifest]:
-    out = []
-    for path in sorted((data_dir / "installed").glob("*.json")):
-        try:
-            out.append(Manifest(**json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, TypeError):
-            continue
-    return out
+    records = (_from_file(path) for path in sorted((data_dir / "installed").glob("*.json")))
+    return [r for r in records if r is not None]

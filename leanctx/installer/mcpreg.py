@@ -2,14 +2,17 @@
 
 Same rules as the hooks: the entry is edited in place (JSON through the span-keeping editor,
 Codex's config.toml through tomlkit), other servers and comments are untouched, init twice is
-init once, uninstall removes our entry and the `mcpServers` table if we created it. The server
-is spawned without a shell, so the entry names this installation's Python by absolute path.
+init once, uninstall removes our entry and the `mcpServers` table if we created it. An entry of
+the same name that we did not write (told apart by its command) is the user's: init refuses and
+uninstall leaves it. The server is spawned without a shell, so at user level the entry names
+this installation's Python by absolute path.
 Claude Code rewrites ~/.claude.json itself on every start (and replaces a file it cannot parse
 with defaults), so we never leave it unparseable: every write is atomic.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -20,24 +23,69 @@ from leanctx import paths
 from leanctx.agents.base import Agent
 from leanctx.installer import files, hookconfig, jsonc, manifest
 from leanctx.installer.files import ConfigError
-from leanctx.installer.install import Change, plan_removal
+from leanctx.installer import tomledit
+from leanctx.installer.install import Change, already_there, plan_removal
 from leanctx.installer.tomledit import dumps_after_removal
 
-SERVER = "leanctx"
+SERVER = "leanctx"  # the default server name; `init --mcp-name NAME` registers ours under NAME
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what Claude Code and Codex accept as a server name
 
 
-def server_command() -> tuple[str, list[str]]:
+def check_name(name: str) -> str:
+    if not NAME.fullmatch(name):
+        raise ConfigError(f"--mcp-name {name!r}: use 1-64 letters, digits, '-' or '_' (what the hosts accept as a server name)")
+    return name
+
+
+def server_command(project: Path | None = None) -> tuple[str, list[str]]:
+    """This installation's Python at user level; in a project's files (committed, shared with a
+    team) the `leanctx` console script found on PATH, so no path of this machine is written."""
+    if project is not None:
+        return "leanctx", ["mcp"]
     return sys.executable, ["-m", "leanctx", "mcp"]
 
 
-def wanted_entry(agent: Agent, data_dir: Path | None = None) -> dict:
+def wanted_entry(agent: Agent, data_dir: Path | None = None, project: Path | None = None) -> dict:
     """The entry for this installation. When init ran with a LEANCTX_HOME other than the default,
-    the entry carries it, or the server the host spawns (without that variable) would look for
-    the hooks' records in the default place while the wrapper publishes them in LEANCTX_HOME."""
-    entry = agent.mcp_entry(*server_command())
-    if data_dir is not None and Path(data_dir) != paths.default_data_dir():
+    the user-level entry carries it, or the server the host spawns (without that variable) would
+    look for the hooks' records in the default place while the wrapper publishes them in
+    LEANCTX_HOME. A project entry never does: it is a path of this machine, and the project's
+    hooks (`leanctx-hook` on PATH) use the host's environment the same way."""
+    entry = agent.mcp_entry(*server_command(project))
+    if project is None and data_dir is not None and Path(data_dir) != paths.default_data_dir():
         entry["env"] = {"LEANCTX_HOME": str(data_dir)}
     return entry
+
+
+def is_ours(entry: object) -> bool:
+    """An entry we wrote, recognised by what it runs (`<python> -m leanctx mcp`, `leanctx mcp`)
+    whatever the host did to the file's formatting; one with other environment is the user's."""
+    if not isinstance(entry, dict):
+        return False
+    command, args, env = entry.get("command"), entry.get("args"), entry.get("env")
+    if not isinstance(command, str) or env not in (None, {}) and (not isinstance(env, dict) or set(env) != {"LEANCTX_HOME"}):
+        return False
+    return args == ["-m", "leanctx", "mcp"] or (args == ["mcp"] and Path(command).name == "leanctx")
+
+
+def part_name(name: str) -> str:
+    return f"mcp:{name}"
+
+
+def recorded_names(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> list[str]:
+    """The server names this agent's install registered in that file, from its manifest."""
+    path = files.resolve_target(agent.mcp_config(home, project)[0], home, project).real
+    record = manifest.load(data_dir, path)
+    if record is None or record.parts is None:
+        return []
+    return [p.split(":", 1)[1] for a, p in record.parts if a == agent.name and p.startswith("mcp:")]
+
+
+def chosen_name(agent: Agent, home: Path, data_dir: Path, project: Path | None, explicit: str | None = None) -> str:
+    """`--mcp-name`, else the name an earlier init chose, else `leanctx`."""
+    if explicit is not None:
+        return check_name(explicit)
+    return next(iter(recorded_names(agent, home, data_dir, project)), SERVER)
 
 
 def _toml(path: Path, text: str) -> tomlkit.TOMLDocument:
@@ -47,77 +95,90 @@ def _toml(path: Path, text: str) -> tomlkit.TOMLDocument:
         raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse TOML; left untouched") from None
 
 
-def registered(agent: Agent, home: Path, project: Path | None) -> dict | None:
-    """Our entry as the host will read it now, or None."""
+def registered(agent: Agent, home: Path, project: Path | None, name: str = SERVER) -> dict | None:
+    """The entry named `name` as the host will read it now, or None."""
     path, fmt, key = agent.mcp_config(home, project)
-    data = files.read_bytes(files.resolve_target(path, home).real)
+    data = files.read_bytes(files.resolve_target(path, home, project).real)
     if data is None:
         return None
     text = files.decode(path, data)
     value = _toml(path, text).unwrap() if fmt == "toml" else hookconfig.parse(path, text).value
     servers = value.get(key[0]) if isinstance(value, dict) else None
-    entry = servers.get(SERVER) if isinstance(servers, dict) else None
+    entry = servers.get(name) if isinstance(servers, dict) else None
     return entry if isinstance(entry, dict) else None
 
 
-def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
+def _refuse_foreign(path: Path, name: str, entry: object) -> None:
+    if entry is not None and not is_ours(entry):
+        hint = "rename yours, or run init with --mcp-name NAME to register leanctx's under another name"
+        raise ConfigError(f"{path}: has an MCP server named {name!r} that leanctx did not write; {hint}")
+
+
+def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
     path, fmt, key = agent.mcp_config(home, project)
-    target = files.resolve_target(path, home)
+    target = files.resolve_target(path, home, project)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else ""
-    entry = wanted_entry(agent, data_dir)
+    entry = wanted_entry(agent, data_dir, project)
     created: list = []
     if fmt == "toml":
         doc = _toml(target.path, text)
         servers = doc.get(key[0])
-        if servers is None:
-            servers = tomlkit.table(is_super_table=True)
-            doc[key[0]] = servers
-            created.append(list(key))
-        elif not isinstance(servers, dict):
+        if servers is not None and not isinstance(servers, dict):
             raise ConfigError(f"{path}: {key[0]} is not a table; left untouched")
-        current = servers.get(SERVER)
+        current = servers.get(name) if servers is not None else None
+        _refuse_foreign(path, name, current.unwrap() if current is not None else None)
+        stale = current is not None
         if current is None or current.unwrap() != entry:
-            table = tomlkit.table()
-            table.update(entry)
-            servers[SERVER] = table
+            with tomledit.editing(path, text, key[0]):
+                if servers is None:
+                    servers = tomlkit.table(is_super_table=True)
+                    doc[key[0]] = servers
+                    created.append(list(key))
+                servers[name] = tomledit.table_in(servers, entry)
         new_text = tomlkit.dumps(doc)
     else:
         doc = hookconfig.parse(target.path, text if text.strip() else "{}\n")
         if doc.has(key) and not isinstance(doc.get(key), dict):
             raise ConfigError(f"{path}: {key[0]} is not an object; left untouched")
+        _refuse_foreign(path, name, doc.get(key + (name,)) if doc.has(key + (name,)) else None)
+        stale = doc.has(key + (name,))
         if not doc.has(key):
             created.append(list(key))
-        if not doc.has(key + (SERVER,)) or doc.get(key + (SERVER,)) != entry:
-            doc.set_key(key + (SERVER,), entry)
+        if not doc.has(key + (name,)) or doc.get(key + (name,)) != entry:
+            doc.set_key(key + (name,), entry)
         new_text = doc.text
     new = new_text.encode("utf-8")
     if new == old:
-        return None
+        return already_there(agent, part_name(name), target, data_dir, old)
     files.check_writable(target.real)
-    return Change(agent, target, old, new, created, replan=lambda: plan_register(agent, home, data_dir, project))
+    return Change(agent, target, old, new, created, replan=lambda: plan_register(agent, home, data_dir, project, name),
+                  part=part_name(name), stale=stale)
 
 
-def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
+def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
+    """Take our entry named `name` out; an entry we cannot prove ours (by its command) stays."""
     path, fmt, key = agent.mcp_config(home, project)
-    target = files.resolve_target(path, home)
+    target = files.resolve_target(path, home, project)
 
     def surgical(text: str, record: manifest.Manifest | None) -> str | None:
         created = {tuple(c) for c in record.created} if record else set()
         if fmt == "toml":
             doc = _toml(target.path, text)
             servers = doc.get(key[0])
-            if servers is None or SERVER not in servers:
+            if not isinstance(servers, dict) or name not in servers or not is_ours(servers[name].unwrap()):
                 return text
-            del servers[SERVER]
-            if not servers and tuple(key) in created:
-                del doc[key[0]]
+            with tomledit.editing(path, text, key[0]):
+                del servers[name]
+                if not servers and tuple(key) in created:
+                    del doc[key[0]]
             new_text = dumps_after_removal(doc, text)
             empty = not new_text.strip()
         else:
             doc = hookconfig.parse(target.path, text)
-            if not doc.remove_key(key + (SERVER,)):
+            if not doc.has(key + (name,)) or not is_ours(doc.get(key + (name,))):
                 return text
+            doc.remove_key(key + (name,))
             if tuple(key) in created and doc.is_empty_container(key):
                 doc.remove_key(key)
             new_text = doc.text
@@ -126,4 +187,12 @@ def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | No
             return None
         return new_text
 
-    return plan_removal(agent, target, data_dir, surgical, lambda: plan_unregister(agent, home, data_dir, project))
+    again = lambda: plan_unregister(agent, home, data_dir, project, name)  # noqa: E731
+    return plan_removal(agent, part_name(name), target, data_dir, surgical, again)
+
+
+def plan_unregister_all(agent: Agent, home: Path, data_dir: Path, project: Path | None, keep: str | None = None) -> list[Change]:
+    """Take out every name this agent's install registered (and `leanctx`), except `keep`."""
+    names = dict.fromkeys(recorded_names(agent, home, data_dir, project) + [SERVER])
+    changes = [plan_unregister(agent, home, data_dir, project, n) for n in names if n != keep]
+    return [c for c in changes if c is not None]

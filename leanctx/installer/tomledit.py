@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
 import tomlkit
+from tomlkit.items import InlineTable, Table
 from tomlkit.toml_document import TOMLDocument
+
+from leanctx.installer.files import ConfigError
 
 
 def dumps_after_removal(doc: TOMLDocument, before: str) -> str:
@@ -16,3 +24,24 @@ def dumps_after_removal(doc: TOMLDocument, before: str) -> str:
     if text.endswith("\n\n") and not before.endswith("\n\n"):
         return text.rstrip("\n") + "\n"
     return text
+
+
+def table_in(parent: object, value: dict) -> Table | InlineTable:
+    """A table holding `value`, in the form its parent allows: inside an inline table
+    (`mcp_servers = { docs = {…} }`) only an inline table may go."""
+    table = tomlkit.inline_table() if isinstance(parent, InlineTable) else tomlkit.table()
+    table.update(value)
+    return table
+
+
+@contextlib.contextmanager
+def editing(path: Path, text: str, key: str) -> Iterator[None]:
+    """Run a tomlkit edit of the `key` table; a shape tomlkit cannot edit is refused with the
+    line that defines it, never a traceback (nothing is written: the edit is planned in memory)."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - tomlkit raises assorted types for shapes it cannot edit
+        match = re.search(rf"^[ \t]*\[*[ \t]*\"?{re.escape(key)}\b", text, re.M)
+        line = text.count("\n", 0, match.start()) + 1 if match else 1
+        raise ConfigError(f"{path}:{line}: cannot edit the {key} table as written ({type(exc).__name__}); "
+                          f"write it as [{key}.<name>] tables and run init again; left untouched") from None

@@ -17,9 +17,16 @@ import tomlkit.exceptions
 
 from leanctx.agents import codex_trust
 from leanctx.agents.base import Agent, is_our_command
-from leanctx.installer import files, hookconfig
+from leanctx.installer import files, hookconfig, tomledit
 from leanctx.installer.files import ConfigError, Target
-from leanctx.installer.install import Change, config_path, plan_removal
+from leanctx.installer.install import Change, already_there, config_path, plan_removal
+
+
+
+def trust_part(hooks_path: Path) -> str:
+    """The manifest's name for our trust tables of one hooks.json (user and project level both
+    keep theirs in the user's config.toml)."""
+    return f"trust:{hooks_path}"
 
 
 def config_toml(agent: Agent, home: Path) -> Path:
@@ -59,25 +66,25 @@ def plan_trust(agent: Agent, home: Path, data_dir: Path, project: Path | None, h
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else ""
     current = codex_trust.states(_parse(target.path, text))
-    needed = [
-        e for e in our_entries(agent, hooks_path, hooks_text)
-        if codex_trust.status(current.get(e["key"]), e["hash"]) in ("untrusted", "modified")
-    ]
+    ours = our_entries(agent, hooks_path, hooks_text)
+    needed = [e for e in ours if codex_trust.status(current.get(e["key"]), e["hash"]) in ("untrusted", "modified")]
     if not needed:
-        return None
-    new = codex_trust.trust(text, needed).encode("utf-8")
+        return already_there(agent, trust_part(hooks_path), target, data_dir, old) if ours else None
+    with tomledit.editing(target.path, text, "hooks"):
+        new = codex_trust.trust(text, needed).encode("utf-8")
     files.check_writable(target.real)
 
     def again() -> Change | None:
-        fresh = files.read_bytes(files.resolve_target(hooks_path, home).real)
+        fresh = files.read_bytes(files.resolve_target(hooks_path, home, project).real)
         return plan_trust(agent, home, data_dir, project, fresh.decode("utf-8") if fresh else "")
 
-    return Change(agent, target, old, new, replan=again)
+    stale = any(codex_trust.status(current.get(e["key"]), e["hash"]) != "untrusted" for e in ours)
+    return Change(agent, target, old, new, replan=again, part=trust_part(hooks_path), stale=stale)
 
 
 def plan_untrust(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> Change | None:
     hooks_path = config_path(agent, home, project)
-    hooks_data = files.read_bytes(files.resolve_target(hooks_path, home).real)
+    hooks_data = files.read_bytes(files.resolve_target(hooks_path, home, project).real)
     keys = {e["key"] for e in our_entries(agent, hooks_path, files.decode(hooks_path, hooks_data) if hooks_data else None)}
     target: Target = files.resolve_target(config_toml(agent, home), home)
 
@@ -85,9 +92,10 @@ def plan_untrust(agent: Agent, home: Path, data_dir: Path, project: Path | None)
         if not keys:
             return text
         _parse(target.path, text)
-        new_text = codex_trust.untrust(text, keys)
+        with tomledit.editing(target.path, text, "hooks"):
+            new_text = codex_trust.untrust(text, keys)
         if record is not None and not getattr(record, "existed_before", True) and not new_text.strip():
             return None
         return new_text
 
-    return plan_removal(agent, target, data_dir, surgical, lambda: plan_untrust(agent, home, data_dir, project))
+    return plan_removal(agent, trust_part(hooks_path), target, data_dir, surgical, lambda: plan_untrust(agent, home, data_dir, project))

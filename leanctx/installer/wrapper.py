@@ -50,10 +50,15 @@ def is_ours(text: str) -> bool:
 
 def read_info(path: Path) -> dict:
     """What doctor needs to know about an installed wrapper (empty dict if absent or foreign)."""
+    from leanctx.installer import files
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = files.read_bytes(path)
+    except files.ConfigError as exc:
+        return {"unreadable": str(exc)}
+    if data is None:
         return {}
+    text = data.decode("utf-8", "replace")
     if not is_ours(text):
         return {"foreign": True}
     version = _VERSION_LINE.search(text)

@@ -4,7 +4,7 @@
 Modules, one job each:
   schema.json  the document's JSON Schema (draft 2020-12), shipped as package data
   validate.py  validate(state): jsonschema on the CLI/API path, a stdlib interpreter on the hook path
-  slug.py      CKS_ACTIVE_USER -> slug, CKS_HOME, the user folder (never written through a symlink)
+  slug.py      CKS_ACTIVE_USER -> one-to-one slug, CKS_HOME, the user folder (never written through a symlink)
   protocol.py  pure functions on the state dict: inbound, reply, pending, summary, end of thread
   render.py    the text a restarted session gets (rehydrate), the answer line, the history digest
   backend.py   which store (file or Redis), and the contract both keep

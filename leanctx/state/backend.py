@@ -10,7 +10,7 @@ same contract, and the same tests run against both:
                           fn(state) -> new state (or Commit(state, history)); the store sets
                           revision = old + 1, validates, and commits only if nobody else
                           committed meanwhile (else fn runs again on the newer state)
-  append_history / read_history / list_users / reset / corrupt_files
+  append_history / read_history / list_users / corrupt_files
 """
 
 from __future__ import annotations
@@ -64,10 +64,6 @@ class Backend:
     def location(self, slug: str) -> str:
         """Where this user's state lives, for messages."""
         raise NotImplementedError
-
-    def reset(self, slug: str) -> dict:
-        """Start a fresh thread (no digest); the revision keeps counting up."""
-        return self.update(slug, lambda s: protocol.fresh(slug, s.get("source")))
 
 
 def apply(fn: Callable[[dict], dict | Commit], current: dict, slug: str) -> tuple[dict, str]:

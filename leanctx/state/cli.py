@@ -1,7 +1,9 @@
 """`leanctx state …`: the conversation state from a shell (operators, and models via their shell tool).
 
-Bad input (a bad --user, an empty question, too many options, over-long text) exits 2 with one
-`leanctx: …` line on stderr, and nothing is written. `--json` prints machine-readable output.
+Every command acts on one user: `--user ID` (the exact sender id, slugified), `--slug SLUG` (the
+folder name `state list` shows, taken as it is), else $CKS_ACTIVE_USER. Bad input (an empty id,
+CKS_ACTIVE_USER set but empty, an empty question, too many options, over-long text) exits 2 with
+one `leanctx: …` line on stderr, and nothing is written. `--json` prints machine-readable output.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import click
 
 from leanctx.state import api, protocol
 from leanctx.state.errors import StateError
+from leanctx.state.slug import active_slug
 
 EXIT_REFUSED = 2
-USER_HELP = "Sender id or slug (default: $CKS_ACTIVE_USER, else local)."
+USER_HELP = "The user's exact sender id (default: $CKS_ACTIVE_USER; `local` when unset)."
+SLUG_HELP = "The user's slug, as `leanctx state list` shows it (instead of --user)."
 
 
 def _refusals(fn: Callable) -> Callable:
@@ -34,7 +38,17 @@ def _refusals(fn: Callable) -> Callable:
 
 
 def _user_option(fn: Callable) -> Callable:
-    return click.option("--user", default=None, metavar="SLUG", help=USER_HELP)(fn)
+    """--user ID or --slug SLUG (not both): an id is slugified, a slug is taken as it is, so a
+    hashed slug given back is never hashed again into somebody else's thread."""
+    fn = click.option("--slug", default=None, metavar="SLUG", help=SLUG_HELP)(fn)
+    return click.option("--user", default=None, metavar="ID", help=USER_HELP)(fn)
+
+
+def _shown_id(user_id: str | None) -> str:
+    """An id fit for one line of output: as it is when printable, else escaped."""
+    if user_id is None:
+        return "unknown: kept before ids were recorded"
+    return user_id if user_id.isprintable() else ascii(user_id)
 
 
 def _json_option(fn: Callable) -> Callable:
@@ -54,14 +68,23 @@ def state() -> None:
 @_user_option
 @_json_option
 @_refusals
-def show(user: str | None, as_json: bool) -> None:
+def show(user: str | None, slug: str | None, as_json: bool) -> None:
     """Print the thread as a restarted session would get it (--json: the whole state)."""
-    current = api.show(user)
+    current = api.show(user, slug)
     if as_json:
         _print_json(current)
         return
-    click.echo(f"# {current['user_slug']}: {api.location(user)} (revision {current['revision']})")
+    click.echo(f"# {current['user_slug']} (id {_shown_id(api.owner(current))}): {api.location(user, slug)} "
+               f"(revision {current['revision']})")
     click.echo(protocol.rehydrate(current) or "No conversation in progress.")
+
+
+@state.command("slug")
+@click.option("--user", default=None, metavar="ID", help=USER_HELP)
+@_refusals
+def slug_(user: str | None) -> None:
+    """Print the slug of a sender id: its folder under $CKS_HOME/user/ (for scripts and skills)."""
+    click.echo(active_slug(user))
 
 
 @state.command("list")
@@ -70,18 +93,19 @@ def show(user: str | None, as_json: bool) -> None:
 def list_(as_json: bool) -> None:
     """Users that have a conversation state."""
     rows = []
-    for slug in api.list_users():
-        s = api.show(slug)
-        rows.append({"user": slug, "revision": s["revision"], "turn_count": s["turn_count"],
-                     "pending": s["pending"]["question"] if s["pending"] else None,
-                     "last_updated": s["last_updated"], "corrupt_files": len(api.corrupt_files(slug))})
+    for name in api.list_users():
+        s = api.show(slug=name)
+        rows.append({"id": api.owner(s), "slug": name, "user": name, "revision": s["revision"],
+                     "turn_count": s["turn_count"], "pending": s["pending"]["question"] if s["pending"] else None,
+                     "last_updated": s["last_updated"], "corrupt_files": len(api.corrupt_files(slug=name))})
     if as_json:
         _print_json(rows)
         return
     if not rows:
         click.echo("No conversation states.")
     for r in rows:
-        line = f"{r['user']}: revision {r['revision']}, {r['turn_count']} turns, updated {r['last_updated']}"
+        line = (f"{r['slug']} (id {_shown_id(r['id'])}): revision {r['revision']}, {r['turn_count']} turns, "
+                f"updated {r['last_updated']}")
         if r["pending"]:
             line += f", pending: {r['pending'][:60]!r}"
         if r["corrupt_files"]:
@@ -96,12 +120,12 @@ def list_(as_json: bool) -> None:
 @_user_option
 @_json_option
 @_refusals
-def pending(question: str | None, options: tuple[str, ...], session_id: str | None, user: str | None, as_json: bool) -> None:
+def pending(question: str | None, options: tuple[str, ...], session_id: str | None, user: str | None, slug: str | None, as_json: bool) -> None:
     """Show the pending question, or set one with --question and --option."""
     if question is None:
         if options:
             raise click.UsageError("--option needs --question")
-        current = api.show(user)["pending"]
+        current = api.show(user, slug)["pending"]
         if as_json:
             _print_json(current)
         elif current:
@@ -111,7 +135,7 @@ def pending(question: str | None, options: tuple[str, ...], session_id: str | No
         else:
             click.echo("No pending question.")
         return
-    new = api.set_pending(question, list(options), user=user, session_id=session_id)
+    new = api.set_pending(question, list(options), user=user, slug=slug, session_id=session_id)
     if as_json:
         _print_json(new["pending"])
     else:
@@ -122,9 +146,9 @@ def pending(question: str | None, options: tuple[str, ...], session_id: str | No
 @_user_option
 @_json_option
 @_refusals
-def clear_pending(user: str | None, as_json: bool) -> None:
+def clear_pending(user: str | None, slug: str | None, as_json: bool) -> None:
     """Drop the pending question."""
-    new = api.clear_pending(user)
+    new = api.clear_pending(user, slug)
     _print_json(new) if as_json else click.echo(f"No pending question for {new['user_slug']} now.")
 
 
@@ -133,15 +157,15 @@ def clear_pending(user: str | None, as_json: bool) -> None:
 @_user_option
 @_json_option
 @_refusals
-def summary(text: str | None, user: str | None, as_json: bool) -> None:
+def summary(text: str | None, user: str | None, slug: str | None, as_json: bool) -> None:
     """Set the running summary to TEXT (`-` reads stdin); without TEXT, print it."""
     if text is None:
-        current = api.show(user)["thread_summary"]
+        current = api.show(user, slug)["thread_summary"]
         _print_json(current) if as_json else click.echo(current or "No summary yet.")
         return
     if text == "-":
         text = sys.stdin.read()
-    new = api.set_summary(text, user=user)
+    new = api.set_summary(text, user=user, slug=slug)
     _print_json(new) if as_json else click.echo(f"Summary set for {new['user_slug']} ({len(new['thread_summary'])} characters).")
 
 
@@ -151,9 +175,9 @@ def summary(text: str | None, user: str | None, as_json: bool) -> None:
 @_user_option
 @_json_option
 @_refusals
-def active(feature: str | None, phase: str | None, user: str | None, as_json: bool) -> None:
+def active(feature: str | None, phase: str | None, user: str | None, slug: str | None, as_json: bool) -> None:
     """Set the active feature and phase (an empty value clears it)."""
-    new = api.set_active(feature, phase, user=user)
+    new = api.set_active(feature, phase, user=user, slug=slug)
     if as_json:
         _print_json(new)
     else:
@@ -165,9 +189,9 @@ def active(feature: str | None, phase: str | None, user: str | None, as_json: bo
 @_user_option
 @_json_option
 @_refusals
-def end(user: str | None, as_json: bool) -> None:
+def end(user: str | None, slug: str | None, as_json: bool) -> None:
     """End the thread: its digest goes to history.md, and the next message starts a fresh one."""
-    done = api.end_thread(user)
+    done = api.end_thread(user, slug)
     if as_json:
         _print_json(done)
     elif done["digest"]:
@@ -181,9 +205,9 @@ def end(user: str | None, as_json: bool) -> None:
 @_user_option
 @_json_option
 @_refusals
-def reset(user: str | None, as_json: bool) -> None:
+def reset(user: str | None, slug: str | None, as_json: bool) -> None:
     """Drop the thread without a digest."""
-    new = api.reset(user)
+    new = api.reset(user, slug)
     _print_json(new) if as_json else click.echo(f"Conversation state of {new['user_slug']} reset.")
 
 
@@ -191,7 +215,7 @@ def reset(user: str | None, as_json: bool) -> None:
 @_user_option
 @_json_option
 @_refusals
-def history(user: str | None, as_json: bool) -> None:
+def history(user: str | None, slug: str | None, as_json: bool) -> None:
     """Print history.md (the digests of ended threads)."""
-    text = api.history(user)
+    text = api.history(user, slug)
     _print_json(text) if as_json else click.echo(text.rstrip("\n") or "No history yet.")

@@ -11,6 +11,10 @@ class BadSlug(StateError):
     """A user id that cannot name a folder under $CKS_HOME/user/."""
 
 
+class ForeignThread(StateError):
+    """The state at a slug keeps another sender id's thread (defence in depth: slugs are one-to-one)."""
+
+
 class BadInput(StateError):
     """An argument over a cap or empty where it must not be (question, option, summary...)."""
 

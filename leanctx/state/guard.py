@@ -2,8 +2,8 @@
 
 An always-on bot may serve several people from one machine. Their data live side by side under
 `$CKS_HOME/user/<slug>/` (`CKS_HOME` defaults to `~/.cks`); the person being served right now is
-`CKS_ACTIVE_USER`, slugified (lowercase, keep `[a-z0-9_-]`, anything else becomes `-`; `local` when
-unset). `decide()` looks at one tool call and returns None (allow) or the reason to show the model.
+`CKS_ACTIVE_USER`, through the one-to-one slug of leanctx.state.slug (`local` when unset; set but
+empty: no active user, every user folder is denied). `decide()` looks at one tool call and returns None (allow) or the reason to show the model.
 Each host module's `guard_output()` turns that into the host's deny form (leanctx/hooks/guard.py
 wires the two together, with `leanctx.state.slug` for CKS_HOME and the slug). Standard library only: it runs inside the hook
 process on every tool call, and it imports `shlex` and `fnmatch` (and through them `re`) only when a
@@ -19,7 +19,9 @@ disk - is allowed, except that a *recursive* search or copy must not start at an
 
 Paths. Relative paths are resolved against the call's working directory (and, in a shell
 command, against every directory the command `cd`s/`pushd`es/`-C`s into); `~`, `~user`, `~+`,
-`$HOME`, `${HOME}`, `$CKS_HOME`, `$PWD`, `$CKS_ACTIVE_USER` and variables assigned earlier in the
+`$HOME`, `${HOME}`, `$CKS_HOME`, `$PWD`, `$CKS_ACTIVE_USER` (to what the shell holds: the sender
+id itself, which for an id that is not its own slug is not the active folder; empty when unset,
+so `${CKS_ACTIVE_USER:-local}` is `local`) and variables assigned earlier in the
 same command (`HOME=...` included: `~` is then tried both ways) are expanded; `..` is normalised; and each path is judged twice, lexically and
 after `os.path.realpath`, against every spelling of `$CKS_HOME/user` (as given, with `$CKS_HOME`
 resolved, and resolved itself). So a symlink anywhere that points into another user's folder is
@@ -202,7 +204,8 @@ def _wild_can_be_up(pattern: str) -> bool:
 
 
 def _expand_vars(text: str, variables: dict[str, str]) -> str:
-    """Substitute `$NAME` / `${NAME}` for known names; unknown ones stay as written."""
+    """Substitute `$NAME` / `${NAME}` / `${NAME:-word}` / `${NAME-word}` for known names as the
+    shell would; unknown names and other `${…}` forms stay as written (judged as unknown)."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
@@ -220,8 +223,14 @@ def _expand_vars(text: str, variables: dict[str, str]) -> str:
             k = 0
             while k < len(inner) and (inner[k].isalnum() or inner[k] == "_"):
                 k += 1
-            name = inner[:k]
-            out.append(variables[name] if name in variables else text[i : j + 1])
+            name, op = inner[:k], inner[k:]
+            if name in variables and (op == "" or op.startswith((":-", "-"))):
+                value = variables[name]
+                if op.startswith(":-") and value == "":
+                    value = _expand_vars(op[2:], variables)
+                out.append(value)
+            else:
+                out.append(text[i : j + 1])
             i = j + 1
             continue
         j = i + 1
@@ -266,7 +275,7 @@ class _Spelling:
 
 
 class _Zone:
-    def __init__(self, cks_home: str, active_slug: str, home: str) -> None:
+    def __init__(self, cks_home: str, active_slug: str, home: str, active_id: str | None = None) -> None:
         home = home or os.path.expanduser("~")
         self.home = _norm(os.path.abspath(home))
         cks = cks_home or os.path.join(self.home, ".cks")
@@ -292,7 +301,9 @@ class _Zone:
         self.spellings = list(spellings.values())
         self._others: list[str] | None = None
         self.variables = {"HOME": self.home, "CKS_HOME": self.cks}
-        if self.active:
+        if active_id is not None:  # what the shell holds: the sender id, '' when unset or empty
+            self.variables["CKS_ACTIVE_USER"] = active_id
+        elif self.active:
             self.variables["CKS_ACTIVE_USER"] = self.active
 
     def active_dir(self) -> str:
@@ -1204,10 +1215,15 @@ def decide(
     active_slug: str,
     cwd: str | None,
     home: str,
+    active_id: str | None = None,
 ) -> str | None:
-    """None = allow; else the reason to show the model (names the path/pattern and why)."""
+    """None = allow; else the reason to show the model (names the path/pattern and why).
+
+    `active_slug` names the active user's folder ('' or None: there is none, every user folder is
+    denied); `active_id` is what `$CKS_ACTIVE_USER` holds in the command's shell (the sender id, ''
+    when unset; None: the slug, for callers that know only the slug)."""
     try:
-        zone = _Zone(cks_home, active_slug, home)
+        zone = _Zone(cks_home, active_slug, home, active_id)
         if not isinstance(tool_input, dict):
             tool_input = {"input": tool_input}
         base = cwd or os.getcwd()

@@ -20,6 +20,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from leanctx.cache import client
+from leanctx.state.slug import slugify
 
 _spec = importlib.util.spec_from_file_location("leanctx_test_service_support", Path(__file__).with_name("test_service_support.py"))
 S = importlib.util.module_from_spec(_spec)
@@ -252,7 +253,7 @@ def test_state_tools(env: dict, project: Path, tmp_path: Path, home: Path) -> No
             r = await session.call_tool("state_set_pending", {"question": "Single-user or shared?", "options": ["single", "shared"]})
             assert not r.is_error and "pending question recorded" in text_of(r)
             state = json.loads(text_of(await session.call_tool("state_show", {})))
-            assert state["user_slug"] == "ana"
+            assert state["user_slug"] == slugify("Ana") and state["user_id"] == "Ana"
             assert state["pending"]["question"] == "Single-user or shared?" and state["pending"]["options"] == ["single", "shared"]
             r = await session.call_tool("state_set_summary", {"text": "Setting up the bot."})
             assert not r.is_error
@@ -268,7 +269,21 @@ def test_state_tools(env: dict, project: Path, tmp_path: Path, home: Path) -> No
             assert state["thread_summary"] in ("", None)
 
     asyncio.run(scenario())
-    assert (home / ".cks" / "user" / "ana" / "history.md").exists()
+    assert (home / ".cks" / "user" / slugify("Ana") / "history.md").exists()
+
+
+def test_state_tools_refuse_an_empty_active_user(env: dict, project: Path, tmp_path: Path, home: Path) -> None:
+    """CKS_ACTIVE_USER set but empty is nobody: every state tool is a tool error, never `local`'s thread."""
+    async def scenario() -> None:
+        async with mcp_session(env, project, tmp_path / "mcp.log", LEANCTX_DAEMON="0", CKS_ACTIVE_USER="") as session:
+            await session.initialize()
+            for name, args in (("state_show", {}), ("state_set_summary", {"text": "x"}),
+                               ("state_set_pending", {"question": "q?"}), ("state_end_thread", {})):
+                r = await session.call_tool(name, args)
+                assert r.is_error and "CKS_ACTIVE_USER is set but empty" in text_of(r), (name, text_of(r))
+
+    asyncio.run(scenario())
+    assert not (home / ".cks").exists()
 
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from leanctx.state.slug import slugify
 from tests.e2e import hostcli
 from tests.e2e.fake_anthropic import FakeAnthropic, tool_use
 
@@ -26,7 +27,7 @@ LEANCTX = f"{shlex.quote(sys.executable)} -m leanctx"
 
 
 def state_file(hh) -> dict:
-    return json.loads((hh.home / ".cks" / "user" / "ana" / "conversation-state.json").read_text())
+    return json.loads((hh.home / ".cks" / "user" / slugify("Ana") / "conversation-state.json").read_text())
 
 
 def test_restarted_bot_resumes_with_its_pending_question(claude_cli, host_home, lean, run_host):
@@ -48,7 +49,7 @@ def test_restarted_bot_resumes_with_its_pending_question(claude_cli, host_home, 
         assert cp.stdout.strip() == QUESTION
     lean.assert_no_hook_errors()
     state = state_file(hh)
-    assert state["user_slug"] == "ana"
+    assert state["user_slug"] == slugify("Ana") and state["user_id"] == "Ana"  # the hooks and the model's shell agree
     assert state["pending"]["question"] == QUESTION and state["pending"]["options"] == ["single", "shared"]
     assert [(t["role"], t["text"]) for t in state["recent_turns"]] == [("user", "how do I add the bot?"), ("agent", QUESTION)]
     first_session = state["recent_turns"][0]["session_id"]

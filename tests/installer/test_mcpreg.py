@@ -104,7 +104,7 @@ def test_project_level_registration(home: Path, data_dir: Path, tmp_path: Path) 
     project.mkdir()
     for name in ("claude", "cursor", "codex"):
         assert run_init([agents.get(name)], home, data_dir, project, dry_run=False) == 0
-    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["leanctx"]["command"] == sys.executable
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["leanctx"] == {"type": "stdio", "command": "leanctx", "args": ["mcp"]}
     assert "leanctx" in json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]
     assert "leanctx" in tomlkit.parse((project / ".codex" / "config.toml").read_text())["mcp_servers"]
     assert (project / ".cursor" / "rules" / "leanctx-ctx-read.mdc").read_text().startswith("---\ndescription:")

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from leanctx.state.backend import Backend
 from leanctx.state.cli import state
+from leanctx.state.slug import slugify
 
 from .conftest import raw_value
 
@@ -45,19 +46,22 @@ def test_show_summary_end_history_reset_and_list(store: Backend, monkeypatch: py
     assert run("summary", "Setting up the Telegram bot.").exit_code == 0
     assert run("summary").output == "Setting up the Telegram bot.\n"
     assert run("summary", "-", input="From stdin.\n").exit_code == 0
-    assert run("summary", "--user", "tg-42").output == "From stdin.\n"
+    slug = slugify("TG:42")
+    assert run("summary", "--user", "TG:42").output == "From stdin.\n"
+    assert run("summary", "--slug", slug).output == "From stdin.\n"
+    assert run("summary", "--user", "tg-42").output == "No summary yet.\n"  # another user now
     assert run("active", "--feature", "telegram-setup").exit_code == 0
     out = run("show").output
-    assert out.startswith("# tg-42: ") and "From stdin." in out and "user: how do I add the bot?" in out
+    assert out.startswith(f"# {slug} (id TG:42): ") and "From stdin." in out and "user: how do I add the bot?" in out
     assert "Active work: feature telegram-setup" in out
     full = json.loads(run("show", "--json").output)
-    assert full["user_slug"] == "tg-42" and full["turn_count"] == 2
+    assert full["user_slug"] == slug and full["user_id"] == "TG:42" and full["turn_count"] == 2
     rows = json.loads(run("list", "--json").output)
-    assert rows == [{"user": "tg-42", "revision": full["revision"], "turn_count": 2, "pending": None,
-                     "last_updated": full["last_updated"], "corrupt_files": 0}]
-    assert run("list").output.startswith("tg-42: revision ")
+    assert rows == [{"id": "TG:42", "slug": slug, "user": slug, "revision": full["revision"], "turn_count": 2,
+                     "pending": None, "last_updated": full["last_updated"], "corrupt_files": 0}]
+    assert run("list").output.startswith(f"{slug} (id TG:42): revision ")
     out = run("end").output
-    assert "conversation ended (2 turns, telegram)" in out and "appended to the history of tg-42" in out
+    assert "conversation ended (2 turns, telegram)" in out and f"appended to the history of {slug}" in out
     assert "conversation ended" in run("history").output
     assert run("end").output.startswith("The thread was empty")
     assert run("reset", "--json").exit_code == 0
@@ -72,9 +76,12 @@ def test_show_summary_end_history_reset_and_list(store: Backend, monkeypatch: py
     (["pending", "--question", "ok?", "--option", " "], "an option is empty"),
     (["summary", "s" * 2001], "at most 2000"),
     (["active", "--feature", "f" * 201], "at most 200"),
-    (["pending", "--user", "..", "--question", "ok?"], "cannot name a user folder"),
-    (["show", "--user", ""], "cannot name a user folder"),
-    (["reset", "--user", "x" * 65], "at most 64"),
+    (["pending", "--user", "", "--question", "ok?"], "user id '' is empty"),
+    (["show", "--user", " "], "user id ' ' is empty"),
+    (["reset", "--user", "x" * 1025], "at most 1024"),
+    (["reset", "--slug", "Ana"], "'Ana' is not a slug"),
+    (["reset", "--slug", "a/b"], "is not a slug"),
+    (["summary", "hi", "--slug", "ana", "--user", "ana"], "give a user id or a slug, not both"),
     (["pending", "--option", "a"], "--option needs --question"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(store: Backend, cks_home: Path, args: list[str], message: str) -> None:

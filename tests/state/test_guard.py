@@ -329,14 +329,98 @@ def test_internal_error_fails_closed(tree, monkeypatch):
 # --------------------------------------------------------------------------- through the real hook entry
 
 
-def _hook(agent: str, event: str, payload: dict, tree, monkeypatch, tmp_path) -> str:
+def _hook(agent: str, event: str, payload: dict, tree, monkeypatch, tmp_path, user: str = "alice") -> str:
     """What the hook prints for one payload, with the bot's environment (leanctx.hooks.handle)."""
     from leanctx.hooks import handle
 
     monkeypatch.setenv("HOME", tree["<H>"])
     monkeypatch.setenv("CKS_HOME", tree["<C>"])
-    monkeypatch.setenv("CKS_ACTIVE_USER", "Alice")
+    monkeypatch.setenv("CKS_ACTIVE_USER", user)
     return handle(agent, event, json.dumps(payload).encode(), str(tmp_path / "data"), ("--guard",))
+
+
+def _denied(out: str) -> bool:
+    return out != "" and json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+@pytest.fixture
+def collided(tmp_path: Path) -> dict[str, str]:
+    """Users whose ids shared one slug before it was one-to-one: Анна/Иван (`----`), Ana/ana (`ana`)."""
+    from leanctx.state.slug import slugify
+
+    home = tmp_path / "home"
+    folders = {}
+    for user in ("Анна", "Иван", "Ana", "ana"):
+        folder = home / ".cks" / "user" / slugify(user)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "profile.md").write_text(f"{user}'s phone number")
+        folders[user] = str(folder)
+    (home / "proj").mkdir()
+    return {"<H>": str(home), "<C>": str(home / ".cks"), "<P>": str(home / "proj"), **folders}
+
+
+@pytest.mark.parametrize(("active", "other"), [("Анна", "Иван"), ("Иван", "Анна"), ("Ana", "ana"), ("ana", "Ana")])
+def test_users_whose_slugs_collided_are_two_users_to_the_guard(active, other, collided, monkeypatch, tmp_path):
+    payload = {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": collided["<P>"], "tool_name": "Read",
+               "tool_input": {"file_path": f"{collided[other]}/profile.md"}}
+    assert _denied(_hook("claude", "PreToolUse", payload, collided, monkeypatch, tmp_path, user=active))
+    payload["tool_input"] = {"file_path": f"{collided[active]}/profile.md"}
+    assert _hook("claude", "PreToolUse", payload, collided, monkeypatch, tmp_path, user=active) == ""
+
+
+def test_cks_active_user_in_a_command_is_the_sender_id_as_the_shell_expands_it(collided, monkeypatch, tmp_path):
+    """`$CKS_ACTIVE_USER` holds `Ana`: the shell reads `user/Ana/`, which is not Ana's folder
+    (`ana--<hash>`), and on a case-insensitive disk would be ana's: denied. For a plain id it is
+    the active folder, as before."""
+    cmd = {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": collided["<P>"], "tool_name": "Bash",
+           "tool_input": {"command": "cat $CKS_HOME/user/$CKS_ACTIVE_USER/profile.md"}}
+    monkeypatch.setenv("CKS_HOME", collided["<C>"])
+    assert _denied(_hook("claude", "PreToolUse", cmd, collided, monkeypatch, tmp_path, user="Ana"))
+    assert _hook("claude", "PreToolUse", cmd, collided, monkeypatch, tmp_path, user="ana") == ""
+
+
+@pytest.mark.parametrize(("user", "command", "expected"), [
+    # unset: the shell expands `$CKS_ACTIVE_USER` to nothing, so this reads user/ana/profile.md (ana's)
+    (None, "cat $CKS_HOME/user/$CKS_ACTIVE_USER/ana/profile.md", DENY),
+    (None, "cat $CKS_HOME/user/${CKS_ACTIVE_USER}/ana/profile.md", DENY),
+    (None, "cat $CKS_HOME/user/${CKS_ACTIVE_USER:-local}/profile.md", ALLOW),  # the kit's spelling: local's own
+    (None, "cat $CKS_HOME/user/${CKS_ACTIVE_USER:-ana}/profile.md", DENY),
+    ("ana", "cat $CKS_HOME/user/${CKS_ACTIVE_USER:-local}/profile.md", ALLOW),
+    ("ana", "cat $CKS_HOME/user/${CKS_ACTIVE_USER#a}/profile.md", DENY),  # a form not interpreted: unknown
+    ("Ana", "cat $CKS_HOME/user/${CKS_ACTIVE_USER:-local}/profile.md", DENY),  # user/Ana/ is not Ana's folder
+])
+def test_cks_active_user_expands_as_in_the_shell(user, command, expected, collided, monkeypatch, tmp_path):
+    from leanctx.hooks import handle
+
+    (Path(collided["<C>"]) / "user" / "local").mkdir()
+    monkeypatch.setenv("HOME", collided["<H>"])
+    monkeypatch.setenv("CKS_HOME", collided["<C>"])
+    if user is None:
+        monkeypatch.delenv("CKS_ACTIVE_USER", raising=False)
+    else:
+        monkeypatch.setenv("CKS_ACTIVE_USER", user)
+    payload = {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": collided["<P>"], "tool_name": "Bash",
+               "tool_input": {"command": command}}
+    out = handle("claude", "PreToolUse", json.dumps(payload).encode(), str(tmp_path / "data"), ("--guard",))
+    assert (DENY if _denied(out) else ALLOW) == expected, out
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_active_user_owns_no_folder(empty, collided, monkeypatch, tmp_path):
+    """CKS_ACTIVE_USER set but empty is no user, not `local`: every user folder is denied."""
+    local = Path(collided["<C>"]) / "user" / "local"
+    local.mkdir()
+    payload = {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": collided["<P>"], "tool_name": "Read",
+               "tool_input": {"file_path": f"{local}/profile.md"}}
+    out = _hook("claude", "PreToolUse", payload, collided, monkeypatch, tmp_path, user=empty)
+    assert _denied(out) and "(none: no valid active user)" in out
+    payload["tool_input"] = {"file_path": f"{collided['<P>']}/README.md"}
+    assert _hook("claude", "PreToolUse", payload, collided, monkeypatch, tmp_path, user=empty) == ""
+    monkeypatch.delenv("CKS_ACTIVE_USER")  # unset: `local`, whose folder it is
+    from leanctx.hooks import handle
+
+    payload["tool_input"] = {"file_path": f"{local}/profile.md"}
+    assert handle("claude", "PreToolUse", json.dumps(payload).encode(), str(tmp_path / "data"), ("--guard",)) == ""
 
 
 @pytest.mark.parametrize("agent", ["claude", "codebuddy", "codex"])

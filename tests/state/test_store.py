@@ -8,7 +8,8 @@ import pytest
 
 from leanctx.state import api, protocol
 from leanctx.state.backend import Backend, Commit
-from leanctx.state.errors import BadInput, StateInvalid
+from leanctx.state.errors import BadInput, ForeignThread, StateInvalid
+from leanctx.state.slug import slugify
 from leanctx.state.validate import validate_jsonschema
 
 from .conftest import put_raw, raw_value
@@ -82,8 +83,31 @@ def test_list_users(store: Backend) -> None:
     for user in ("Carol", "alice", "tg:42"):
         api.inbound("hi", user=user)
     api.show(user="nobody")  # a read creates nothing
-    assert store.list_users() == ["alice", "carol", "tg-42"]
-    assert api.list_users() == ["alice", "carol", "tg-42"]
+    expected = sorted(slugify(u) for u in ("Carol", "alice", "tg:42"))
+    assert store.list_users() == expected and api.list_users() == expected
+    assert {api.owner(api.show(slug=s)) for s in expected} == {"Carol", "alice", "tg:42"}
+
+
+def test_the_exact_id_is_kept_and_another_id_is_never_let_into_the_thread(store: Backend) -> None:
+    """Defence in depth behind the one-to-one slug: a state that holds another id's thread (planted
+    here; a hash collision in life) is refused, for reads and writes, and left as it was."""
+    assert api.inbound("hi", user="Ана")["state"]["user_id"] == "Ана"
+    assert api.show(slug=slugify("Ана"))["user_id"] == "Ана"
+    foreign = {**protocol.fresh("bob", None, "2026-06-07T19:40:00.000Z"), "user_id": "mallory",
+               "thread_summary": "mallory's secrets"}
+    put_raw(store, "bob", json.dumps(foreign).encode())
+    for call in (lambda: api.show(user="bob"), lambda: api.inbound("hi", user="bob"), lambda: api.reset(user="bob"),
+                 lambda: api.end_thread(user="bob"), lambda: api.history(user="bob")):
+        with pytest.raises(ForeignThread, match="belongs to user id 'mallory', not 'bob'"):
+            call()
+    assert json.loads(raw_value(store, "bob"))["thread_summary"] == "mallory's secrets"
+    assert api.show(slug="bob")["user_id"] == "mallory"  # the operator, by slug, still sees it
+
+
+def test_a_state_kept_before_ids_were_recorded_is_claimed_by_its_plain_id(store: Backend) -> None:
+    put_raw(store, "alice", json.dumps(protocol.fresh("alice", None, "2026-06-07T19:40:00.000Z")).encode())
+    assert api.owner(api.show(slug="alice")) == "alice"
+    assert api.inbound("hi", user="alice")["state"]["user_id"] == "alice"
 
 
 DAMAGE = [
