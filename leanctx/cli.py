@@ -23,12 +23,23 @@ def _agent_list(name: str, home: Path, for_uninstall: bool = False) -> list[Agen
             return installed_agents(home, paths.data_dir())
         found = [a for a in agents.all_agents() if a.detect(home)]
         if not found:
-            raise click.ClickException("no supported agent detected on this machine; name one with --agent")
+            _no_host_found(home)
         return found
     try:
         return [agents.get(name)]
     except agents.UnknownAgent as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _no_host_found(home: Path) -> None:
+    """`--agent all` with nothing to act on: one line naming what was looked for, exit 1."""
+    from leanctx.installer.install import display
+
+    folders = ", ".join(display(a.config_dir(home), home) for a in agents.all_agents())
+    binaries = ", ".join(b for a in agents.all_agents() for b in a.binaries)
+    click.echo(f"leanctx: no supported host found (looked for {folders} and for {binaries} on PATH); "
+               f"name one: leanctx init --agent {'|'.join(agents.names())}", err=True)
+    sys.exit(1)
 
 
 class _AgentChoice(click.ParamType):
@@ -109,12 +120,16 @@ def uninstall(agent_name: str, project: Path | None, dry_run: bool) -> None:
 @click.option("--agent", "agent_name", type=_AgentChoice(), default="all", show_default=True, help=AGENT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in the README).")
 @click.option("--fix", is_flag=True, help="Re-run init for every agent whose checks fail, then check again.")
-def doctor(agent_name: str, as_json: bool, fix: bool) -> None:
+@click.option("--project", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Check the project-level install in DIR instead of the user-level one.")
+def doctor(agent_name: str, as_json: bool, fix: bool, project: Path | None) -> None:
     """Prove, per agent, that the hooks are wired and working; say how to fix what is not."""
+    import os
+
     from leanctx import doctor as doctor_mod
 
     home = paths.home()
-    report = doctor_mod.run(home, paths.data_dir(), None if agent_name == "all" else agent_name, fix=fix)
+    project = Path(os.path.realpath(project)) if project is not None else None
+    report = doctor_mod.run(home, paths.data_dir(), None if agent_name == "all" else agent_name, fix=fix, project=project)
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
@@ -122,14 +137,39 @@ def doctor(agent_name: str, as_json: bool, fix: bool) -> None:
     sys.exit(0 if report["ok"] else 1)
 
 
-@main.command(context_settings={"ignore_unknown_options": True})
+class _HookCommand(click.Command):
+    """`leanctx hook --help` ends with every agent's events and the hook flags, read from the
+    agent modules and the hook itself when help is asked for (so the list cannot drift)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from leanctx.hooks import FLAGS
+
+        rows = []
+        for agent in agents.all_agents():
+            rows.append((agent.name, f"{agent.display_name}: {', '.join(s.name for s in agent.events)}"))
+            if agent.bot_events:
+                rows.append(("", f"with --bot also: {', '.join(s.name for s in agent.bot_events)}"))
+            if agent.guard_event is not None:
+                rows.append(("", f"with --guard: {agent.guard_event.name}"))
+            if agent.read_gate_event is not None:
+                rows.append(("", f"with --read-gate: {agent.read_gate_event.name} (matcher {agent.read_gate_event.matcher})"))
+        with formatter.section("Agents and events"):
+            formatter.write_dl(rows)
+        with formatter.section("Flags"):
+            formatter.write_dl(list(FLAGS.items()))
+
+
+@main.command(cls=_HookCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("agent_name", metavar="AGENT")
 @click.argument("event", metavar="EVENT")
-def hook(agent_name: str, event: str) -> None:
-    """Run a hook by hand: the payload on stdin, exactly what the wrapper does."""
+@click.argument("flags", metavar="[FLAGS]...", nargs=-1, type=click.UNPROCESSED)
+def hook(agent_name: str, event: str, flags: tuple[str, ...]) -> None:
+    """Run a hook by hand: the payload on stdin, exactly what the wrapper does.
+
+    Prints what the host would get on stdout and always exits 0; problems go to the hook log."""
     from leanctx.hooks import main as hook_main
 
-    sys.exit(hook_main([agent_name, event]))
+    sys.exit(hook_main([agent_name, event, *flags]))
 
 
 def _register_subcommands() -> None:

@@ -22,7 +22,7 @@ import leanctx
 from leanctx import agents
 from leanctx.agents.base import Agent
 from leanctx.hooks.publish import read_json, record_path
-from leanctx.installer import files, hookconfig, wrapper
+from leanctx.installer import files, hookconfig, manifest, wrapper
 from leanctx.installer.files import ConfigError
 from leanctx.installer.install import display
 
@@ -35,8 +35,9 @@ def _check(name: str, status: str, detail: str, fix: str | None = None) -> dict:
     return {"name": name, "status": status, "detail": detail, "fix": fix}
 
 
-def _init_fix(agent: Agent) -> str:
-    return f"leanctx init --agent {agent.name}   (or: leanctx doctor --fix)"
+def init_fix(agent: Agent, project: Path | None = None) -> str:
+    where = f" --project {project}" if project is not None else ""
+    return f"leanctx init --agent {agent.name}{where}   (or: leanctx doctor{where} --fix)"
 
 
 def wired_commands(agent: Agent, doc_value: dict) -> dict[str, list[str]]:
@@ -77,17 +78,6 @@ def path_check(commands: list[str], where: str) -> dict | None:
         return None
     return _check("on PATH", FAIL, f"{where} calls {', '.join(missing)} by name, which is not on PATH",
                   "install leanctx where the host finds it (e.g. pipx install leanctx-hooks), or add its bin folder to PATH")
-
-
-def strict_json_problem(agent: Agent, data: bytes) -> str | None:
-    """Claude Code and Codex silently ignore a whole settings file that is not strict JSON."""
-    if not agent.strict_json:
-        return None
-    try:
-        json.loads(data.decode("utf-8"))
-    except ValueError as exc:
-        return f"{agent.display_name} reads strict JSON and ignores this whole file ({exc}); leanctx keeps your comments, the host does not accept them"
-    return None
 
 
 def _wrapper_checks(data_dir: Path, home: Path) -> tuple[list[dict], bool]:
@@ -195,8 +185,22 @@ def installed_profile(wired: dict[str, list[str]]):
     return Profile(bot="--bot" in words, guard="--guard" in words, read_gate="--read-gate" in words)
 
 
-def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, explicit: bool) -> dict:
-    path = agent.user_config_path(home)
+def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, explicit: bool, project: Path | None = None,
+                elsewhere: list[Path] = ()) -> dict:
+    """One agent at one level: user (project None) or the project-level config in `project`.
+    `elsewhere`: projects where this agent has an install, named instead of a user-level init."""
+    from leanctx.installer import hostload
+    from leanctx.installer.install import config_path, hook_commands
+
+    try:
+        path = config_path(agent, home, project)
+    except ConfigError as exc:
+        return {"agent": agent.name, "display_name": agent.display_name, "detected": agent.detect(home), "config_path": "-",
+                "installed": False, "checks": [_check("config", FAIL if explicit else INFO, str(exc))], "last_published": None,
+                "ok": not explicit}
+    fix = init_fix(agent, project)
+    if elsewhere and project is None:
+        fix = "; ".join(f"project install in {p}: run leanctx doctor --project {p}" for p in elsewhere)
     result: dict = {
         "agent": agent.name,
         "display_name": agent.display_name,
@@ -209,7 +213,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     checks: list[dict] = result["checks"]
     missing = False
     try:
-        target = files.resolve_target(path, home)
+        target = files.resolve_target(path, home, project)
         data = files.read_bytes(target.real)
         if data is None:
             missing = True
@@ -217,23 +221,21 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         value = hookconfig.parse(path, files.decode(path, data)).value
     except ConfigError as exc:
         status = FAIL if explicit or not missing else INFO  # there but unusable (a FIFO, a loop): a failure
-        checks.append(_check("config", status, str(exc), _init_fix(agent)))
+        checks.append(_check("config", status, str(exc), fix))
         result["ok"] = status != FAIL
         return result
     checks.append(_check("config", OK, f"{display(path, home)} parses"))
-    strict = strict_json_problem(agent, data)
-    if strict:
-        checks.append(_check("config is strict JSON", FAIL, strict, f"remove the comments/trailing commas from {display(path, home)}"))
     wired = wired_commands(agent, value)
     result["installed"] = bool(wired)
     if not wired and not explicit:
-        checks.append(_check("events", INFO, "detected, but leanctx is not wired here", _init_fix(agent)))
+        checks.append(_check("events", INFO, "detected, but leanctx is not wired here", fix))
         result["ok"] = True
         return result
-    expected = wrapper.wrapper_path(data_dir)
+    command_for = hook_commands(data_dir, agent, project)  # project files: leanctx-hook on PATH, no wrapper
     on_path = path_check([c for cmds in wired.values() for c in cmds], display(path, home))
     if on_path:
         checks.append(on_path)
+    runnable = wrapper_ok if project is None else on_path is None
     profile = installed_profile(wired)
     result["profile"] = profile.name
     result["read_gate"] = profile.read_gate
@@ -243,19 +245,23 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
                                            "bot+guard": "bot+guard: conversation-state and the multi-user guard"}[profile.name]))
     for spec, flags in profile.events(agent):
         cmds = wired.get(spec.name, [])
-        want = wrapper.command(expected, agent.name, spec.name, flags)
+        want = command_for(spec.name, flags)
         if not cmds:
-            checks.append(_check(f"event {spec.name}", FAIL, "not wired", _init_fix(agent)))
+            checks.append(_check(f"event {spec.name}", FAIL, "not wired", fix))
         elif want not in cmds:
-            checks.append(_check(f"event {spec.name}", FAIL, f"wired to another wrapper: {cmds[0]}", _init_fix(agent)))
+            checks.append(_check(f"event {spec.name}", FAIL, f"wired to another wrapper: {cmds[0]}", fix))
         else:
             checks.append(_check(f"event {spec.name}", OK, "wired to our wrapper"))
-            if wrapper_ok:
-                checks.append(smoke(agent, spec.name, want, home))
-    checks.extend(agent_specific_checks(agent, home))
+            if runnable:
+                checks.append(smoke(agent, spec.name, want, project if project is not None else home))
+    for problem in hostload.problems(agent, home, project, hostload.disk_reader(home, project)):
+        checks.append(_check(problem.name, FAIL if problem.severity == hostload.FAIL else INFO,
+                             f"{agent.display_name} will not load {display(problem.path, home)}: {problem.reason}"
+                             if problem.severity == hostload.FAIL else problem.reason, problem.fix))
+    checks.extend(agent_specific_checks(agent, home, project))
     from leanctx import doctor_mcp
 
-    checks.extend(doctor_mcp.checks(agent, home, data_dir))
+    checks.extend(doctor_mcp.checks(agent, home, data_dir, project))
     result["last_published"] = last_published(agent, data_dir)
     lp = result["last_published"]
     if lp:
@@ -266,11 +272,11 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     return result
 
 
-def agent_specific_checks(agent: Agent, home: Path) -> list[dict]:
+def agent_specific_checks(agent: Agent, home: Path, project: Path | None = None) -> list[dict]:
     extra = getattr(agent, "doctor_checks", None)
     if extra is None:
         return []
-    return [_check(c["name"], c["status"], c["detail"], c.get("fix")) for c in extra(home)]
+    return [_check(c["name"], c["status"], c["detail"], c.get("fix")) for c in extra(home, project)]
 
 
 def state_checks(home: Path) -> list[dict]:
@@ -307,9 +313,9 @@ def _data_dir_check(data_dir: Path, home: Path) -> dict:
     return _check("data dir", OK, f"{display(data_dir, home)} is writable")
 
 
-def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -> dict:
-    report = build(home, data_dir, agent_name)
-    if fix and not report["ok"]:
+def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False, project: Path | None = None) -> dict:
+    report = build(home, data_dir, agent_name, project)
+    if fix and not report["ok"] and (report["installed"] or agent_name):
         from leanctx.installer.commands import run_init
 
         from leanctx.installer.install import Profile
@@ -328,32 +334,72 @@ def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False) -
             agent = agents.get(a["agent"])
             name = a.get("profile", "coding")
             profile = Profile(bot="bot" in name, guard="guard" in name, read_gate=a.get("read_gate", True))
-            mcp = a.get("read_gate", True) or bool(mcpreg.recorded_names(agent, home, data_dir, None))
-            report_fix = run_init([agent], home, data_dir, None, dry_run=False, say=say, profile=profile, mcp=mcp) or report_fix
-        report = build(home, data_dir, agent_name)
+            mcp = a.get("read_gate", True) or bool(mcpreg.recorded_names(agent, home, data_dir, project))
+            report_fix = run_init([agent], home, data_dir, project, dry_run=False, say=say, profile=profile, mcp=mcp) or report_fix
+        report = build(home, data_dir, agent_name, project)
         report["fixed"] = [a.name for a in broken]
         report["fix_exit_code"] = report_fix
     return report
 
 
-def build(home: Path, data_dir: Path, agent_name: str | None) -> dict:
+def project_installs(home: Path, data_dir: Path) -> dict[str, list[Path]]:
+    """Agent name -> project folders with a recorded install of it (from the install manifests)."""
+    found: dict[str, list[Path]] = {}
+    for record in manifest.all_manifests(data_dir):
+        try:
+            agent = agents.get(record.agent)
+        except agents.UnknownAgent:
+            continue
+        config = Path(record.path)
+        if config == agent.user_config_path(home):
+            continue
+        for folder in config.parents:
+            if agent.project_config_path(folder) == config:
+                found.setdefault(agent.name, [])
+                if folder not in found[agent.name]:
+                    found[agent.name].append(folder)
+                break
+    return found
+
+
+def build(home: Path, data_dir: Path, agent_name: str | None, project: Path | None = None) -> dict:
     checks = [_data_dir_check(data_dir, home)]
     wrapper_checks, wrapper_ok = _wrapper_checks(data_dir, home)
     selected = [agents.get(agent_name)] if agent_name else agents.all_agents()
-    results = [check_agent(a, home, data_dir, wrapper_ok, explicit=agent_name is not None) for a in selected]
+    elsewhere = project_installs(home, data_dir) if project is None else {}
+    results = [check_agent(a, home, data_dir, wrapper_ok, agent_name is not None, project, elsewhere.get(a.name, []))
+               for a in selected]
     any_installed = any(r["installed"] for r in results)
-    if any_installed or agent_name:
+    if (any_installed or agent_name) and project is None:  # a project install calls leanctx-hook on PATH instead
         checks.extend(wrapper_checks)
     if any("bot" in r.get("profile", "") for r in results):
         checks.extend(state_checks(home))
-    return {
+    report = {
         "schema": SCHEMA,
         "leanctx_version": leanctx.__version__,
         "data_dir": display(data_dir, home),
-        "ok": all(c["status"] != FAIL for c in checks) and all(r["ok"] for r in results),
+        "project": str(project) if project is not None else None,
+        "installed": any_installed,
+        "ok": any_installed and all(c["status"] != FAIL for c in checks) and all(r["ok"] for r in results),
         "checks": checks,
         "agents": results,
     }
+    if project is None:
+        report["project_installs"] = [{"agent": name, "project": str(folder)} for name, folders in elsewhere.items() for folder in folders]
+    if not any_installed:
+        report["start"] = _how_to_start(home, agent_name, project, report.get("project_installs") or [])
+    return report
+
+
+def _how_to_start(home: Path, agent_name: str | None, project: Path | None, installs: list[dict]) -> str:
+    """What to run when nothing is installed where doctor looked."""
+    if installs:
+        folders = list(dict.fromkeys(i["project"] for i in installs))
+        return "; ".join(f"leanctx doctor --project {folder}" for folder in folders)
+    detected = [a.name for a in agents.all_agents() if a.detect(home)]
+    name = agent_name or (detected[0] if len(detected) == 1 else "claude" if not detected else "|".join(detected))
+    where = f" --project {project}" if project is not None else ""
+    return f"leanctx init --agent {name}{where}"
 
 
 _MARK = {OK: "ok  ", FAIL: "FAIL", WARN: "warn", INFO: "info"}
@@ -368,7 +414,21 @@ def render(report: dict) -> str:
         lines.append(f"{a['display_name']} ({a['agent']}): {state}  {a['config_path']}")
         for c in a["checks"]:
             lines.append(_line(c, "  "))
-    lines.append("All good." if report["ok"] else "Some checks failed; each says how to fix it.")
+    installs = report.get("project_installs") or []
+    by_folder: dict[str, list[str]] = {}
+    for install in installs:
+        by_folder.setdefault(install["project"], []).append(install["agent"])
+    if not report["installed"] and installs:
+        lines.append("leanctx is installed only at project level here; check each project:")
+    elif installs:
+        lines.append("Project installs (not checked here):")
+    for folder, names in by_folder.items():
+        lines.append(f"  {', '.join(names)} in {folder}: run leanctx doctor --project {folder}")
+    if not report["installed"] and not installs:
+        where = f"in {report['project']}" if report.get("project") else "here"
+        lines.append(f"leanctx is not installed for any agent {where}. Start with: {report['start']}")
+    elif report["installed"]:
+        lines.append("All good." if report["ok"] else "Some checks failed; each says how to fix it.")
     return "\n".join(lines)
 
 

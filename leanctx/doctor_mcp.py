@@ -23,23 +23,25 @@ from leanctx.installer.files import ConfigError
 ROUND_TRIP_TIMEOUT_S = 60.0
 
 
-def checks(agent: Agent, home: Path, data_dir: Path) -> list[dict]:
-    fix = f"leanctx init --agent {agent.name}   (or: leanctx doctor --fix)"
+def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None) -> list[dict]:
+    from leanctx.doctor import init_fix
+
+    fix = init_fix(agent, project)
     try:
-        name = mcpreg.chosen_name(agent, home, data_dir, None)  # `init --mcp-name` is remembered
-        entry = mcpreg.registered(agent, home, None, name)
+        name = mcpreg.chosen_name(agent, home, data_dir, project)  # `init --mcp-name` is remembered
+        entry = mcpreg.registered(agent, home, project, name)
     except ConfigError as exc:
         return [{"name": "mcp server", "status": "fail", "detail": str(exc), "fix": "fix the file's syntax"}]
     from leanctx.doctor import path_check
     from leanctx.installer.install import display
 
-    path = display(agent.mcp_config(home, None)[0], home)
+    path = display(agent.mcp_config(home, project)[0], home)
     if entry is None:
         return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)", "fix": fix}]
     if not mcpreg.is_ours(entry):
         return [{"name": "mcp server", "status": "fail", "detail": f"the server named {name!r} in {path} is not leanctx's: {entry}",
                  "fix": f"rename yours, or: leanctx init --agent {agent.name} --mcp-name NAME"}]
-    want = mcpreg.wanted_entry(agent, data_dir)
+    want = mcpreg.wanted_entry(agent, data_dir, project)
     if entry != want:
         return [{"name": "mcp server", "status": "fail", "detail": f"the entry in {path} differs from this installation's: {entry}", "fix": fix}]
     missing = path_check([str(entry.get("command"))], path)

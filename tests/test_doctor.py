@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,15 @@ from leanctx.installer import wrapper
 from tests.conftest import PAYLOADS, run_cli
 
 
-def doctor_json(*args: str) -> tuple[int, dict]:
-    proc = run_cli("doctor", "--json", *args)
+def doctor_json(*args: str, env: dict | None = None) -> tuple[int, dict]:
+    proc = run_cli("doctor", "--json", *args, env=env)
     return proc.returncode, json.loads(proc.stdout)
+
+
+def scripts_on_path() -> dict:
+    """The environment with this installation's console scripts on PATH, as a project install
+    needs them (its files call `leanctx-hook` and `leanctx` by name)."""
+    return dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
 
 
 def checks_by_name(agent_report: dict) -> dict[str, dict]:
@@ -225,3 +232,79 @@ def test_doctor_suggests_the_codex_mcp_startup_grace(home: Path, data_dir: Path)
     config.write_text(config.read_text().replace("= 1000", "= 3000"))
     code, report = doctor_json("--agent", "codex")
     assert code == 0 and checks_by_name(report["agents"][0])["codex mcp start-up"]["status"] == "ok"
+
+
+# -- project installs (--project) and nothing installed ----------------------------------------
+
+
+@pytest.mark.parametrize("name", ["claude", "codex"])
+def test_doctor_project_passes_after_a_project_only_install(home: Path, data_dir: Path, tmp_path: Path, name: str) -> None:
+    project = (tmp_path / "repo").resolve()
+    project.mkdir()
+    env = scripts_on_path()
+    init = run_cli("init", "--agent", name, "--project", str(project), *(["--trust"] if name == "codex" else []), env=env)
+    assert init.returncode == 0, init.stderr
+    assert f"Check it with: leanctx doctor --project {project}" in init.stdout
+    code, report = doctor_json("--agent", name, "--project", str(project), env=env)
+    assert code == 0, json.dumps(report, indent=1)
+    (agent_report,) = report["agents"]
+    assert report["installed"] and report["project"] == str(project)
+    assert agent_report["config_path"] == str(agents.get(name).project_config_path(project))
+    checks = checks_by_name(agent_report)
+    for spec in agents.get(name).events:
+        assert checks[f"smoke {spec.name}"]["status"] == "ok"
+    assert checks["mcp server"]["status"] == "ok" and str(project) in checks["mcp server"]["detail"]
+    assert checks["mcp round trip"]["status"] == "ok"
+    # --agent all in the project: the same verdict, other hosts only noted
+    assert run_cli("doctor", "--project", str(project), env=env).returncode == 0
+    assert not wrapper.wrapper_path(data_dir).exists()  # project files need none: no wrapper check
+
+
+def test_doctor_without_project_points_at_the_project_install(home: Path, tmp_path: Path) -> None:
+    project = (tmp_path / "repo").resolve()
+    project.mkdir()
+    assert run_cli("init", "--agent", "claude", "--project", str(project)).returncode == 0
+    for args in ((), ("--agent", "claude")):
+        proc = run_cli("doctor", *args)
+        assert proc.returncode == 1
+        assert f"claude in {project}: run leanctx doctor --project {project}" in proc.stdout
+        assert "leanctx init --agent claude   (" not in proc.stdout  # no user-level install suggested
+    code, report = doctor_json()
+    assert code == 1 and report["installed"] is False
+    assert report["project_installs"] == [{"agent": "claude", "project": str(project)}]
+    assert report["start"] == f"leanctx doctor --project {project}"
+
+
+def test_doctor_fix_with_project_repairs_the_project_install(home: Path, tmp_path: Path) -> None:
+    project = (tmp_path / "repo").resolve()
+    project.mkdir()
+    env = scripts_on_path()
+    run_cli("init", "--agent", "claude", "--project", str(project), env=env)
+    path = project / ".claude" / "settings.local.json"
+    value = json.loads(path.read_text())
+    del value["hooks"]["Stop"]
+    path.write_text(json.dumps(value))
+    code, report = doctor_json("--agent", "claude", "--project", str(project), env=env)
+    stop = checks_by_name(report["agents"][0])["event Stop"]
+    assert code == 1 and stop["fix"] == f"leanctx init --agent claude --project {project}   (or: leanctx doctor --project {project} --fix)"
+    code, report = doctor_json("--agent", "claude", "--project", str(project), "--fix", env=env)
+    assert code == 0, json.dumps(report, indent=1)
+    assert "Stop" in json.loads(path.read_text())["hooks"]
+    assert not (home / ".claude" / "settings.json").exists()  # no user-level install appeared
+
+
+def test_doctor_with_nothing_installed_says_how_to_start(home: Path) -> None:
+    proc = run_cli("doctor")
+    assert proc.returncode == 1
+    assert proc.stdout.rstrip().splitlines()[-1] == "leanctx is not installed for any agent here. Start with: leanctx init --agent claude"
+    assert "All good" not in proc.stdout
+    (home / ".codex").mkdir()  # a detected host is the one suggested
+    code, report = doctor_json()
+    assert code == 1 and report["installed"] is False and report["ok"] is False
+    assert report["start"] == "leanctx init --agent codex"
+
+
+def test_doctor_project_with_nothing_installed_there(home: Path, tmp_path: Path) -> None:
+    proc = run_cli("doctor", "--project", str(tmp_path))
+    assert proc.returncode == 1
+    assert f"leanctx is not installed for any agent in {tmp_path.resolve()}" in proc.stdout

@@ -157,6 +157,8 @@ class Agent:
     checked_against: ClassVar[str] = ""
     #: the host rejects the whole file on comments/trailing commas (we keep them; doctor warns)
     strict_json: ClassVar[bool] = True
+    #: with strict_json: the host still accepts a leading UTF-8 byte order mark
+    json_bom_ok: ClassVar[bool] = True
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)
@@ -191,6 +193,16 @@ class Agent:
     def mcp_entry(self, command: str, args: list[str]) -> dict:
         """The server entry for leanctx's stdio MCP server, in this host's shape."""
         return {"command": command, "args": args}
+
+    def unparseable_effect(self, path: Path, home: Path) -> str:
+        """What the host does with a JSON file of ours it cannot parse strictly (for the warning)."""
+        return "it reads strict JSON and ignores this whole file"
+
+    def load_problems(self, home: Path, project: Path | None, read) -> list[dict]:
+        """Settings of the host's that stop it loading what init wired, beyond the JSON syntax:
+        [{name, path, reason, fix, severity ("fail"|"note")}]. `read(path)` gives a file's bytes
+        as they are (or would be, under --dry-run); None when it does not exist."""
+        return []
 
     def detect(self, home: Path) -> bool:
         """Installed on this machine: its config folder exists or its CLI is on PATH."""

@@ -21,6 +21,7 @@ class Codex(ClaudeShapeAgent):
     binaries = ("codex",)
     checked_against = "Codex CLI 0.171.0 (real CLI, end-to-end tests)"
     events = CLAUDE_STYLE_EVENTS
+    json_bom_ok = False  # verified on 0.171: a hooks.json starting with a BOM is ignored whole
 
     def config_dir(self, home: Path) -> Path:
         return env_dir("CODEX_HOME", home / ".codex")
@@ -67,11 +68,17 @@ class Codex(ClaudeShapeAgent):
             return super().check_output(event, stdout)
         return f"unexpected stdout on {event}: {stdout[:80]!r}"
 
-    def doctor_checks(self, home: Path) -> list[dict]:
-        """Codex silently skips hooks when [features] hooks = false or when not trusted."""
+    def doctor_checks(self, home: Path, project: Path | None = None) -> list[dict]:
+        """Codex silently skips hooks that are not trusted."""
         from leanctx.agents.codex_doctor import checks
 
-        return checks(self, home)
+        return checks(self, home, project)
+
+    def load_problems(self, home: Path, project: Path | None, read) -> list[dict]:
+        """The hooks feature switch, our MCP server's `enabled`, and the project's folder trust."""
+        from leanctx.agents.codex_doctor import load_problems
+
+        return load_problems(self, home, project, read)
 
 
 AGENT = Codex()

@@ -44,7 +44,12 @@ def log(data_dir: str | None, agent: str, event: str, message: str) -> None:
         pass
 
 
-FLAGS = ("--bot", "--guard", "--read-gate")
+# The flags a wired command may carry, and what each adds (also `leanctx hook --help`).
+FLAGS = {
+    "--bot": "always-on bot profile: record prompts and replies in conversation-state, hand the thread back at session start",
+    "--guard": "multi-user guard on the pre-tool event: deny tool calls that touch another user's folder",
+    "--read-gate": "on the pre-tool event narrowed to ctx_read: note who is about to read",
+}
 
 
 def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: tuple[str, ...] = ()) -> str:

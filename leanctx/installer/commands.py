@@ -8,7 +8,7 @@ import click
 
 from leanctx import agents
 from leanctx.agents.base import Agent
-from leanctx.installer import files, hookconfig, manifest
+from leanctx.installer import files, hookconfig, hostload, manifest
 from leanctx.installer.files import ConfigError
 from leanctx.installer.install import (
     Change,
@@ -103,9 +103,9 @@ def run_init(
         if dry_run:
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
             wrapper_changes = [plan_wrapper(data_dir)] if project is None else []  # project files call leanctx-hook on PATH
-            changes = wrapper_changes + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]]
-            _print_diffs([c for c in changes if c and not c.record_only], home)
-            return 0
+            changes = [c for c in wrapper_changes + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]] if c and not c.record_only]
+            _print_diffs(changes, home)
+            return _warn_not_loaded(selected, home, project, mcp, hostload.planned_reader(home, project, changes), dry_run=True)
         with files.install_lock(data_dir):
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
             wrapper_change = plan_wrapper(data_dir) if project is None else None  # project files call leanctx-hook on PATH
@@ -131,8 +131,14 @@ def run_init(
                 _say_portable(say, data_dir, home)
     except ConfigError as exc:
         return _refuse(exc)
-    say("Check it with: leanctx doctor")
-    return 0
+    say("Check it with: leanctx doctor" + (f" --project {project}" if project is not None else ""))
+    return _warn_not_loaded(selected, home, project, mcp, hostload.disk_reader(home, project), dry_run=False)
+
+
+def _warn_not_loaded(selected: list[Agent], home: Path, project: Path | None, mcp: bool, read: hostload.Reader, dry_run: bool) -> int:
+    """After every file is written (or diffed): each file a host will not load as it is; 1 if any."""
+    found = [(agent, problem) for agent in selected for problem in hostload.problems(agent, home, project, read, mcp)]
+    return hostload.warn(found, home, dry_run)
 
 
 def _say_portable(say, data_dir: Path, home: Path) -> None:

@@ -573,3 +573,20 @@ class Document:
             end = _HSPACE.match(text, end).end()
         edits.append((start, end, ""))
         return edits
+
+
+def strict_json_spots(text: str) -> list[tuple[str, int, int]]:
+    """What a strict JSON parser rejects in JSONC text that parses: (what, line, column) for a
+    leading byte order mark, every comment and every trailing comma, in file order. Raises
+    JsoncError when the text is not even JSONC."""
+    parser = _Parser(text)
+    parser.parse()
+    spots = [("byte order mark", 0)] if text.startswith(_BOM) else []
+    spots += [("comment", start) for start, _ in parser.comments]
+    scratch = _Parser(text)  # skips to the next token without recording the comments again
+    spots += [("trailing comma", c) for c in parser.commas if text.startswith(("}", "]"), scratch._skip(c + 1))]
+    located = []
+    for what, pos in sorted(spots, key=lambda spot: spot[1]):
+        where = JsoncError(what, text, pos)  # for its line/column arithmetic only
+        located.append((what, where.line, 1 if what == "byte order mark" else where.col))
+    return located

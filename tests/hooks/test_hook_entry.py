@@ -281,3 +281,45 @@ def test_read_gate_notes_each_call_under_the_hosts_call_id(hook_wrapper: Path, d
     assert record["read_calls"]["toolu_parent"]["agent_id"] is None
     assert record["read_calls"]["toolu_sub"]["agent_id"] == "a1b2"
     assert record["last_read_call"]["agent_id"] == "a1b2"
+
+
+# -- `leanctx hook` by hand ---------------------------------------------------------------------
+
+
+def test_hook_help_lists_every_agent_event_and_flag_without_reading_stdin(home: Path) -> None:
+    from leanctx import agents
+
+    read_end, write_end = os.pipe()  # stdin left open: a command waiting for a payload would hang
+    try:
+        proc = subprocess.run([sys.executable, "-m", "leanctx", "hook", "--help"], stdin=read_end, capture_output=True,
+                              text=True, timeout=60)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())  # help text is wrapped to the terminal width
+    assert "Usage: python -m leanctx hook [OPTIONS] AGENT EVENT [FLAGS]..." in text
+    for agent in agents.all_agents():
+        assert f"{agent.name} {agent.display_name}: {', '.join(s.name for s in agent.events)}" in text
+        if agent.bot_events:
+            assert f"with --bot also: {', '.join(s.name for s in agent.bot_events)}" in text
+        if agent.guard_event is not None:
+            assert f"with --guard: {agent.guard_event.name}" in text
+        if agent.read_gate_event is not None:
+            assert f"with --read-gate: {agent.read_gate_event.name} (matcher {agent.read_gate_event.matcher})" in text
+    for flag, meaning in hooks.FLAGS.items():
+        assert f"{flag} {meaning}" in text
+
+
+def test_hook_by_hand_takes_the_flags_the_wrapper_passes(home: Path, tmp_path: Path) -> None:
+    """`leanctx hook claude PreToolUse --guard` was a usage error (exit 2): flags were not accepted."""
+    cks = home / ".cks"
+    (cks / "user" / "bob").mkdir(parents=True)
+    (cks / "user" / "bob" / "profile.md").write_text("bob's phone number")
+    payload = json.loads((PAYLOADS / "claude" / "PreToolUse.json").read_text())
+    payload.update(tool_name="Read", tool_input={"file_path": str(cks / "user" / "bob" / "profile.md")}, cwd=str(tmp_path))
+    env = dict(os.environ, CKS_HOME=str(cks), CKS_ACTIVE_USER="alice")
+    proc = subprocess.run([sys.executable, "-m", "leanctx", "hook", "claude", "PreToolUse", "--guard"], input=json.dumps(payload),
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
