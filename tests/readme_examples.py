@@ -100,6 +100,9 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "uninstall": _claude_dir,
     "doctor": _claude_dir,
     "doctor-nothing": _nothing,
+    "doctor-project": _nothing,
+    "uninstall-codex": _codex_dir,
+    "hook-help": _nothing,
     "hook": _nothing,
     "state": _nothing,
     "cache": _claude_dir,
@@ -137,6 +140,9 @@ def run_block(name: str, body: str) -> str:
         shim = bin_dir / "leanctx"
         shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m leanctx "$@"\n')
         shim.chmod(0o755)
+        hook_shim = bin_dir / "leanctx-hook"  # what project files call from PATH
+        hook_shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from leanctx.hooks import run; run()" "$@"\n')
+        hook_shim.chmod(0o755)
         SETUPS[name](home)
         env = _environment(home, bin_dir)
         out = []
