@@ -298,7 +298,7 @@ def test_hook_help_lists_every_agent_event_and_flag_without_reading_stdin(home: 
         os.close(write_end)
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())  # help text is wrapped to the terminal width
-    assert "Usage: python -m leanctx hook [OPTIONS] AGENT EVENT [FLAGS]..." in text
+    assert "Usage: leanctx hook [OPTIONS] AGENT EVENT [FLAGS]..." in text
     for agent in agents.all_agents():
         assert f"{agent.name} {agent.display_name}: {', '.join(s.name for s in agent.events)}" in text
         if agent.bot_events:
