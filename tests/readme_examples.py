@@ -94,7 +94,6 @@ def _nothing(home: Path) -> None:
 SETUPS: dict[str, Callable[[Path], None]] = {
     "init-claude": _claude_dir,
     "init-codex": _codex_dir,
-    "init-refused": _broken_settings,
     "init-refusals": _refusals,
     "init-strict-json": _commented_settings,
     "uninstall": _claude_dir,
