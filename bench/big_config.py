@@ -10,6 +10,8 @@ all in one run so the figures share the machine's current speed:
 2. runs each command in a fresh subprocess (`python -m leanctx ...`, temp HOME and LEANCTX_HOME,
    no network): `init --agent claude` on the untouched files (first), `init` again (no-op),
    `doctor --agent claude`, `uninstall --agent claude`; each from the same starting files;
+   and, for reference, the same with both files small (doctor's MCP round trip and hook smoke
+   runs take the same time whatever the size);
 3. the floor, in a subprocess of the same interpreter: `json.loads` + `json.dumps(indent=2)` of
    the same file, read from disk;
 4. prints the median wall time of --runs runs, its ratio to the floor of the same file, and the
@@ -32,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -42,88 +43,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-WORDS = (
-    "fix the failing test in the parser refactor module so that config loads faster add a flag "
-    "explain why the build breaks on CI résumé naïve café Größe 日本語のテキスト 中文提示 emoji ✅ 🚀"
-).split()
-
-
-def _sentence(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n))
-
-
-def _project(rng: random.Random, i: int) -> dict:
-    history = []
-    for _ in range(rng.randint(20, 100)):
-        entry: dict = {"display": _sentence(rng, rng.randint(5, 60)), "pastedContents": {}}
-        if rng.random() < 0.1:
-            entry["pastedContents"] = {"1": {"id": 1, "type": "text", "content": _sentence(rng, 200) + "\n\tline two \"quoted\""}}
-        history.append(entry)
-    return {
-        "allowedTools": ["Bash(npm test:*)", "Edit"] if i % 3 == 0 else [],
-        "history": history,
-        "mcpContextUris": [],
-        "mcpServers": {},
-        "enabledMcpjsonServers": [],
-        "disabledMcpjsonServers": [],
-        "hasTrustDialogAccepted": bool(i % 2),
-        "projectOnboardingSeenCount": rng.randint(0, 4),
-        "hasClaudeMdExternalIncludesApproved": False,
-        "hasClaudeMdExternalIncludesWarningShown": False,
-        "lastCost": round(rng.random() * 3, 6),
-        "lastAPIDuration": rng.randint(1000, 900000),
-        "lastDuration": rng.randint(1000, 9000000),
-        "lastLinesAdded": rng.randint(0, 900),
-        "lastLinesRemoved": rng.randint(0, 400),
-        "lastTotalInputTokens": rng.randint(0, 10**6),
-        "lastTotalOutputTokens": rng.randint(0, 10**5),
-        "lastSessionId": f"{rng.getrandbits(128):032x}",
-        "exampleFiles": ["src/main.py", "src/cli.py", "tests/test_app.py"],
-    }
-
-
-def claude_json(size: int, seed: int = 8) -> str:
-    """A ~/.claude.json of about `size` bytes, written the way Claude Code writes it."""
-    rng = random.Random(seed)
-    doc: dict = {
-        "numStartups": 412,
-        "installMethod": "native",
-        "autoUpdates": True,
-        "tipsHistory": {f"tip-{i}": rng.randint(1, 400) for i in range(40)},
-        "userID": f"{rng.getrandbits(256):064x}",
-        "firstStartTime": "2025-03-02T10:11:12.000Z",
-        "projects": {},
-        "oauthAccount": {"accountUuid": "00000000-0000-0000-0000-000000000000", "emailAddress": "dev@example.com"},
-        "hasCompletedOnboarding": True,
-        "lastReleaseNotesSeen": "2.1.197",
-    }
-    total = 1000
-    i = 0
-    while total < size:
-        project = _project(rng, i)
-        doc["projects"][f"/home/dev/work/project-{i}-{_sentence(rng, 1)}"] = project
-        total += len(json.dumps(project, ensure_ascii=False, indent=2).encode()) + 50
-        i += 1
-    return json.dumps(doc, ensure_ascii=False, indent=2)
-
-
-def settings_json(size: int, seed: int = 9) -> str:
-    """A ~/.claude/settings.json of about `size` bytes: permissions, env, the user's own hooks."""
-    rng = random.Random(seed)
-    allow, total = [], 0
-    while total < size:
-        rule = f"Bash({_sentence(rng, rng.randint(1, 6))}:*)"
-        allow.append(rule)
-        total += len(rule.encode()) + 8
-    doc = {
-        "$schema": "https://json.schemastore.org/claude-code-settings.json",
-        "permissions": {"allow": allow, "deny": ["Read(./.env)"]},
-        "env": {"FOO": "bar"},
-        "hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "prettier --write"}]}]},
-    }
-    return json.dumps(doc, ensure_ascii=False, indent=2)
-
-
+sys.path.insert(0, str(REPO))
+from tests.installer.big_configs import claude_json, settings_json  # noqa: E402  (the tests use the same files)
 # Every child runs through this wrapper, which writes its own VmHWM (peak RSS of the process
 # since its exec) at exit. ru_maxrss from wait4 would not do: on Linux it keeps the parent's peak
 # from before the exec, i.e. this bench's own memory.
@@ -178,6 +99,7 @@ def main() -> None:
         scenarios = [
             ("~/.claude.json", ".claude.json", claude_json(int(args.mb * 1e6)), small_settings),
             ("settings.json", ".claude/settings.json", small_claude, settings_json(int(args.settings_mb * 1e6))),
+            ("small files (reference: what does not depend on size)", ".claude.json", small_claude, small_settings),
         ]
         print(f"median of {args.runs} runs; {sys.executable} {sys.version.split()[0]}")
         for label, big_name, claude_text, settings_text in scenarios:
@@ -230,7 +152,7 @@ def run_scenario(root: Path, runs: int, label: str, big_name: str, claude_text: 
         return statistics.median(t for t, _ in rows[name]), statistics.median(m for _, m in rows[name])
 
     floor = med("floor: json.loads + json.dumps")[0]
-    print(f"{label}: {size / 1e6:.1f} MB (the other file small)\n")
+    print(f"{label}: {size / 1e6:.1f} MB" + (" (the other file small)" if size > 1e5 else "") + "\n")
     print("| run | time | vs floor | extra peak memory |")
     print("|---|---:|---:|---:|")
     for name in rows:

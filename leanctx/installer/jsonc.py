@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,9 +45,18 @@ _STRING_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|(/[/*])', re.S)
 _TO_BRACKET = re.compile(r'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*')
 _STRING_TAIL = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"')
 _SCALAR = re.compile(r"[-+.0-9A-Za-z]+")
-# Up to the first `,` / `:` (outside strings) that is followed by something on the same line.
-_TO_SPACED_SEP = {
-    sep: re.compile(r'(?:[^"%s]+|"[^"\\]*(?:\\.[^"\\]*)*"|%s(?=[\r\n]))*' % (sep, sep)) for sep in ",:"
+# Up to the next `,` / `:` outside strings. With possessive quantifiers (Python 3.11+) one match
+# also steps over those that end a line, up to the first followed by something on the same line;
+# without them the regex engine would keep a backtracking point per step (100+ MB on a big file),
+# so `_strict_spacing` steps from separator to separator instead.
+_POSSESSIVE = sys.version_info >= (3, 11)
+_TO_SEP = {
+    sep: re.compile(
+        r'(?:[^"%s]++|"[^"\\]*+(?:\\.[^"\\]*+)*+"|%s(?=[\r\n]))*+' % (sep, sep)
+        if _POSSESSIVE
+        else r'(?:[^"%s]+|"[^"\\]*(?:\\.[^"\\]*)*")*' % sep
+    )
+    for sep in ",:"
 }
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS: dict[str, object] = {"true": True, "false": False, "null": None}
@@ -68,6 +78,8 @@ class JsoncError(ValueError):
 
 
 _UNSET = object()
+STRICT_FAST_PATH = True
+"""Tests turn this off to check the lazy strict-JSON path against the full parser."""
 
 
 class _Node:
@@ -86,8 +98,16 @@ class _Node:
     def value(self) -> object:
         if self._value is _UNSET:
             assert self._lazy is not None
-            self._value = json.loads(self._lazy.text[self.start : self.end])
+            self._value = _STRICT.raw_decode(self._lazy.text, self.start)[0]  # no copy of the span
         return self._value
+
+    @property
+    def opener(self) -> str:
+        """`{` for an object, `[` for an array, "" for a scalar; never decodes the value."""
+        if self._lazy is not None:
+            char = self._lazy.text[self.start]
+            return char if char in "[{" else ""
+        return "{" if isinstance(self._value, dict) else "[" if isinstance(self._value, list) else ""
 
     @property
     def entries(self) -> list[_Entry]:
@@ -163,13 +183,12 @@ def _scan_entries(node: _Node, lazy: _Lazy) -> list[_Entry]:
         if text[pos] == ",":
             entry.comma = pos
             pos = _WS.match(text, pos + 1).end()
-    value = node.value
+    value = node._value  # children take their values from a decoded parent, else decode their own span
     if isinstance(value, dict):
         last = {entry.key: entry for entry in entries}
         for key, entry in last.items():
             entry.node._value = value[key]
-    else:
-        assert isinstance(value, list)
+    elif isinstance(value, list):
         for entry, item in zip(entries, value):
             entry.node._value = item
     return entries
@@ -179,20 +198,28 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+def _discard(pairs: list) -> None:
+    return None
+
+
 _STRICT = json.JSONDecoder(parse_constant=_reject_constant)
+# Checks the syntax at C speed but keeps no objects: a big file's values are never all built.
+_VALIDATOR = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_discard)
 
 
-def _strict_root(text: str, ends: dict[int, int] | None = None) -> _Node | None:
+def _strict_root(text: str, ends: dict[int, int] | None = None, decode: bool = False) -> _Node | None:
     """The lazy root node if `text` is strict JSON (a BOM allowed), else None; `ends` are
-    container ends already known in this text."""
+    container ends already known in this text. Its value is decoded only with `decode`."""
+    if not STRICT_FAST_PATH:
+        return None
     start = _WS.match(text, 1 if text.startswith(_BOM) else 0).end()
     try:
-        value, end = _STRICT.raw_decode(text, start)
+        value, end = (_STRICT if decode else _VALIDATOR).raw_decode(text, start)
     except (ValueError, RecursionError):
         return None
     if _WS.match(text, end).end() != len(text):
         return None
-    return _Node(start, end, value, lazy=_Lazy(text, ends))
+    return _Node(start, end, value if decode else _UNSET, lazy=_Lazy(text, ends))
 
 
 class _Parser:
@@ -334,7 +361,7 @@ class _Parser:
 
 def loads(text: str) -> object:
     """Parse JSONC text into Python values, like `json.loads` for the JSON subset."""
-    root = _strict_root(text)
+    root = _strict_root(text, decode=True)
     return (root if root is not None else _Parser(text).parse()).value
 
 
@@ -365,24 +392,15 @@ def _child_index(node: _Node, step: object, where: Path) -> int | None:
 
     A step of the wrong kind for the container is a TypeError, never "absent": silently creating
     a sibling structure would hide a broken config from the user."""
-    if _child_index_in(node.value, step, where) is None:
-        return None
     if isinstance(step, str):
+        if node.opener != "{":
+            raise _wrong_type(where, node.value, "an object")
         indexes = [i for i, entry in enumerate(node.entries) if entry.key == step]
-        return indexes[-1]  # the last duplicate is the one `value` shows
-    return step  # type: ignore[return-value]
-
-
-def _child_index_in(value: object, step: object, where: Path) -> object:
-    """`step` if it addresses a child of `value`, None if absent; TypeError as `_child_index`."""
-    if isinstance(step, str):
-        if not isinstance(value, dict):
-            raise _wrong_type(where, value, "an object")
-        return step if step in value else None
+        return indexes[-1] if indexes else None  # the last duplicate is the one `value` shows
     if isinstance(step, int) and not isinstance(step, bool):
-        if not isinstance(value, list):
-            raise _wrong_type(where, value, "an array")
-        return step if 0 <= step < len(value) else None
+        if node.opener != "[":
+            raise _wrong_type(where, node.value, "an array")
+        return step if 0 <= step < len(node.entries) else None
     raise TypeError(f"path steps must be str or int, got {step!r}")
 
 
@@ -422,17 +440,22 @@ class Document:
 
     @property
     def value(self) -> object:
+        """The whole document decoded (on first use, for strict JSON)."""
         return self._root.value
+
+    @property
+    def is_object(self) -> bool:
+        """True if the top level is an object; cheap, unlike `value` on a big file."""
+        return self._root.opener == "{"
 
     def get(self, path: Path) -> object:
         """Value at `path`: KeyError/IndexError if absent, TypeError if a step meets the wrong type."""
         path = tuple(path)
-        value = self._root.value  # walking values, not nodes: no span of a big file is scanned
-        for depth, step in enumerate(path):
-            if _child_index_in(value, step, path[:depth]) is None:
-                raise (IndexError if isinstance(step, int) else KeyError)(path[: depth + 1])
-            value = value[step]  # type: ignore[index]
-        return value
+        nodes = self._locate(path)
+        if len(nodes) <= len(path):
+            missing = path[len(nodes) - 1]
+            raise (IndexError if isinstance(missing, int) else KeyError)(path[: len(nodes)])
+        return nodes[-1].value
 
     def has(self, path: Path) -> bool:
         """True if `get(path)` would succeed."""
@@ -458,7 +481,7 @@ class Document:
         path = tuple(path)
         nodes = self._locate(path)
         if len(nodes) > len(path):
-            if not isinstance(nodes[-1].value, list):
+            if nodes[-1].opener != "[":
                 raise _wrong_type(path, nodes[-1].value, "an array")
             self._insert(nodes, None, item)
             return []
@@ -508,6 +531,7 @@ class Document:
         node = self._array(path)
         if node is None:
             return 0
+        node.value  # noqa: B018  (decoded once here, so the elements take their values from it)
         doomed = [i for i, element in enumerate(node.entries) if predicate(element.node.value)]
         for index in reversed(doomed):  # from the end, so earlier indexes stay valid
             self._remove_entry(self._locate(path)[-1], index)
@@ -541,7 +565,7 @@ class Document:
         nodes = self._locate(path)
         if len(nodes) <= len(path):
             return None
-        if not isinstance(nodes[-1].value, list):
+        if nodes[-1].opener != "[":
             raise _wrong_type(path, nodes[-1].value, "an array")
         return nodes[-1]
 
@@ -573,10 +597,15 @@ class Document:
 
     def _strict_spacing(self, sep: str) -> bool | None:
         """`_spacing` for strict JSON text, which has no separator list: one C-level scan."""
-        pos = _TO_SPACED_SEP[sep].match(self._text).end()
-        if pos >= len(self._text):
-            return None
-        return self._text[pos + 1 : pos + 2] in (" ", "\t")
+        text, pos = self._text, 0
+        while True:
+            pos = _TO_SEP[sep].match(text, pos).end()
+            if pos >= len(text):
+                return None
+            after = text[pos + 1 : pos + 2]
+            if after not in ("\r", "\n"):
+                return after in (" ", "\t")
+            pos += 1
 
     def _render(self, value: object, indent: str, compact: bool) -> str:
         """Serialize a new value; continuation lines start with `indent`."""
@@ -623,15 +652,8 @@ class Document:
         tree is dropped first so two trees of a big file are never held at once."""
         old = self._text
         edits = sorted(edits)
-        pieces, done = [], 0
-        for start, end, new in edits:
-            pieces += [old[done:start], new]
-            done = end
-        pieces.append(old[done:])
-        text = "".join(pieces)
-        del pieces
         # Containers wholly before the first edit keep their offsets, those wholly after it move.
-        lo, hi, delta = edits[0][0], max(end for _, end, _ in edits), len(text) - len(old)
+        lo, hi, delta = edits[0][0], max(end for _, end, _ in edits), sum(len(new) - (end - start) for start, end, new in edits)
         lazy = self._root._lazy
         ends = None if lazy is None else {
             start + (0 if end <= lo else delta): end + (0 if end <= lo else delta)
@@ -639,6 +661,12 @@ class Document:
             if end <= lo or start >= hi
         }
         self._root = None  # type: ignore[assignment]
+        text, done = "", 0
+        for start, end, new in edits:  # `+=` grows the one new string in place: no copy of pieces
+            text += old[done:start]
+            text += new
+            done = end
+        text += old[done:]
         try:
             self._load(text, ends)
         except JsoncError:
