@@ -10,10 +10,10 @@ leading UTF-8 BOM. Duplicate keys are allowed and the last one wins, as with `js
 
 Host configs can be big (Claude Code's ~/.claude.json keeps every project's prompt history: tens
 of MB), while we only ever edit a few top-level members. So text that is strict JSON, the usual
-case, is validated and decoded by `json` (C speed), and a container's entries are only located
-(with a shallow scanner that skips values by regex, building nothing) when an edit or a lookup
-walks into it. Only text `json` rejects (comments, trailing commas, or an error to report) goes
-through the span-recording parser below, which builds the whole tree.
+case, is validated by `json` at C speed without keeping any value; a container's entries are
+located (by a shallow scanner that skips values by regex, building nothing) and a value decoded
+only when an edit or a lookup reaches it. Only text `json` rejects (comments, trailing commas, or
+an error to report) goes through the span-recording parser below, which builds the whole tree.
 """
 
 from __future__ import annotations
@@ -414,8 +414,9 @@ class Document:
 
     Inserted text follows the file's own style: indent unit (first indented line, default two
     spaces), newline style, and separator spacing for one-line containers. After every edit the
-    whole text is parsed again, so `value` always matches `text` and a broken splice can never be
-    stored. `value` is the parsed tree itself: treat it as read-only.
+    whole text is parsed again (validated by `json` when it is strict JSON, so a big file costs
+    little), so `value` always matches `text` and a broken splice can never be stored. `value` and
+    what `get` returns are the parsed values themselves: treat them as read-only.
 
     Removing the only entry of a container leaves `[]` / `{}` with no whitespace inside (comments
     inside it are kept), so append-then-remove restores the text byte for byte only when the
@@ -596,7 +597,7 @@ class Document:
         return None
 
     def _strict_spacing(self, sep: str) -> bool | None:
-        """`_spacing` for strict JSON text, which has no separator list: one C-level scan."""
+        """`_spacing` for strict JSON text, which has no separator list: a C-level scan."""
         text, pos = self._text, 0
         while True:
             pos = _TO_SEP[sep].match(text, pos).end()
