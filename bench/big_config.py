@@ -26,7 +26,7 @@ instrumentation that would slow the run.
 Targets (issue 8, item 15): init <= 5x floor and <= 3x the file size extra peak memory;
 no-op re-init <= 2x floor.
 
-Usage: python bench/big_config.py [--runs N] [--mb MB] [--settings-mb MB]
+Usage: python bench/big_config.py [--runs N] [--mb MB] [--settings-mb MB] [--ascii]
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--mb", type=float, default=18.0)
     parser.add_argument("--settings-mb", type=float, default=5.6)
+    parser.add_argument("--ascii", action="store_true", help="prompts without non-ASCII text (Python then holds the text at 1 byte a character, not 4)")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="leanctx-bigconfig-"))
@@ -97,7 +98,7 @@ def main() -> None:
         small_claude = json.dumps({"numStartups": 1, "projects": {}}, indent=2)
         small_settings = json.dumps({"env": {"FOO": "bar"}}, indent=2)
         scenarios = [
-            ("~/.claude.json", ".claude.json", claude_json(int(args.mb * 1e6)), small_settings),
+            ("~/.claude.json", ".claude.json", claude_json(int(args.mb * 1e6), ascii_only=args.ascii), small_settings),
             ("settings.json", ".claude/settings.json", small_claude, settings_json(int(args.settings_mb * 1e6))),
             ("small files (reference: what does not depend on size)", ".claude.json", small_claude, small_settings),
         ]
