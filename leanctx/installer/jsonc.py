@@ -41,15 +41,18 @@ _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _INDENTED_LINE = re.compile(r"\n([ \t]+)[^ \t\r\n]")
 _STRING_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|(/[/*])', re.S)
 # Shallow scanning of strict JSON (no comments): skip everything up to the next bracket, strings
-# included, in one C-level match; and the end of a scalar or of a string.
-_TO_BRACKET = re.compile(r'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*')
-_STRING_TAIL = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"')
-_SCALAR = re.compile(r"[-+.0-9A-Za-z]+")
-# Up to the next `,` / `:` outside strings. With possessive quantifiers (Python 3.11+) one match
-# also steps over those that end a line, up to the first followed by something on the same line;
-# without them the regex engine would keep a backtracking point per step (100+ MB on a big file),
-# so `_strict_spacing` steps from separator to separator instead.
+# included, in one C-level match; and the end of a scalar or of a string. Quantifiers are
+# possessive where Python has them (3.11+): otherwise the regex engine keeps a backtracking point
+# per step of a match (per escape in a string: 300+ MB for a string of millions of `\n`).
 _POSSESSIVE = sys.version_info >= (3, 11)
+_PLUS = "+" if _POSSESSIVE else ""
+_TO_BRACKET = re.compile(r'(?:[^"\[\]{}]+%s|"[^"\\]*%s(?:\\.[^"\\]*%s)*%s")*%s' % ((_PLUS,) * 5))
+_STRING_TAIL = re.compile(r'[^"\\]*%s(?:\\.[^"\\]*%s)*%s"' % ((_PLUS,) * 3))
+_SCALAR = re.compile(r"[-+.0-9A-Za-z]+")
+# Up to the next `,` / `:` outside strings. With possessive quantifiers one match also steps over
+# those that end a line, up to the first followed by something on the same line; without them
+# `_strict_spacing` steps from separator to separator (one match over a whole big file would
+# keep a backtracking point per step).
 _TO_SEP = {
     sep: re.compile(
         r'(?:[^"%s]++|"[^"\\]*+(?:\\.[^"\\]*+)*+"|%s(?=[\r\n]))*+' % (sep, sep)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import sys
+import tracemalloc
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -915,3 +917,19 @@ def test_edits_far_from_a_big_member_keep_it_intact() -> None:
     assert doc.remove_items(("hooks", "Stop"), lambda v: True) == 2
     assert doc.remove_key(("mcpServers", "leanctx")) and doc.remove_key(("z",)) and doc.remove_key(("hooks", "Stop"))
     assert doc.text == text
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="possessive regex quantifiers are 3.11+")
+def test_skipping_strings_of_millions_of_escapes_takes_no_memory() -> None:
+    """A pasted file in the history is one string with a `\\n` per line; skipping it must not make
+    the regex engine keep a backtracking point per escape (it took 370 MB for this 8 MB file)."""
+    text = json.dumps({"projects": {"a": ["\n" * 3_000_000, {"x": "\\" * 1_000_000}]}, "mcpServers": {}}, indent=2)
+    tracemalloc.start()
+    try:
+        doc = Document(text)
+        doc.set_key(("mcpServers", "leanctx"), {"command": "x"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert json.loads(doc.text)["mcpServers"] == {"leanctx": {"command": "x"}}
+    assert peak < 4 * len(text)  # the new text and transients; was 45x
