@@ -12,8 +12,9 @@ Host configs can be big (Claude Code's ~/.claude.json keeps every project's prom
 of MB), while we only ever edit a few top-level members. So text that is strict JSON, the usual
 case, is validated by `json` at C speed without keeping any value; a container's entries are
 located (by a shallow scanner that skips values by regex, building nothing) and a value decoded
-only when an edit or a lookup reaches it. Only text `json` rejects (comments, trailing commas, or
-an error to report) goes through the span-recording parser below, which builds the whole tree.
+only when an edit or a lookup reaches it. Text with comments takes the same path on a copy with
+the comments blanked (same offsets). Only what `json` still rejects (trailing commas, or an error
+to report) goes through the span-recording parser below, which builds the whole tree.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ _TO_SEP = {
     )
     for sep in ",:"
 }
+# Up to the next `/` outside strings (3.11+ only: see above), to find comments in C.
+_TO_SLASH = re.compile(r'(?:[^"/]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+') if _POSSESSIVE else None
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS: dict[str, object] = {"true": True, "false": False, "null": None}
 
@@ -223,6 +226,38 @@ def _strict_root(text: str, ends: dict[int, int] | None = None, decode: bool = F
     if _WS.match(text, end).end() != len(text):
         return None
     return _Node(start, end, value if decode else _UNSET, lazy=_Lazy(text, ends))
+
+
+def _blank_comments(text: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """`text` with each comment replaced by spaces (so every offset stays), and the comments'
+    spans; None if that cannot be done at C speed (Python 3.10) or the text is broken (the full
+    parser then reports where). A file with comments then takes the strict-JSON fast path."""
+    if _TO_SLASH is None:
+        return None
+    comments: list[tuple[int, int]] = []
+    pieces: list[str] = []
+    pos = done = 0
+    while True:
+        pos = _TO_SLASH.match(text, pos).end()
+        if pos >= len(text) or text[pos] != "/":
+            break
+        if text.startswith("//", pos):
+            end = text.find("\n", pos)
+            end = len(text) if end == -1 else end
+        elif text.startswith("/*", pos):
+            end = text.find("*/", pos + 2)
+            if end == -1:
+                return None
+            end += 2
+        else:
+            return None
+        comments.append((pos, end))
+        pieces += [text[done:pos], " " * (end - pos)]
+        pos = done = end
+    if pos < len(text):  # an unterminated string
+        return None
+    pieces.append(text[done:])
+    return "".join(pieces), comments
 
 
 class _Parser:
@@ -546,12 +581,17 @@ class Document:
     def _load(self, text: str, ends: dict[int, int] | None = None) -> _Parser | None:
         """Parse `text` and make it the document; the parser used, None for strict JSON (lazy)."""
         parser = None
+        comments: list[tuple[int, int]] = []
         root = _strict_root(text, ends)
+        if root is None and STRICT_FAST_PATH and (blanked := _blank_comments(text)) is not None and blanked[1]:
+            root = _strict_root(blanked[0], ends)  # comments but otherwise strict: scan the blanked copy
+            comments = blanked[1]
         if root is None:
             parser = _Parser(text)
             root = parser.parse()
+            comments = parser.comments
         self._text, self._root = text, root
-        self._comments = parser.comments if parser else []
+        self._comments = comments
         self._comment_starts = [start for start, _ in self._comments]
         return parser
 
@@ -600,13 +640,14 @@ class Document:
         return None
 
     def _strict_spacing(self, sep: str) -> bool | None:
-        """`_spacing` for strict JSON text, which has no separator list: a C-level scan."""
-        text, pos = self._text, 0
+        """`_spacing` for strict JSON text, which has no separator list: a C-level scan (of the
+        copy with comments blanked, when there are comments; the character after is the real one)."""
+        text, pos = self._root._lazy.text, 0
         while True:
             pos = _TO_SEP[sep].match(text, pos).end()
             if pos >= len(text):
                 return None
-            after = text[pos + 1 : pos + 2]
+            after = self._text[pos + 1 : pos + 2]
             if after not in ("\r", "\n"):
                 return after in (" ", "\t")
             pos += 1

@@ -876,6 +876,12 @@ def test_fast_path_and_full_parser_agree(data: st.DataObject, value: object, bom
         full = Document(text)
         assert same(loads(text), expected)
     assert same(fast.value, expected) and same(full.value, expected) and same(loads(text), expected)
+    edit_both(fast, full, operations)
+    assert same(fast.value, json.loads(fast.text.removeprefix("\ufeff")))
+
+
+def edit_both(fast: Document, full: Document, operations: list) -> None:
+    """Apply `operations` to both documents: same results, errors, text and value after each."""
     for name, *arguments in operations:
         outcomes = []
         for doc in (fast, full):
@@ -889,7 +895,18 @@ def test_fast_path_and_full_parser_agree(data: st.DataObject, value: object, bom
         assert outcomes[0] == outcomes[1], name
         assert fast.text == full.text
         assert same(fast.value, full.value)
-        assert same(fast.value, json.loads(fast.text.removeprefix("\ufeff")))
+
+
+@PROPERTY
+@given(RENDERERS, st.dictionaries(SMALL_KEYS, SMALL_VALUES, max_size=3), st.lists(OPERATIONS, max_size=8))
+def test_commented_documents_fast_and_full_agree(renderer: Renderer, root: dict, operations: list) -> None:
+    """Comments (without trailing commas) also take the fast path, on a copy with them blanked."""
+    text = renderer.document(root)
+    fast = Document(text)
+    with full_parser_only():
+        full = Document(text)
+    assert fast._comments == full._comments
+    edit_both(fast, full, operations)
 
 
 @pytest.mark.parametrize("text", ["NaN", '{"a": Infinity}', "[-Infinity]", '{"a": 1} x', "\ufeff", "[1,]"])
