@@ -28,7 +28,7 @@ def parse(path: Path, text: str) -> jsonc.Document:
         doc = jsonc.Document(text)
     except jsonc.JsoncError as exc:
         raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse: {exc.msg}; left untouched") from None
-    if not isinstance(doc.value, dict):
+    if not doc.is_object:
         raise ConfigError(f"{path}: top level is a JSON {type(doc.value).__name__}, expected an object; left untouched")
     return doc
 

@@ -7,15 +7,25 @@ every value sits in the text and edits by splicing: every byte outside a spliced
 
 Dialect: strict JSON plus `//` and `/* */` comments, trailing commas in objects and arrays and a
 leading UTF-8 BOM. Duplicate keys are allowed and the last one wins, as with `json.loads`.
+
+Host configs can be big (Claude Code's ~/.claude.json keeps every project's prompt history: tens
+of MB), while we only ever edit a few top-level members. So text that is strict JSON, the usual
+case, is validated by `json` at C speed without keeping any value; a container's entries are
+located (by a shallow scanner that skips values by regex, building nothing) and a value decoded
+only when an edit or a lookup reaches it. Text with comments takes the same path on a copy with
+the comments blanked (same offsets). Only what `json` still rejects (trailing commas, or an error
+to report) goes through the span-recording parser below, which builds the whole tree.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from json.decoder import scanstring
 
 __all__ = ["Document", "JsoncError", "Path", "has_comments", "loads"]
 
@@ -31,6 +41,29 @@ _PLAIN = re.compile(r'[^"\\\x00-\x1f]*')
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _INDENTED_LINE = re.compile(r"\n([ \t]+)[^ \t\r\n]")
 _STRING_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|(/[/*])', re.S)
+# Shallow scanning of strict JSON (no comments): skip everything up to the next bracket, strings
+# included, in one C-level match; and the end of a scalar or of a string. Quantifiers are
+# possessive where Python has them (3.11+): otherwise the regex engine keeps a backtracking point
+# per step of a match (per escape in a string: 300+ MB for a string of millions of `\n`).
+_POSSESSIVE = sys.version_info >= (3, 11)
+_PLUS = "+" if _POSSESSIVE else ""
+_TO_BRACKET = re.compile(r'(?:[^"\[\]{}]+%s|"[^"\\]*%s(?:\\.[^"\\]*%s)*%s")*%s' % ((_PLUS,) * 5))
+_STRING_TAIL = re.compile(r'[^"\\]*%s(?:\\.[^"\\]*%s)*%s"' % ((_PLUS,) * 3))
+_SCALAR = re.compile(r"[-+.0-9A-Za-z]+")
+# Up to the next `,` / `:` outside strings. With possessive quantifiers one match also steps over
+# those that end a line, up to the first followed by something on the same line; without them
+# `_strict_spacing` steps from separator to separator (one match over a whole big file would
+# keep a backtracking point per step).
+_TO_SEP = {
+    sep: re.compile(
+        r'(?:[^"%s]++|"[^"\\]*+(?:\\.[^"\\]*+)*+"|%s(?=[\r\n]))*+' % (sep, sep)
+        if _POSSESSIVE
+        else r'(?:[^"%s]+|"[^"\\]*(?:\\.[^"\\]*)*")*' % sep
+    )
+    for sep in ",:"
+}
+# Up to the next `/` outside strings (3.11+ only: see above), to find comments in C.
+_TO_SLASH = re.compile(r'(?:[^"/]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+') if _POSSESSIVE else None
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS: dict[str, object] = {"true": True, "false": False, "null": None}
 
@@ -50,15 +83,56 @@ class JsoncError(ValueError):
         self.msg, self.line, self.col, self.pos = msg, line, col, pos
 
 
-@dataclass(slots=True)
-class _Node:
-    """A parsed value and its span [start, end) in the text. Containers also keep their entries,
-    so an edit knows where each child, its key and its separating comma are."""
+_UNSET = object()
+STRICT_FAST_PATH = True
+"""Tests turn this off to check the lazy strict-JSON path against the full parser."""
 
-    start: int
-    end: int
-    value: object
-    entries: list[_Entry] = field(default_factory=list)  # empty for scalars
+
+class _Node:
+    """A parsed value and its span [start, end) in the text. Containers also have entries, so an
+    edit knows where each child, its key and its separating comma are.
+
+    Nodes of strict-JSON text are lazy (`lazy` is set): `entries` is scanned on first use
+    (`_scan_entries`), `value` taken from the parent's value or decoded from the span."""
+
+    __slots__ = ("start", "end", "_value", "_entries", "_lazy")
+
+    def __init__(self, start: int, end: int, value: object = _UNSET, entries: list[_Entry] | None = None, lazy: _Lazy | None = None) -> None:
+        self.start, self.end, self._value, self._entries, self._lazy = start, end, value, entries, lazy
+
+    @property
+    def value(self) -> object:
+        if self._value is _UNSET:
+            assert self._lazy is not None
+            self._value = _STRICT.raw_decode(self._lazy.text, self.start)[0]  # no copy of the span
+        return self._value
+
+    @property
+    def opener(self) -> str:
+        """`{` for an object, `[` for an array, "" for a scalar; never decodes the value."""
+        if self._lazy is not None:
+            char = self._lazy.text[self.start]
+            return char if char in "[{" else ""
+        return "{" if isinstance(self._value, dict) else "[" if isinstance(self._value, list) else ""
+
+    @property
+    def entries(self) -> list[_Entry]:
+        """Array elements or object members in text order; empty for scalars."""
+        if self._entries is None:
+            assert self._lazy is not None
+            self._entries = _scan_entries(self, self._lazy)
+        return self._entries
+
+
+class _Lazy:
+    """What the lazy nodes of one strict-JSON text share: the text, and the end of every container
+    value scanned so far by its start, kept across edits that do not touch it (`Document._splice`),
+    so a big member (a 5 MB permissions list) is skipped once per document, not once per edit."""
+
+    __slots__ = ("text", "ends")
+
+    def __init__(self, text: str, ends: dict[int, int] | None = None) -> None:
+        self.text, self.ends = text, ends if ends is not None else {}
 
 
 @dataclass(slots=True)
@@ -69,6 +143,121 @@ class _Entry:
     node: _Node
     key: str | None  # None for array elements
     comma: int | None = None  # offset of the comma that follows it, if any
+
+
+def _value_end(lazy: _Lazy, start: int) -> int:
+    """End of the strict-JSON value starting at `start`, without decoding it."""
+    text = lazy.text
+    char = text[start]
+    if char == '"':
+        return _STRING_TAIL.match(text, start + 1).end()
+    if char not in "[{":
+        return _SCALAR.match(text, start).end()
+    known = lazy.ends.get(start)
+    if known is not None:
+        return known
+    pos, depth = start, 0
+    while True:
+        pos = _TO_BRACKET.match(text, pos).end()
+        depth += 1 if text[pos] in "[{" else -1
+        pos += 1
+        if not depth:
+            lazy.ends[start] = pos
+            return pos
+
+
+def _scan_entries(node: _Node, lazy: _Lazy) -> list[_Entry]:
+    """The entries of a container node of strict-JSON text (already validated by `json`), each
+    child a lazy node; children's values come from the node's value (the last duplicate key is
+    the one `json` kept; an earlier duplicate decodes its own span when asked)."""
+    text = lazy.text
+    if text[node.start] not in "[{":
+        return []
+    is_object = text[node.start] == "{"
+    close = node.end - 1
+    entries: list[_Entry] = []
+    pos = _WS.match(text, node.start + 1).end()
+    while pos < close:
+        entry_start, key = pos, None
+        if is_object:
+            key, pos = scanstring(text, pos + 1)
+            pos = _WS.match(text, _WS.match(text, pos).end() + 1).end()  # past the colon
+        end = _value_end(lazy, pos)
+        entry = _Entry(entry_start, _Node(pos, end, lazy=lazy), key)
+        entries.append(entry)
+        pos = _WS.match(text, end).end()
+        if text[pos] == ",":
+            entry.comma = pos
+            pos = _WS.match(text, pos + 1).end()
+    value = node._value  # children take their values from a decoded parent, else decode their own span
+    if isinstance(value, dict):
+        last = {entry.key: entry for entry in entries}
+        for key, entry in last.items():
+            entry.node._value = value[key]
+    elif isinstance(value, list):
+        for entry, item in zip(entries, value):
+            entry.node._value = item
+    return entries
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _discard(pairs: list) -> None:
+    return None
+
+
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant)
+# Checks the syntax at C speed but keeps no objects: a big file's values are never all built.
+_VALIDATOR = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_discard)
+
+
+def _strict_root(text: str, ends: dict[int, int] | None = None, decode: bool = False) -> _Node | None:
+    """The lazy root node if `text` is strict JSON (a BOM allowed), else None; `ends` are
+    container ends already known in this text. Its value is decoded only with `decode`."""
+    if not STRICT_FAST_PATH:
+        return None
+    start = _WS.match(text, 1 if text.startswith(_BOM) else 0).end()
+    try:
+        value, end = (_STRICT if decode else _VALIDATOR).raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
+    if _WS.match(text, end).end() != len(text):
+        return None
+    return _Node(start, end, value if decode else _UNSET, lazy=_Lazy(text, ends))
+
+
+def _blank_comments(text: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """`text` with each comment replaced by spaces (so every offset stays), and the comments'
+    spans; None if that cannot be done at C speed (Python 3.10) or the text is broken (the full
+    parser then reports where). A file with comments then takes the strict-JSON fast path."""
+    if _TO_SLASH is None:
+        return None
+    comments: list[tuple[int, int]] = []
+    pieces: list[str] = []
+    pos = done = 0
+    while True:
+        pos = _TO_SLASH.match(text, pos).end()
+        if pos >= len(text) or text[pos] != "/":
+            break
+        if text.startswith("//", pos):
+            end = text.find("\n", pos)
+            end = len(text) if end == -1 else end
+        elif text.startswith("/*", pos):
+            end = text.find("*/", pos + 2)
+            if end == -1:
+                return None
+            end += 2
+        else:
+            return None
+        comments.append((pos, end))
+        pieces += [text[done:pos], " " * (end - pos)]
+        pos = done = end
+    if pos < len(text):  # an unterminated string
+        return None
+    pieces.append(text[done:])
+    return "".join(pieces), comments
 
 
 class _Parser:
@@ -124,18 +313,18 @@ class _Parser:
             return self._container(pos)
         if char == '"':
             string, end = self._string(pos)
-            return _Node(pos, end, string)
+            return _Node(pos, end, string, [])
         if number := _NUMBER.match(text, pos):
             literal = number.group()
             try:
                 value = float(literal) if number.group(1) or number.group(2) else int(literal)
             except ValueError:  # more digits than int() accepts (sys.get_int_max_str_digits)
                 raise JsoncError("number too long", text, pos) from None
-            return _Node(pos, number.end(), value)
+            return _Node(pos, number.end(), value, [])
         if word := _WORD.match(text, pos):
             if word.group() not in _LITERALS:
                 raise JsoncError(f"invalid literal {word.group()!r}", text, pos)
-            return _Node(pos, word.end(), _LITERALS[word.group()])
+            return _Node(pos, word.end(), _LITERALS[word.group()], [])
         raise self._error("a value", pos)
 
     def _container(self, start: int) -> _Node:
@@ -210,7 +399,8 @@ class _Parser:
 
 def loads(text: str) -> object:
     """Parse JSONC text into Python values, like `json.loads` for the JSON subset."""
-    return _Parser(text).parse().value
+    root = _strict_root(text, decode=True)
+    return (root if root is not None else _Parser(text).parse()).value
 
 
 def has_comments(text: str) -> bool:
@@ -241,14 +431,14 @@ def _child_index(node: _Node, step: object, where: Path) -> int | None:
     A step of the wrong kind for the container is a TypeError, never "absent": silently creating
     a sibling structure would hide a broken config from the user."""
     if isinstance(step, str):
-        if not isinstance(node.value, dict):
+        if node.opener != "{":
             raise _wrong_type(where, node.value, "an object")
         indexes = [i for i, entry in enumerate(node.entries) if entry.key == step]
         return indexes[-1] if indexes else None  # the last duplicate is the one `value` shows
     if isinstance(step, int) and not isinstance(step, bool):
-        if not isinstance(node.value, list):
+        if node.opener != "[":
             raise _wrong_type(where, node.value, "an array")
-        return step if 0 <= step < len(node.value) else None
+        return step if 0 <= step < len(node.entries) else None
     raise TypeError(f"path steps must be str or int, got {step!r}")
 
 
@@ -262,8 +452,9 @@ class Document:
 
     Inserted text follows the file's own style: indent unit (first indented line, default two
     spaces), newline style, and separator spacing for one-line containers. After every edit the
-    whole text is parsed again, so `value` always matches `text` and a broken splice can never be
-    stored. `value` is the parsed tree itself: treat it as read-only.
+    whole text is parsed again (validated by `json` when it is strict JSON, so a big file costs
+    little), so `value` always matches `text` and a broken splice can never be stored. `value` and
+    what `get` returns are the parsed values themselves: treat them as read-only.
 
     Removing the only entry of a container leaves `[]` / `{}` with no whitespace inside (comments
     inside it are kept), so append-then-remove restores the text byte for byte only when the
@@ -275,7 +466,10 @@ class Document:
         self._nl = "\r\n" if first_newline > 0 and text[first_newline - 1] == "\r" else "\n"
         self._unit = self._detect_unit()
         # A file with only one kind of separator on a line (e.g. `{"a":1}`) decides both.
-        items, keys = self._spacing(parser.commas), self._spacing(parser.colons)
+        if parser is None:
+            items, keys = self._strict_spacing(","), self._strict_spacing(":")
+        else:
+            items, keys = self._spacing(parser.commas), self._spacing(parser.colons)
         self._item_sep = ", " if (keys is not False if items is None else items) else ","
         self._key_sep = ": " if (items is not False if keys is None else keys) else ":"
 
@@ -285,7 +479,13 @@ class Document:
 
     @property
     def value(self) -> object:
+        """The whole document decoded (on first use, for strict JSON)."""
         return self._root.value
+
+    @property
+    def is_object(self) -> bool:
+        """True if the top level is an object; cheap, unlike `value` on a big file."""
+        return self._root.opener == "{"
 
     def get(self, path: Path) -> object:
         """Value at `path`: KeyError/IndexError if absent, TypeError if a step meets the wrong type."""
@@ -320,7 +520,7 @@ class Document:
         path = tuple(path)
         nodes = self._locate(path)
         if len(nodes) > len(path):
-            if not isinstance(nodes[-1].value, list):
+            if nodes[-1].opener != "[":
                 raise _wrong_type(path, nodes[-1].value, "an array")
             self._insert(nodes, None, item)
             return []
@@ -370,6 +570,7 @@ class Document:
         node = self._array(path)
         if node is None:
             return 0
+        node.value  # noqa: B018  (decoded once here, so the elements take their values from it)
         doomed = [i for i, element in enumerate(node.entries) if predicate(element.node.value)]
         for index in reversed(doomed):  # from the end, so earlier indexes stay valid
             self._remove_entry(self._locate(path)[-1], index)
@@ -377,12 +578,21 @@ class Document:
 
     # -- locating -------------------------------------------------------------------------
 
-    def _load(self, text: str) -> _Parser:
-        parser = _Parser(text)
-        root = parser.parse()
+    def _load(self, text: str, ends: dict[int, int] | None = None) -> _Parser | None:
+        """Parse `text` and make it the document; the parser used, None for strict JSON (lazy)."""
+        parser = None
+        comments: list[tuple[int, int]] = []
+        root = _strict_root(text, ends)
+        if root is None and STRICT_FAST_PATH and (blanked := _blank_comments(text)) is not None and blanked[1]:
+            root = _strict_root(blanked[0], ends)  # comments but otherwise strict: scan the blanked copy
+            comments = blanked[1]
+        if root is None:
+            parser = _Parser(text)
+            root = parser.parse()
+            comments = parser.comments
         self._text, self._root = text, root
-        self._comments = parser.comments
-        self._comment_starts = [start for start, _ in parser.comments]
+        self._comments = comments
+        self._comment_starts = [start for start, _ in self._comments]
         return parser
 
     def _locate(self, path: Path) -> list[_Node]:
@@ -399,7 +609,7 @@ class Document:
         nodes = self._locate(path)
         if len(nodes) <= len(path):
             return None
-        if not isinstance(nodes[-1].value, list):
+        if nodes[-1].opener != "[":
             raise _wrong_type(path, nodes[-1].value, "an array")
         return nodes[-1]
 
@@ -428,6 +638,19 @@ class Document:
             if after not in ("\r", "\n"):
                 return after in (" ", "\t")
         return None
+
+    def _strict_spacing(self, sep: str) -> bool | None:
+        """`_spacing` for strict JSON text, which has no separator list: a C-level scan (of the
+        copy with comments blanked, when there are comments; the character after is the real one)."""
+        text, pos = self._root._lazy.text, 0
+        while True:
+            pos = _TO_SEP[sep].match(text, pos).end()
+            if pos >= len(text):
+                return None
+            after = self._text[pos + 1 : pos + 2]
+            if after not in ("\r", "\n"):
+                return after in (" ", "\t")
+            pos += 1
 
     def _render(self, value: object, indent: str, compact: bool) -> str:
         """Serialize a new value; continuation lines start with `indent`."""
@@ -468,11 +691,32 @@ class Document:
     # -- editing --------------------------------------------------------------------------
 
     def _splice(self, edits: list[tuple[int, int, str]]) -> None:
-        """Replace non-overlapping [start, end) spans and re-parse; on a parse failure nothing changes."""
-        text = self._text
-        for start, end, new in sorted(edits, reverse=True):
-            text = text[:start] + new + text[end:]
-        self._load(text)
+        """Replace non-overlapping [start, end) spans and re-parse; on a parse failure nothing changes.
+
+        Strict JSON re-parses at C speed (`json`), so a big file costs little per edit; the old
+        tree is dropped first so two trees of a big file are never held at once."""
+        old = self._text
+        edits = sorted(edits)
+        # Containers wholly before the first edit keep their offsets, those wholly after it move.
+        lo, hi, delta = edits[0][0], max(end for _, end, _ in edits), sum(len(new) - (end - start) for start, end, new in edits)
+        lazy = self._root._lazy
+        ends = None if lazy is None else {
+            start + (0 if end <= lo else delta): end + (0 if end <= lo else delta)
+            for start, end in lazy.ends.items()
+            if end <= lo or start >= hi
+        }
+        self._root = None  # type: ignore[assignment]
+        text, done = "", 0
+        for start, end, new in edits:  # `+=` grows the one new string in place: no copy of pieces
+            text += old[done:start]
+            text += new
+            done = end
+        text += old[done:]
+        try:
+            self._load(text, ends)
+        except JsoncError:
+            self._load(old)
+            raise
 
     def _create(self, path: Path, nodes: list[_Node], leaf: object) -> list[Path]:
         """Insert `leaf` at `path`, wrapping it in one object per missing key after the first."""

@@ -7,14 +7,18 @@ they own — an append followed by removing the same item must give the original
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import sys
+import tracemalloc
 from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from leanctx.installer import jsonc
 from leanctx.installer.jsonc import Document, JsoncError, Path, has_comments, loads
 
 PROPERTY = settings(max_examples=int(__import__("os").environ.get("JSONC_EXAMPLES", 200)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -811,3 +815,138 @@ def test_appends_keep_every_comment(renderer: Renderer, root: dict, paths: list)
             continue
     for n in range(next(renderer.counter)):
         assert text.count(f"#{n}#") == doc.text.count(f"#{n}#")
+
+
+# -- the strict-JSON fast path ------------------------------------------------------------
+# Strict JSON (the usual host file, and the big one: ~/.claude.json) is decoded by `json` and
+# scanned lazily; everything else goes through the span-recording parser. Both must agree on every
+# value and every edit, byte for byte.
+
+
+@contextlib.contextmanager
+def full_parser_only() -> Iterator[None]:
+    jsonc.STRICT_FAST_PATH = False
+    try:
+        yield
+    finally:
+        jsonc.STRICT_FAST_PATH = True
+
+
+def strict_render(value: object, draw: Callable, depth: int = 0) -> str:
+    """Strict JSON with drawn layout, ASCII or raw unicode strings, and (for objects drawn as pairs)
+    duplicate keys."""
+    indent = draw(st.sampled_from([None, 2, 4, "\t"]))
+    sep = draw(st.sampled_from([(",", ":"), (", ", ": "), (",", ": ")]))
+    ascii_only = draw(st.booleans())
+    if isinstance(value, Pairs):
+        inner = [json.dumps(k, ensure_ascii=ascii_only) + sep[1] + strict_render(v, draw, depth + 1) for k, v in value]
+        opener, closer = "{", "}"
+    elif isinstance(value, list):
+        inner = [strict_render(v, draw, depth + 1) for v in value]
+        opener, closer = "[", "]"
+    else:
+        return json.dumps(value, ensure_ascii=ascii_only)
+    if not inner:
+        return opener + closer
+    if indent is None:
+        return opener + sep[0].join(inner) + closer
+    pad = "\n" + (indent if isinstance(indent, str) else " " * indent) * (depth + 1)
+    end = "\n" + (indent if isinstance(indent, str) else " " * indent) * depth
+    return opener + pad + ("," + pad).join(inner) + end + closer
+
+
+class Pairs(list):
+    """An object drawn as a list of (key, value) pairs, so keys may repeat."""
+
+
+STRICT_VALUES = st.recursive(
+    SCALARS | st.text(alphabet="a\u00e9\u65e5\U0001f680\x7f\u2028", max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.lists(st.tuples(SMALL_KEYS | KEYS, inner), max_size=4).map(Pairs),
+    max_leaves=14,
+)
+
+
+@PROPERTY
+@given(st.data(), STRICT_VALUES, st.booleans(), st.lists(OPERATIONS, max_size=8))
+def test_fast_path_and_full_parser_agree(data: st.DataObject, value: object, bom: bool, operations: list) -> None:
+    text = ("\ufeff" if bom else "") + strict_render(Pairs([("a", value)]), data.draw) + data.draw(st.sampled_from(["", "\n", " \r\n"]))
+    expected = json.loads(text.removeprefix("\ufeff"))
+    fast = Document(text)
+    with full_parser_only():
+        full = Document(text)
+        assert same(loads(text), expected)
+    assert same(fast.value, expected) and same(full.value, expected) and same(loads(text), expected)
+    edit_both(fast, full, operations)
+    assert same(fast.value, json.loads(fast.text.removeprefix("\ufeff")))
+
+
+def edit_both(fast: Document, full: Document, operations: list) -> None:
+    """Apply `operations` to both documents: same results, errors, text and value after each."""
+    for name, *arguments in operations:
+        outcomes = []
+        for doc in (fast, full):
+            with contextlib.ExitStack() as stack:
+                if doc is full:
+                    stack.enter_context(full_parser_only())
+                try:
+                    outcomes.append(("ok", getattr(doc, name)(*arguments)))
+                except (TypeError, IndexError, ValueError) as error:
+                    outcomes.append((type(error), None))
+        assert outcomes[0] == outcomes[1], name
+        assert fast.text == full.text
+        assert same(fast.value, full.value)
+
+
+@PROPERTY
+@given(RENDERERS, st.dictionaries(SMALL_KEYS, SMALL_VALUES, max_size=3), st.lists(OPERATIONS, max_size=8))
+def test_commented_documents_fast_and_full_agree(renderer: Renderer, root: dict, operations: list) -> None:
+    """Comments (without trailing commas) also take the fast path, on a copy with them blanked."""
+    text = renderer.document(root)
+    fast = Document(text)
+    with full_parser_only():
+        full = Document(text)
+    assert fast._comments == full._comments
+    edit_both(fast, full, operations)
+
+
+@pytest.mark.parametrize("text", ["NaN", '{"a": Infinity}', "[-Infinity]", '{"a": 1} x', "\ufeff", "[1,]"])
+def test_what_json_accepts_but_jsonc_does_not_stays_an_error(text: str) -> None:
+    if text == "[1,]":
+        assert loads(text) == [1]  # trailing comma: the full parser accepts it
+        return
+    with pytest.raises(JsoncError):
+        Document(text)
+
+
+def test_edits_far_from_a_big_member_keep_it_intact() -> None:
+    """A big untouched member (Claude Code's `projects` history) is skipped, not rebuilt, and
+    survives several edits byte for byte, its known span moved along with the edits before it."""
+    projects = {f"/p/{i}": {"history": [{"display": f"prompt {j} \"q\" é 🚀 ]}}", "pastedContents": {}} for j in range(20)]} for i in range(200)}
+    text = json.dumps({"mcpServers": {"x": {"command": "x"}}, "projects": projects, "hooks": {}}, ensure_ascii=False, indent=2) + "\n"
+    doc = Document(text)
+    doc.set_key(("mcpServers", "leanctx"), {"command": "leanctx"})
+    doc.append(("hooks", "Stop"), {"hooks": []})
+    doc.append(("hooks", "Stop"), {"hooks": [1]})
+    doc.set_key(("z",), [1, 2])
+    body = json.dumps(projects, ensure_ascii=False, indent=2).replace("\n", "\n  ")
+    assert body in doc.text
+    assert doc.get(("projects",)) == projects
+    assert doc.remove_items(("hooks", "Stop"), lambda v: True) == 2
+    assert doc.remove_key(("mcpServers", "leanctx")) and doc.remove_key(("z",)) and doc.remove_key(("hooks", "Stop"))
+    assert doc.text == text
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="possessive regex quantifiers are 3.11+")
+def test_skipping_strings_of_millions_of_escapes_takes_no_memory() -> None:
+    """A pasted file in the history is one string with a `\\n` per line; skipping it must not make
+    the regex engine keep a backtracking point per escape (it took 370 MB for this 8 MB file)."""
+    text = json.dumps({"projects": {"a": ["\n" * 3_000_000, {"x": "\\" * 1_000_000}]}, "mcpServers": {}}, indent=2)
+    tracemalloc.start()
+    try:
+        doc = Document(text)
+        doc.set_key(("mcpServers", "leanctx"), {"command": "x"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert json.loads(doc.text)["mcpServers"] == {"leanctx": {"command": "x"}}
+    assert peak < 4 * len(text)  # the new text and transients; was 45x
