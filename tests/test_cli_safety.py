@@ -56,13 +56,38 @@ def test_the_log_falls_back_to_a_temp_file_when_the_data_dir_is_unusable(home: P
         log.unlink()
 
 
+# An OS error no command handled itself: bad environment, not a bug of ours.
+UNHANDLED_OS_ERROR = """
+import sys
+from leanctx.cli import main
+
+@main.command()
+def touch_it():
+    open(sys.argv_path + "/x", "w")
+
+sys.argv_path = {path!r}
+sys.argv = ["leanctx", "touch-it"]
+main()
+"""
+
+
 def test_an_os_error_from_the_environment_is_bad_input_exit_2(home: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    code = UNHANDLED_OS_ERROR.format(path=str(blocker))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"leanctx: {blocker}") and "internal error" not in proc.stderr
+    one_line_with_log(proc)
+
+
+def test_serve_detach_in_an_unusable_data_dir_is_one_line_exit_2(home: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     proc = run_cli("serve", "--detach", env=dict(os.environ, LEANCTX_HOME=str(blocker)))
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"leanctx: {blocker}") and "internal error" not in proc.stderr
-    one_line_with_log(proc).unlink()
+    assert proc.stderr.startswith(f"leanctx: cannot start the daemon in {blocker}: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr and blocker.read_text() == "x"
 
 
 @pytest.mark.parametrize("kind", ["fifo", "file"])

@@ -51,8 +51,10 @@ Exit codes:
   0  the daemon ran and stopped cleanly (SIGTERM, `leanctx stop`, idle exit);
      or one already serves this data dir (said on stdout, nothing started);
      with --detach: a daemon is running when it returns
-  1  it could not start (see the message, and the service log for --detach)
-  2  bad input: --idle-exit or LEANCTX_IDLE_EXIT is not minutes >= 0""")
+  1  with --detach: the daemon did not come up (see the service log), or one is
+     alive but not answering
+  2  bad input or environment: --idle-exit or LEANCTX_IDLE_EXIT is not minutes
+     >= 0, or the data dir or socket cannot be used (named in one line)""")
 @click.option("--detach", is_flag=True, help="Start the daemon in the background and return once it accepts connections.")
 @click.option("--idle-exit", default=None, metavar="MINUTES",
               help="Exit after this many minutes with no client connected and no request (0: never; "
@@ -85,7 +87,7 @@ def serve(detach: bool, idle_exit: str | None) -> None:
         client.spawn_daemon(base)
     except OSError as exc:
         click.echo(f"leanctx: cannot start the daemon in {base}: {exc.strerror or exc} ({exc.filename or base})", err=True)
-        sys.exit(1)
+        sys.exit(2)  # the data dir is unusable: bad environment
     if not client.wait_for_socket(base, 10.0):
         click.echo(f"leanctx: the daemon did not come up; see {client.log_path(base)}", err=True)
         sys.exit(1)

@@ -658,4 +658,4 @@ def serve(data_dir: str, idle_exit_min: float) -> int:
         return 0
     except StartupError as exc:
         print(f"leanctx: cannot start the daemon in {data_dir}: {exc}", file=sys.stderr)
-        return 1
+        return 2  # an OS error on the data dir or socket: bad environment, said in one line

@@ -269,6 +269,6 @@ def test_a_data_dir_that_is_a_file_is_one_clear_line(env: dict, tmp_path: Path, 
     where = tmp_path / "not-a-folder"
     where.write_text("x")
     res = run_cli(*args, env=dict(env, LEANCTX_HOME=str(where)))
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 2, res.stderr
     assert res.stderr.startswith(f"leanctx: cannot start the daemon in {where}: ") and res.stderr.count("\n") == 1
     assert "Traceback" not in res.stderr and where.read_text() == "x"

@@ -156,7 +156,7 @@ def test_stale_pid_and_socket_are_recovered(env: dict, data_dir: Path, tmp_path:
 def test_socket_name_taken_by_a_directory_is_a_clear_refusal(env: dict, data_dir: Path) -> None:
     os.makedirs(client.socket_path(data_dir))
     res = cli(env, "serve")
-    assert res.returncode == 1
+    assert res.returncode == 2  # bad environment, named in one line
     assert "is a directory, not our socket; remove it" in res.stderr
     assert not os.path.exists(client.pid_path(data_dir))
     assert [n for n in os.listdir(data_dir) if n.endswith(".tmp")] == []
