@@ -35,6 +35,15 @@ def data_dir(home: Path) -> Path:
     return Path(os.environ["LEANCTX_HOME"])
 
 
+def not_a_folder(path: Path, kind: str = "file") -> Path:
+    """Put a FIFO or a plain file where a folder (a data dir, CKS_HOME) is expected."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text("x")
+    return path
+
+
 def payload(host: str, event: str) -> dict:
     return json.loads((PAYLOADS / host / f"{event}.json").read_text())
 
@@ -52,3 +61,24 @@ def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd: 
         cwd=cwd,
         timeout=120,
     )
+
+
+@pytest.fixture
+def immutable():
+    """Take write permission away from a file or folder in a way that binds even for root (CI runs
+    as root here): chmod, plus chattr +i as root; undone after the test."""
+    import subprocess
+
+    made: list[Path] = []
+
+    def make(path: Path) -> None:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        if os.geteuid() == 0:
+            if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+                pytest.skip("root without chattr: write permission cannot be taken away")
+            made.append(path)
+
+    yield make
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+        path.chmod(0o755 if path.is_dir() else 0o644)

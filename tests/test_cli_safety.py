@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import not_a_folder, run_cli
 
 # A command with a bug in it, registered on the real group: what any unforeseen exception meets.
 BUGGY = """
@@ -44,8 +44,7 @@ def test_an_internal_error_is_one_line_exit_1_and_the_traceback_is_logged(home: 
 
 
 def test_the_log_falls_back_to_a_temp_file_when_the_data_dir_is_unusable(home: Path, tmp_path: Path) -> None:
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("x")
+    blocker = not_a_folder(tmp_path / "not-a-dir")
     env = dict(os.environ, LEANCTX_HOME=str(blocker))
     proc = subprocess.run([sys.executable, "-c", BUGGY], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 1
@@ -72,8 +71,7 @@ main()
 
 
 def test_an_os_error_from_the_environment_is_bad_input_exit_2(home: Path, tmp_path: Path) -> None:
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("x")
+    blocker = not_a_folder(tmp_path / "not-a-dir")
     code = UNHANDLED_OS_ERROR.format(path=str(blocker))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
@@ -82,8 +80,7 @@ def test_an_os_error_from_the_environment_is_bad_input_exit_2(home: Path, tmp_pa
 
 
 def test_serve_detach_in_an_unusable_data_dir_is_one_line_exit_2(home: Path, tmp_path: Path) -> None:
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("x")
+    blocker = not_a_folder(tmp_path / "not-a-dir")
     proc = run_cli("serve", "--detach", env=dict(os.environ, LEANCTX_HOME=str(blocker)))
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"leanctx: cannot start the daemon in {blocker}: ") and proc.stderr.count("\n") == 1
@@ -92,11 +89,7 @@ def test_serve_detach_in_an_unusable_data_dir_is_one_line_exit_2(home: Path, tmp
 
 @pytest.mark.parametrize("kind", ["fifo", "file"])
 def test_state_commands_with_a_broken_cks_home(home: Path, tmp_path: Path, kind: str) -> None:
-    blocker = tmp_path / "cks"
-    if kind == "fifo":
-        os.mkfifo(blocker)
-    else:
-        blocker.write_text("x")
+    blocker = not_a_folder(tmp_path / "cks", kind)
     env = dict(os.environ, CKS_HOME=str(blocker))
     for args in (("state", "show"), ("state", "summary", "hi"), ("state", "list")):
         proc = run_cli(*args, env=env)

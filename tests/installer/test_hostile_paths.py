@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from leanctx.installer import wrapper
-from tests.conftest import run_cli
+from tests.conftest import not_a_folder, run_cli
 
 # (agent, config path under HOME) for every file init reads or writes at user level
 CONFIGS = [
@@ -175,24 +175,6 @@ def test_project_folder_symlinked_out_of_the_project_is_refused(home: Path, data
     assert (inside / "hooks.json").exists()
 
 
-@pytest.fixture
-def immutable():
-    """Take write permission away in a way that binds even for root (chattr +i)."""
-    made: list[Path] = []
-
-    def make(path: Path) -> None:
-        if os.geteuid() != 0:
-            path.chmod(0o555)
-        elif subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
-            pytest.skip("root without chattr: write permission cannot be taken away")
-        made.append(path)
-
-    yield make
-    for path in made:
-        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
-        path.chmod(0o755)
-
-
 @pytest.mark.parametrize("sub", ["", "bin", "installed", "backups"])
 def test_read_only_data_dir_is_refused_naming_the_folder(home: Path, data_dir: Path, immutable, sub: str) -> None:
     settings = home / ".claude" / "settings.json"
@@ -216,11 +198,7 @@ def test_read_only_data_dir_parent_and_uninstall(home: Path, data_dir: Path, imm
 
 @pytest.mark.parametrize("kind", ["fifo", "file"])
 def test_data_dir_that_is_not_a_folder(home: Path, tmp_path: Path, kind: str) -> None:
-    blocker = tmp_path / "data"
-    if kind == "fifo":
-        os.mkfifo(blocker)
-    else:
-        blocker.write_text("x")
+    blocker = not_a_folder(tmp_path / "data", kind)
     env = dict(os.environ, LEANCTX_HOME=str(blocker))
     for args in (("init", "--agent", "claude"), ("uninstall", "--agent", "claude")):
         proc = run_cli(*args, env=env)

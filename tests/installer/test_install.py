@@ -229,28 +229,9 @@ def test_symlink_outside_home_is_refused(home: Path, data_dir: Path, tmp_path: P
     assert outside.read_text() == "{}"
 
 
-@pytest.fixture
-def read_only(home: Path):
-    """Make a file unwritable in a way that binds even for root (CI runs as root here)."""
-    import subprocess
-
-    made: list[Path] = []
-
-    def make(path: Path) -> None:
-        path.chmod(0o444)
-        if os.geteuid() == 0:
-            if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
-                pytest.skip("root without chattr: write permission cannot be taken away")
-            made.append(path)
-
-    yield make
-    for path in made:
-        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
-
-
-def test_read_only_config_is_refused(home: Path, data_dir: Path, read_only) -> None:
+def test_read_only_config_is_refused(home: Path, data_dir: Path, immutable) -> None:
     path = write(settings_path(home), USER_SETTINGS)
-    read_only(path)
+    immutable(path)
     proc = run_cli("init", "--agent", "claude")
     assert proc.returncode == 2, proc.stderr
     assert f"{path}: is read-only" in proc.stderr and "nothing was written" in proc.stderr
