@@ -410,7 +410,7 @@ def render(report: dict) -> str:
     for c in report["checks"]:
         lines.append(_line(c, "  "))
     for a in report["agents"]:
-        state = "ok" if a["ok"] else "FAILING"
+        state = ("ok" if a.get("installed") else "not installed") if a["ok"] else "FAILING"
         lines.append(f"{a['display_name']} ({a['agent']}): {state}  {a['config_path']}")
         for c in a["checks"]:
             lines.append(_line(c, "  "))
