@@ -139,7 +139,11 @@ def decode(path: Path, data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); left untouched") from None
+        raise not_utf8(path, exc) from None
+
+
+def not_utf8(path: Path, exc: UnicodeDecodeError) -> ConfigError:
+    return ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); left untouched")
 
 
 def check_writable(path: Path) -> None:

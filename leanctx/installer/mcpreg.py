@@ -21,7 +21,7 @@ import tomlkit.exceptions
 
 from leanctx import paths
 from leanctx.agents.base import Agent
-from leanctx.installer import files, hookconfig, jsonc, manifest
+from leanctx.installer import files, hookconfig, manifest
 from leanctx.installer.files import ConfigError
 from leanctx.installer import tomledit
 from leanctx.installer.install import Change, already_there, plan_removal
@@ -101,10 +101,13 @@ def registered(agent: Agent, home: Path, project: Path | None, name: str = SERVE
     data = files.read_bytes(files.resolve_target(path, home, project).real)
     if data is None:
         return None
-    text = files.decode(path, data)
-    value = _toml(path, text).unwrap() if fmt == "toml" else hookconfig.parse(path, text).value
-    servers = value.get(key[0]) if isinstance(value, dict) else None
-    entry = servers.get(name) if isinstance(servers, dict) else None
+    if fmt == "toml":
+        value = _toml(path, files.decode(path, data)).unwrap()
+        servers = value.get(key[0])
+        entry = servers.get(name) if isinstance(servers, dict) else None
+    else:  # only the entry is decoded: ~/.claude.json is tens of MB
+        doc = hookconfig.parse(path, data)
+        entry = doc.get(key + (name,)) if doc.has(key) and isinstance(doc.get(key), dict) and doc.has(key + (name,)) else None
     return entry if isinstance(entry, dict) else None
 
 
@@ -118,10 +121,10 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
     old = files.read_bytes(target.real)
-    text = files.decode(target.path, old) if old is not None else ""
     entry = wanted_entry(agent, data_dir, project)
     created: list = []
     if fmt == "toml":
+        text = files.decode(target.path, old) if old is not None else ""
         doc = _toml(target.path, text)
         servers = doc.get(key[0])
         if servers is not None and not isinstance(servers, dict):
@@ -136,19 +139,19 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
                     doc[key[0]] = servers
                     created.append(list(key))
                 servers[name] = tomledit.table_in(servers, entry)
-        new_text = tomlkit.dumps(doc)
-    else:
-        doc = hookconfig.parse(target.path, text if text.strip() else "{}\n")
-        if doc.has(key) and not isinstance(doc.get(key), dict):
+        new = tomlkit.dumps(doc).encode("utf-8")
+    else:  # edited as bytes (never decoded whole): ~/.claude.json is tens of MB
+        jdoc = hookconfig.parse(target.path, old if old is not None and old.strip() else b"{}\n")
+        if jdoc.has(key) and not isinstance(jdoc.get(key), dict):
             raise ConfigError(f"{path}: {key[0]} is not an object; left untouched")
-        _refuse_foreign(path, name, doc.get(key + (name,)) if doc.has(key + (name,)) else None)
-        stale = doc.has(key + (name,))
-        if not doc.has(key):
+        _refuse_foreign(path, name, jdoc.get(key + (name,)) if jdoc.has(key + (name,)) else None)
+        stale = jdoc.has(key + (name,))
+        if not jdoc.has(key):
             created.append(list(key))
-        if not doc.has(key + (name,)) or doc.get(key + (name,)) != entry:
-            doc.set_key(key + (name,), entry)
-        new_text = doc.text
-    new = new_text.encode("utf-8")
+        if not jdoc.has(key + (name,)) or jdoc.get(key + (name,)) != entry:
+            jdoc.set_key(key + (name,), entry)
+        new = jdoc.data
+        del jdoc  # its text: only the old and new bytes are held from here on
     if new == old:
         return already_there(agent, part_name(name), target, data_dir, old)
     files.check_writable(target.real)
@@ -161,9 +164,9 @@ def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | No
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
 
-    def surgical(text: str, record: manifest.Manifest | None) -> str | None:
+    def surgical(text: str | bytes, record: manifest.Manifest | None) -> str | bytes | None:
         created = {tuple(c) for c in record.created} if record else set()
-        if fmt == "toml":
+        if isinstance(text, str):  # toml
             doc = _toml(target.path, text)
             servers = doc.get(key[0])
             if not isinstance(servers, dict) or name not in servers or not is_ours(servers[name].unwrap()):
@@ -175,20 +178,20 @@ def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | No
             new_text = dumps_after_removal(doc, text)
             empty = not new_text.strip()
         else:
-            doc = hookconfig.parse(target.path, text)
-            if not doc.has(key + (name,)) or not is_ours(doc.get(key + (name,))):
+            jdoc = hookconfig.parse(target.path, text)  # the bytes, never decoded whole (tens of MB)
+            if not jdoc.has(key + (name,)) or not is_ours(jdoc.get(key + (name,))):
                 return text
-            doc.remove_key(key + (name,))
-            if tuple(key) in created and doc.is_empty_container(key):
-                doc.remove_key(key)
-            new_text = doc.text
-            empty = jsonc.loads(new_text) == {}
+            jdoc.remove_key(key + (name,))
+            if tuple(key) in created and jdoc.is_empty_container(key):
+                jdoc.remove_key(key)
+            empty = jdoc.is_empty_container(())
+            new_text = jdoc.data
         if record is not None and not record.existed_before and empty:
             return None
         return new_text
 
     again = lambda: plan_unregister(agent, home, data_dir, project, name)  # noqa: E731
-    return plan_removal(agent, part_name(name), target, data_dir, surgical, again)
+    return plan_removal(agent, part_name(name), target, data_dir, surgical, again, raw=fmt != "toml")
 
 
 def plan_unregister_all(agent: Agent, home: Path, data_dir: Path, project: Path | None, keep: str | None = None) -> list[Change]:
