@@ -35,7 +35,7 @@ Path = tuple[str | int, ...]
 
 _BOM = "\ufeff"
 _BOM_BYTES = _BOM.encode("utf-8")
-_UTF8_CHUNK = 1 << 20
+_UTF8_CHUNK = 1 << 16  # a chunk decodes to up to 4x its size: keep that small
 _WS = re.compile(r"[ \t\r\n]*")
 _HSPACE = re.compile(r"[ \t]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
