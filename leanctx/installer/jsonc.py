@@ -512,7 +512,8 @@ class Document:
         text when it is strict JSON (comments allowed): one byte a character whatever the script,
         where a decoded str takes four for a file with one emoji. Offsets are then byte offsets,
         keys and values are decoded from their spans' bytes, and `data` gives the edited bytes
-        without a decoded copy of the whole file ever being made."""
+        without a decoded copy of the whole file ever being made. It keeps no reference to `data`.
+        `edited` tells whether any edit was made."""
         _check_utf8(data)
         if not data.startswith(_BOM_BYTES):
             doc = cls.__new__(cls)
@@ -524,7 +525,7 @@ class Document:
         return cls(data.decode("utf-8"))
 
     def _setup(self, text: str, data: bytes | None) -> None:
-        self._utf8, self._data = data is not None, data
+        self._utf8, self.edited = data is not None, False
         parser = self._load(text)
         first_newline = text.find("\n")
         self._nl = "\r\n" if first_newline > 0 and text[first_newline - 1] == "\r" else "\n"
@@ -543,10 +544,8 @@ class Document:
 
     @property
     def data(self) -> bytes:
-        """The text as UTF-8 bytes (the very bytes given to `from_utf8` while nothing is edited)."""
-        if self._data is None:
-            return self._text.encode("latin-1" if self._utf8 else "utf-8")
-        return self._data
+        """The text as UTF-8 bytes (a new copy: callers of a big file keep `edited` in mind)."""
+        return self._text.encode("latin-1" if self._utf8 else "utf-8")
 
     @property
     def value(self) -> object:
@@ -785,7 +784,7 @@ class Document:
             for start, end in lazy.ends.items()
             if end <= lo or start >= hi
         }
-        self._root, self._data = None, None  # type: ignore[assignment]
+        self._root, self.edited = None, True  # type: ignore[assignment]
         text, done = "", 0
         for start, end, new in edits:  # `+=` grows the one new string in place: no copy of pieces
             text += old[done:start]

@@ -24,7 +24,7 @@ from leanctx.agents.base import Agent
 from leanctx.installer import files, hookconfig, manifest
 from leanctx.installer.files import ConfigError
 from leanctx.installer import tomledit
-from leanctx.installer.install import Change, already_there, plan_removal
+from leanctx.installer.install import MAX_ATTEMPTS, Change, already_there, plan_removal
 from leanctx.installer.tomledit import dumps_after_removal
 
 SERVER = "leanctx"  # the default server name; `init --mcp-name NAME` registers ours under NAME
@@ -120,10 +120,12 @@ def _refuse_foreign(path: Path, name: str, entry: object) -> None:
 def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
-    old = files.read_bytes(target.real)
     entry = wanted_entry(agent, data_dir, project)
     created: list = []
-    if fmt == "toml":
+    if fmt == "json":
+        old, new, created, stale = _register_json(target, key, name, entry)
+    else:
+        old = files.read_bytes(target.real)
         text = files.decode(target.path, old) if old is not None else ""
         doc = _toml(target.path, text)
         servers = doc.get(key[0])
@@ -140,23 +142,37 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
                     created.append(list(key))
                 servers[name] = tomledit.table_in(servers, entry)
         new = tomlkit.dumps(doc).encode("utf-8")
-    else:  # edited as bytes (never decoded whole): ~/.claude.json is tens of MB
-        jdoc = hookconfig.parse(target.path, old if old is not None and old.strip() else b"{}\n")
-        if jdoc.has(key) and not isinstance(jdoc.get(key), dict):
-            raise ConfigError(f"{path}: {key[0]} is not an object; left untouched")
-        _refuse_foreign(path, name, jdoc.get(key + (name,)) if jdoc.has(key + (name,)) else None)
-        stale = jdoc.has(key + (name,))
-        if not jdoc.has(key):
-            created.append(list(key))
-        if not jdoc.has(key + (name,)) or jdoc.get(key + (name,)) != entry:
-            jdoc.set_key(key + (name,), entry)
-        new = jdoc.data
-        del jdoc  # its text: only the old and new bytes are held from here on
     if new == old:
         return already_there(agent, part_name(name), target, data_dir, old)
     files.check_writable(target.real)
     return Change(agent, target, old, new, created, replan=lambda: plan_register(agent, home, data_dir, project, name),
                   part=part_name(name), stale=stale)
+
+
+def _register_json(target: files.Target, key: tuple, name: str, entry: dict) -> tuple[bytes | None, bytes, list, bool]:
+    """(old bytes, new bytes, containers created, stale) for a JSON config. ~/.claude.json is
+    tens of MB: it is edited as bytes (never decoded whole), and its old bytes are let go while
+    the edit runs and read again after it (the same, by hash, or the edit is redone), so the old
+    bytes, the old text and the new text are never all held at once."""
+    path = target.path
+    for _ in range(MAX_ATTEMPTS):
+        first = files.read_bytes(target.real)
+        digest = files.sha256(first)
+        doc = hookconfig.parse(path, first if first is not None and first.strip() else b"{}\n")
+        del first
+        if doc.has(key) and not isinstance(doc.get(key), dict):
+            raise ConfigError(f"{path}: {key[0]} is not an object; left untouched")
+        _refuse_foreign(path, name, doc.get(key + (name,)) if doc.has(key + (name,)) else None)
+        stale = doc.has(key + (name,))
+        created = [] if doc.has(key) else [list(key)]
+        if not doc.has(key + (name,)) or doc.get(key + (name,)) != entry:
+            doc.set_key(key + (name,), entry)
+        new = doc.data if doc.edited else None
+        del doc
+        old = files.read_bytes(target.real)
+        if files.sha256(old) == digest:
+            return old, old if new is None else new, created, stale
+    raise ConfigError(f"{path}: keeps changing while we read it; close the host and try again")
 
 
 def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
