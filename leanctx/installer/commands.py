@@ -94,6 +94,7 @@ def run_init(
     mcp_name: str | None = None,
 ) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
+    files.return_big_blocks()
     project = files.real_folder(project)
     if not mcp and profile.read_gate:
         from dataclasses import replace
@@ -170,6 +171,7 @@ def _config(agent: Agent, home: Path, project: Path | None) -> Path:
 
 
 def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, all_agents: bool) -> int:
+    files.return_big_blocks()
     project = files.real_folder(project)
     try:
         planned = _plan_uninstall(selected, home, data_dir, project)
