@@ -94,6 +94,7 @@ def run_init(
     mcp_name: str | None = None,
 ) -> int:
     """Plan every agent, then write; `say` prints progress (doctor --fix sends it to stderr)."""
+    files.return_big_blocks()
     project = files.real_folder(project)
     if not mcp and profile.read_gate:
         from dataclasses import replace
@@ -107,32 +108,37 @@ def run_init(
             _print_diffs(changes, home)
             return _warn_not_loaded(selected, home, project, mcp, hostload.planned_reader(home, project, changes), dry_run=True)
         with files.install_lock(data_dir):
-            planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
-            wrapper_change = plan_wrapper(data_dir) if project is None else None  # project files call leanctx-hook on PATH
-            if wrapper_change:  # first, so no host ever calls a missing wrapper
-                apply_install(wrapper_change, data_dir)
-            for agent, change, trust_change, others in planned:
-                done = apply_with_retry(change, apply_install, data_dir) if change else None
-                where = display(done.path if done else _config(agent, home, project), home)
-                verb = "wired" if done and not done.record_only else "already wired"
-                say(f"{agent.display_name}: {verb} {len(profile.events(agent))} events ({profile.name} profile) in {where}")
-                if trust_change is not None:
-                    apply_with_retry(trust_change, apply_install, data_dir)
-                    say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")
-                elif agent.name == "codex" and done and not trust:
-                    say(f"  {CODEX_TRUST_HINT}")
-                for other in others:
-                    done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
-                    if done_other is not None and not done_other.record_only:
-                        say(f"  {'took our part out of' if other.removal else 'updated'} {display(done_other.path, home)}")
-                if profile.bot and agent.instructions_path(home, project) is None:
-                    say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
+            _write_init(_plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name), home, data_dir, project, say, trust, profile)
             if project is not None:
                 _say_portable(say, data_dir, home)
     except ConfigError as exc:
         return _refuse(exc)
     say("Check it with: leanctx doctor" + (f" --project {project}" if project is not None else ""))
+    # the planned changes (old and new bytes of every file) are gone by now: a big file is read once more here
     return _warn_not_loaded(selected, home, project, mcp, hostload.disk_reader(home, project), dry_run=False)
+
+
+def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None, say, trust: bool, profile: Profile) -> None:
+    """Write what `_plan_init` planned (under the install lock), saying what each step did."""
+    wrapper_change = plan_wrapper(data_dir) if project is None else None  # project files call leanctx-hook on PATH
+    if wrapper_change:  # first, so no host ever calls a missing wrapper
+        apply_install(wrapper_change, data_dir)
+    for agent, change, trust_change, others in planned:
+        done = apply_with_retry(change, apply_install, data_dir) if change else None
+        where = display(done.path if done else _config(agent, home, project), home)
+        verb = "wired" if done and not done.record_only else "already wired"
+        say(f"{agent.display_name}: {verb} {len(profile.events(agent))} events ({profile.name} profile) in {where}")
+        if trust_change is not None:
+            apply_with_retry(trust_change, apply_install, data_dir)
+            say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")
+        elif agent.name == "codex" and done and not trust:
+            say(f"  {CODEX_TRUST_HINT}")
+        for other in others:
+            done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
+            if done_other is not None and not done_other.record_only:
+                say(f"  {'took our part out of' if other.removal else 'updated'} {display(done_other.path, home)}")
+        if profile.bot and agent.instructions_path(home, project) is None:
+            say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
 
 
 def _warn_not_loaded(selected: list[Agent], home: Path, project: Path | None, mcp: bool, read: hostload.Reader, dry_run: bool) -> int:
@@ -165,6 +171,7 @@ def _config(agent: Agent, home: Path, project: Path | None) -> Path:
 
 
 def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Path | None, dry_run: bool, all_agents: bool) -> int:
+    files.return_big_blocks()
     project = files.real_folder(project)
     try:
         planned = _plan_uninstall(selected, home, data_dir, project)
@@ -174,6 +181,7 @@ def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Pa
                 changes.append(w)
             _print_diffs(changes, home)
             return 0
+        planned = []  # re-planned under the lock: never two plans (old and new bytes of a big file) at once
         with files.install_lock(data_dir):
             planned = _plan_uninstall(selected, home, data_dir, project)
             changed = {agent.name for agent, change in planned if change}

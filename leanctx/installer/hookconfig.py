@@ -16,16 +16,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from leanctx.agents.base import Agent, EventSpec
-from leanctx.installer import jsonc
+from leanctx.installer import files, jsonc
 from leanctx.installer.files import ConfigError
 
 Container = tuple  # a path of keys/indexes inside the JSON document
 
 
-def parse(path: Path, text: str) -> jsonc.Document:
-    """Parse a host config; a parse error becomes a ConfigError naming file, line and column."""
+def parse(path: Path, text: str | bytes) -> jsonc.Document:
+    """Parse a host config; a parse error becomes a ConfigError naming file, line and column.
+    Given bytes (a big ~/.claude.json), it is never decoded whole (`jsonc.Document.from_utf8`)."""
     try:
-        doc = jsonc.Document(text)
+        doc = jsonc.Document(text) if isinstance(text, str) else jsonc.Document.from_utf8(text)
+    except UnicodeDecodeError as exc:
+        raise files.not_utf8(path, exc) from None
     except jsonc.JsoncError as exc:
         raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse: {exc.msg}; left untouched") from None
     if not doc.is_object:

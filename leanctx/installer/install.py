@@ -137,11 +137,13 @@ def plan_removal(
     data_dir: Path,
     surgical: Callable[[str, manifest.Manifest | None], str | None],
     again: Callable[[], Change | None],
+    raw: bool = False,
 ) -> Change | None:
     """Plan taking one of our parts out of one file.
 
     `surgical(text, manifest)` takes exactly that part out (None = delete the file, returning the
-    text unchanged = the part is not there). The file's pre-init bytes are restored instead only
+    text unchanged = the part is not there); with `raw` it is given and returns the bytes (a big
+    file is then never decoded whole). The file's pre-init bytes are restored instead only
     when this is the last of our parts in it and nobody touched it since our last write; a part
     another agent's install holds too (the same entry) stays in the file."""
     old = files.read_bytes(target.real)
@@ -156,8 +158,11 @@ def plan_removal(
 
             forget.note = f"kept: {', '.join(agents.get(a).display_name for a in sharing)} uses it too"
         return forget if held else None
-    new_text = surgical(files.decode(target.path, old), record)
-    new = None if new_text is None else new_text.encode("utf-8")
+    if raw:
+        new = surgical(old, record)
+    else:
+        new_text = surgical(files.decode(target.path, old), record)
+        new = None if new_text is None else new_text.encode("utf-8")
     if new == old:
         return forget if held else None
     if record is not None and others == [] and record.baseline_sha256 != "changed" and _sha(old) == record.installed_sha256 and (

@@ -19,6 +19,7 @@ to report) goes through the span-recording parser below, which builds the whole 
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import sys
@@ -27,12 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from json.decoder import scanstring
 
-__all__ = ["Document", "JsoncError", "Path", "has_comments", "loads"]
+__all__ = ["Document", "JsoncError", "Path", "has_comments", "is_strict_json_utf8", "loads"]
 
 Path = tuple[str | int, ...]
 """A location in the document: object keys (str) and array indexes (int), outermost first."""
 
 _BOM = "\ufeff"
+_BOM_BYTES = _BOM.encode("utf-8")
+_UTF8_CHUNK = 1 << 16  # a chunk decodes to up to 4x its size: keep that small
 _WS = re.compile(r"[ \t\r\n]*")
 _HSPACE = re.compile(r"[ \t]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
@@ -104,7 +107,11 @@ class _Node:
     def value(self) -> object:
         if self._value is _UNSET:
             assert self._lazy is not None
-            self._value = _STRICT.raw_decode(self._lazy.text, self.start)[0]  # no copy of the span
+            lazy = self._lazy
+            if lazy.utf8:  # the span's bytes, decoded: only this value is ever widened to str
+                self._value = _STRICT.decode(lazy.text[self.start : self.end].encode("latin-1").decode("utf-8"))
+            else:
+                self._value = _STRICT.raw_decode(lazy.text, self.start)[0]  # no copy of the span
         return self._value
 
     @property
@@ -127,12 +134,14 @@ class _Node:
 class _Lazy:
     """What the lazy nodes of one strict-JSON text share: the text, and the end of every container
     value scanned so far by its start, kept across edits that do not touch it (`Document._splice`),
-    so a big member (a 5 MB permissions list) is skipped once per document, not once per edit."""
+    so a big member (a 5 MB permissions list) is skipped once per document, not once per edit.
+    `utf8`: the text is UTF-8 bytes read as latin-1 (`Document.from_utf8`), so keys and values
+    are decoded from their spans' bytes."""
 
-    __slots__ = ("text", "ends")
+    __slots__ = ("text", "ends", "utf8")
 
-    def __init__(self, text: str, ends: dict[int, int] | None = None) -> None:
-        self.text, self.ends = text, ends if ends is not None else {}
+    def __init__(self, text: str, ends: dict[int, int] | None = None, utf8: bool = False) -> None:
+        self.text, self.ends, self.utf8 = text, ends if ends is not None else {}, utf8
 
 
 @dataclass(slots=True)
@@ -181,6 +190,8 @@ def _scan_entries(node: _Node, lazy: _Lazy) -> list[_Entry]:
         entry_start, key = pos, None
         if is_object:
             key, pos = scanstring(text, pos + 1)
+            if lazy.utf8 and not key.isascii():
+                key = _STRICT.decode(text[entry_start:pos].encode("latin-1").decode("utf-8"))
             pos = _WS.match(text, _WS.match(text, pos).end() + 1).end()  # past the colon
         end = _value_end(lazy, pos)
         entry = _Entry(entry_start, _Node(pos, end, lazy=lazy), key)
@@ -200,6 +211,38 @@ def _scan_entries(node: _Node, lazy: _Lazy) -> list[_Entry]:
     return entries
 
 
+def _check_utf8(data: bytes | memoryview) -> None:
+    """UnicodeDecodeError unless `data` is UTF-8, checked a chunk at a time: a decoded copy of
+    a big file would take up to four times its size."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), _UTF8_CHUNK):
+            decoder.decode(view[start : start + _UTF8_CHUNK])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        codecs.decode(data, "utf-8")  # raises again, with the offset in the whole file
+        raise
+
+
+def is_strict_json_utf8(data: bytes, bom_ok: bool = False) -> bool:
+    """True if `data` is UTF-8 strict JSON (a leading BOM only with `bom_ok`), checked without
+    building its values or a decoded copy of it (the text is read as latin-1: every JSON token is
+    ASCII, and UTF-8 bytes are never control characters)."""
+    view = memoryview(data)[3 if bom_ok and data.startswith(_BOM_BYTES) else 0 :]
+    try:
+        _check_utf8(view)
+    except UnicodeDecodeError:
+        return False
+    text = str(view, "latin-1")
+    start = _WS.match(text).end()
+    try:
+        end = _VALIDATOR.raw_decode(text, start)[1]
+    except (ValueError, RecursionError):
+        return False
+    return _WS.match(text, end).end() == len(text)
+
+
 def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
@@ -213,7 +256,7 @@ _STRICT = json.JSONDecoder(parse_constant=_reject_constant)
 _VALIDATOR = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_discard)
 
 
-def _strict_root(text: str, ends: dict[int, int] | None = None, decode: bool = False) -> _Node | None:
+def _strict_root(text: str, ends: dict[int, int] | None = None, decode: bool = False, utf8: bool = False) -> _Node | None:
     """The lazy root node if `text` is strict JSON (a BOM allowed), else None; `ends` are
     container ends already known in this text. Its value is decoded only with `decode`."""
     if not STRICT_FAST_PATH:
@@ -225,7 +268,7 @@ def _strict_root(text: str, ends: dict[int, int] | None = None, decode: bool = F
         return None
     if _WS.match(text, end).end() != len(text):
         return None
-    return _Node(start, end, value if decode else _UNSET, lazy=_Lazy(text, ends))
+    return _Node(start, end, value if decode else _UNSET, lazy=_Lazy(text, ends, utf8))
 
 
 def _blank_comments(text: str) -> tuple[str, list[tuple[int, int]]] | None:
@@ -461,6 +504,28 @@ class Document:
     container was non-empty before (or was written exactly `[]` / `{}`)."""
 
     def __init__(self, text: str) -> None:
+        self._setup(text, None)
+
+    @classmethod
+    def from_utf8(cls, data: bytes) -> Document:
+        """The document of UTF-8 `data` (UnicodeDecodeError if it is not UTF-8), held as latin-1
+        text when it is strict JSON (comments allowed): one byte a character whatever the script,
+        where a decoded str takes four for a file with one emoji. Offsets are then byte offsets,
+        keys and values are decoded from their spans' bytes, and `data` gives the edited bytes
+        without a decoded copy of the whole file ever being made. It keeps no reference to `data`.
+        `edited` tells whether any edit was made."""
+        _check_utf8(data)
+        if not data.startswith(_BOM_BYTES):
+            doc = cls.__new__(cls)
+            try:
+                doc._setup(data.decode("latin-1"), data)
+                return doc
+            except JsoncError:
+                pass  # trailing commas, or broken: the full parser on the decoded text (and its located errors)
+        return cls(data.decode("utf-8"))
+
+    def _setup(self, text: str, data: bytes | None) -> None:
+        self._utf8, self.edited = data is not None, False
         parser = self._load(text)
         first_newline = text.find("\n")
         self._nl = "\r\n" if first_newline > 0 and text[first_newline - 1] == "\r" else "\n"
@@ -475,7 +540,12 @@ class Document:
 
     @property
     def text(self) -> str:
-        return self._text
+        return self._text.encode("latin-1").decode("utf-8") if self._utf8 else self._text
+
+    @property
+    def data(self) -> bytes:
+        """The text as UTF-8 bytes (a new copy: callers of a big file keep `edited` in mind)."""
+        return self._text.encode("latin-1" if self._utf8 else "utf-8")
 
     @property
     def value(self) -> object:
@@ -506,10 +576,13 @@ class Document:
 
     def is_empty_container(self, path: Path) -> bool:
         """True for an existing `{}` or `[]` (comments inside do not count); False otherwise."""
-        if not self.has(path):
+        try:
+            nodes = self._locate(tuple(path))  # never decodes the container (the root of a big file)
+        except TypeError:
             return False
-        value = self.get(path)
-        return isinstance(value, (dict, list)) and not value
+        if len(nodes) <= len(path):
+            return False
+        return nodes[-1].opener != "" and not nodes[-1].entries
 
     def append(self, path: Path, item: object) -> list[Path]:
         """Append `item` to the array at `path`, creating missing containers on the way.
@@ -582,10 +655,12 @@ class Document:
         """Parse `text` and make it the document; the parser used, None for strict JSON (lazy)."""
         parser = None
         comments: list[tuple[int, int]] = []
-        root = _strict_root(text, ends)
+        root = _strict_root(text, ends, utf8=self._utf8)
         if root is None and STRICT_FAST_PATH and (blanked := _blank_comments(text)) is not None and blanked[1]:
-            root = _strict_root(blanked[0], ends)  # comments but otherwise strict: scan the blanked copy
+            root = _strict_root(blanked[0], ends, utf8=self._utf8)  # comments but otherwise strict: scan the blanked copy
             comments = blanked[1]
+        if root is None and self._utf8:
+            raise JsoncError("not strict JSON", text, 0)  # from_utf8 falls back to the decoded text
         if root is None:
             parser = _Parser(text)
             root = parser.parse()
@@ -655,13 +730,17 @@ class Document:
     def _render(self, value: object, indent: str, compact: bool) -> str:
         """Serialize a new value; continuation lines start with `indent`."""
         if compact:
-            return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(self._item_sep, self._key_sep))
+            return self._as_held(json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(self._item_sep, self._key_sep)))
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=self._unit, separators=(",", self._key_sep))
-        return text.replace("\n", self._nl + indent)
+        return self._as_held(text.replace("\n", self._nl + indent))
 
     def _entry_text(self, key: str | None, value: object, indent: str, compact: bool) -> str:
         body = self._render(value, indent, compact)
-        return body if key is None else json.dumps(key, ensure_ascii=False) + self._key_sep + body
+        return body if key is None else self._as_held(json.dumps(key, ensure_ascii=False)) + self._key_sep + body
+
+    def _as_held(self, new: str) -> str:
+        """New text in the form the document holds its text (UTF-8 bytes as latin-1 for `from_utf8`)."""
+        return new.encode("utf-8").decode("latin-1") if self._utf8 else new
 
     # -- text geometry --------------------------------------------------------------------
 
@@ -705,7 +784,7 @@ class Document:
             for start, end in lazy.ends.items()
             if end <= lo or start >= hi
         }
-        self._root = None  # type: ignore[assignment]
+        self._root, self.edited = None, True  # type: ignore[assignment]
         text, done = "", 0
         for start, end, new in edits:  # `+=` grows the one new string in place: no copy of pieces
             text += old[done:start]

@@ -21,10 +21,10 @@ import tomlkit.exceptions
 
 from leanctx import paths
 from leanctx.agents.base import Agent
-from leanctx.installer import files, hookconfig, jsonc, manifest
+from leanctx.installer import files, hookconfig, manifest
 from leanctx.installer.files import ConfigError
 from leanctx.installer import tomledit
-from leanctx.installer.install import Change, already_there, plan_removal
+from leanctx.installer.install import MAX_ATTEMPTS, Change, already_there, plan_removal
 from leanctx.installer.tomledit import dumps_after_removal
 
 SERVER = "leanctx"  # the default server name; `init --mcp-name NAME` registers ours under NAME
@@ -101,10 +101,13 @@ def registered(agent: Agent, home: Path, project: Path | None, name: str = SERVE
     data = files.read_bytes(files.resolve_target(path, home, project).real)
     if data is None:
         return None
-    text = files.decode(path, data)
-    value = _toml(path, text).unwrap() if fmt == "toml" else hookconfig.parse(path, text).value
-    servers = value.get(key[0]) if isinstance(value, dict) else None
-    entry = servers.get(name) if isinstance(servers, dict) else None
+    if fmt == "toml":
+        value = _toml(path, files.decode(path, data)).unwrap()
+        servers = value.get(key[0])
+        entry = servers.get(name) if isinstance(servers, dict) else None
+    else:  # only the entry is decoded: ~/.claude.json is tens of MB
+        doc = hookconfig.parse(path, data)
+        entry = doc.get(key + (name,)) if doc.has(key) and isinstance(doc.get(key), dict) and doc.has(key + (name,)) else None
     return entry if isinstance(entry, dict) else None
 
 
@@ -117,11 +120,13 @@ def _refuse_foreign(path: Path, name: str, entry: object) -> None:
 def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
-    old = files.read_bytes(target.real)
-    text = files.decode(target.path, old) if old is not None else ""
     entry = wanted_entry(agent, data_dir, project)
     created: list = []
-    if fmt == "toml":
+    if fmt == "json":
+        old, new, created, stale = _register_json(target, key, name, entry)
+    else:
+        old = files.read_bytes(target.real)
+        text = files.decode(target.path, old) if old is not None else ""
         doc = _toml(target.path, text)
         servers = doc.get(key[0])
         if servers is not None and not isinstance(servers, dict):
@@ -136,19 +141,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
                     doc[key[0]] = servers
                     created.append(list(key))
                 servers[name] = tomledit.table_in(servers, entry)
-        new_text = tomlkit.dumps(doc)
-    else:
-        doc = hookconfig.parse(target.path, text if text.strip() else "{}\n")
-        if doc.has(key) and not isinstance(doc.get(key), dict):
-            raise ConfigError(f"{path}: {key[0]} is not an object; left untouched")
-        _refuse_foreign(path, name, doc.get(key + (name,)) if doc.has(key + (name,)) else None)
-        stale = doc.has(key + (name,))
-        if not doc.has(key):
-            created.append(list(key))
-        if not doc.has(key + (name,)) or doc.get(key + (name,)) != entry:
-            doc.set_key(key + (name,), entry)
-        new_text = doc.text
-    new = new_text.encode("utf-8")
+        new = tomlkit.dumps(doc).encode("utf-8")
     if new == old:
         return already_there(agent, part_name(name), target, data_dir, old)
     files.check_writable(target.real)
@@ -156,14 +149,40 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
                   part=part_name(name), stale=stale)
 
 
+def _register_json(target: files.Target, key: tuple, name: str, entry: dict) -> tuple[bytes | None, bytes, list, bool]:
+    """(old bytes, new bytes, containers created, stale) for a JSON config. ~/.claude.json is
+    tens of MB: it is edited as bytes (never decoded whole), and its old bytes are let go while
+    the edit runs and read again after it (the same, by hash, or the edit is redone), so the old
+    bytes, the old text and the new text are never all held at once."""
+    path = target.path
+    for _ in range(MAX_ATTEMPTS):
+        first = files.read_bytes(target.real)
+        digest = files.sha256(first)
+        doc = hookconfig.parse(path, first if first is not None and first.strip() else b"{}\n")
+        del first
+        if doc.has(key) and not isinstance(doc.get(key), dict):
+            raise ConfigError(f"{path}: {key[0]} is not an object; left untouched")
+        _refuse_foreign(path, name, doc.get(key + (name,)) if doc.has(key + (name,)) else None)
+        stale = doc.has(key + (name,))
+        created = [] if doc.has(key) else [list(key)]
+        if not doc.has(key + (name,)) or doc.get(key + (name,)) != entry:
+            doc.set_key(key + (name,), entry)
+        new = doc.data if doc.edited else None
+        del doc
+        old = files.read_bytes(target.real)
+        if files.sha256(old) == digest:
+            return old, old if new is None else new, created, stale
+    raise ConfigError(f"{path}: keeps changing while we read it; close the host and try again")
+
+
 def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
     """Take our entry named `name` out; an entry we cannot prove ours (by its command) stays."""
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
 
-    def surgical(text: str, record: manifest.Manifest | None) -> str | None:
+    def surgical(text: str | bytes, record: manifest.Manifest | None) -> str | bytes | None:
         created = {tuple(c) for c in record.created} if record else set()
-        if fmt == "toml":
+        if isinstance(text, str):  # toml
             doc = _toml(target.path, text)
             servers = doc.get(key[0])
             if not isinstance(servers, dict) or name not in servers or not is_ours(servers[name].unwrap()):
@@ -175,20 +194,20 @@ def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | No
             new_text = dumps_after_removal(doc, text)
             empty = not new_text.strip()
         else:
-            doc = hookconfig.parse(target.path, text)
-            if not doc.has(key + (name,)) or not is_ours(doc.get(key + (name,))):
+            jdoc = hookconfig.parse(target.path, text)  # the bytes, never decoded whole (tens of MB)
+            if not jdoc.has(key + (name,)) or not is_ours(jdoc.get(key + (name,))):
                 return text
-            doc.remove_key(key + (name,))
-            if tuple(key) in created and doc.is_empty_container(key):
-                doc.remove_key(key)
-            new_text = doc.text
-            empty = jsonc.loads(new_text) == {}
+            jdoc.remove_key(key + (name,))
+            if tuple(key) in created and jdoc.is_empty_container(key):
+                jdoc.remove_key(key)
+            empty = jdoc.is_empty_container(())
+            new_text = jdoc.data
         if record is not None and not record.existed_before and empty:
             return None
         return new_text
 
     again = lambda: plan_unregister(agent, home, data_dir, project, name)  # noqa: E731
-    return plan_removal(agent, part_name(name), target, data_dir, surgical, again)
+    return plan_removal(agent, part_name(name), target, data_dir, surgical, again, raw=fmt != "toml")
 
 
 def plan_unregister_all(agent: Agent, home: Path, data_dir: Path, project: Path | None, keep: str | None = None) -> list[Change]:

@@ -880,6 +880,40 @@ def test_fast_path_and_full_parser_agree(data: st.DataObject, value: object, bom
     assert same(fast.value, json.loads(fast.text.removeprefix("\ufeff")))
 
 
+@PROPERTY
+@given(st.data(), STRICT_VALUES, st.booleans(), st.lists(OPERATIONS, max_size=8))
+def test_utf8_bytes_and_decoded_text_agree(data: st.DataObject, value: object, bom: bool, operations: list) -> None:
+    """`Document.from_utf8` holds strict JSON as its bytes read as latin-1 (a big ~/.claude.json
+    at one byte a character): every key, value, edit and error is the decoded text's."""
+    text = ("\ufeff" if bom else "") + strict_render(Pairs([("a", value), ("\u00e9\U0001f680", value)]), data.draw) + "\n"
+    expected = json.loads(text.removeprefix("\ufeff"))
+    fast = Document.from_utf8(text.encode("utf-8"))
+    with full_parser_only():
+        full = Document(text)
+    assert fast.data == text.encode("utf-8") and not fast.edited
+    for key in expected:
+        assert same(fast.get((key,)), expected[key])
+    assert same(fast.value, expected)
+    edit_both(fast, full, operations)
+    assert fast.data == full.text.encode("utf-8")
+    for key, item in json.loads(full.text.removeprefix("\ufeff")).items():
+        assert same(fast.get((key,)), item)
+
+
+def test_utf8_bytes_that_are_not_utf8_or_not_strict() -> None:
+    with pytest.raises(UnicodeDecodeError) as error:
+        Document.from_utf8(b'{"a": "\xc3\x28"}')
+    assert error.value.start == 7  # the offset in the whole file, as the message names it
+    doc = Document.from_utf8('{"\u00e9": [1, 2,],}'.encode("utf-8"))  # trailing commas: the decoded text
+    assert doc.get(("\u00e9",)) == [1, 2]
+    with pytest.raises(JsoncError):
+        Document.from_utf8(b'{"a": }')
+    assert jsonc.is_strict_json_utf8('{"\u00e9": "\U0001f680"}'.encode("utf-8"))
+    assert jsonc.is_strict_json_utf8(b'\xef\xbb\xbf{}', bom_ok=True) and not jsonc.is_strict_json_utf8(b'\xef\xbb\xbf{}')
+    assert not jsonc.is_strict_json_utf8(b'{"a": "\xff"}') and not jsonc.is_strict_json_utf8(b'{"a": NaN}')
+    assert not jsonc.is_strict_json_utf8(b"[" * 100_000) and not jsonc.is_strict_json_utf8(b"")
+
+
 def edit_both(fast: Document, full: Document, operations: list) -> None:
     """Apply `operations` to both documents: same results, errors, text and value after each."""
     for name, *arguments in operations:
