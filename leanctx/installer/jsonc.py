@@ -271,6 +271,18 @@ def _strict_root(text: str, ends: dict[int, int] | None = None, decode: bool = F
     return _Node(start, end, value if decode else _UNSET, lazy=_Lazy(text, ends, utf8))
 
 
+def _comment_end(text: str, pos: int) -> int | None:
+    """Where the comment starting at `pos` ends (a `//` comment at its newline); None when no
+    comment starts there, -1 when a `/*` is never closed."""
+    if text.startswith("//", pos):
+        end = text.find("\n", pos)
+        return len(text) if end == -1 else end
+    if text.startswith("/*", pos):
+        end = text.find("*/", pos + 2)
+        return -1 if end == -1 else end + 2
+    return None
+
+
 def _blank_comments(text: str) -> tuple[str, list[tuple[int, int]]] | None:
     """`text` with each comment replaced by spaces (so every offset stays), and the comments'
     spans; None if that cannot be done at C speed (Python 3.10) or the text is broken (the full
@@ -284,15 +296,8 @@ def _blank_comments(text: str) -> tuple[str, list[tuple[int, int]]] | None:
         pos = _TO_SLASH.match(text, pos).end()
         if pos >= len(text) or text[pos] != "/":
             break
-        if text.startswith("//", pos):
-            end = text.find("\n", pos)
-            end = len(text) if end == -1 else end
-        elif text.startswith("/*", pos):
-            end = text.find("*/", pos + 2)
-            if end == -1:
-                return None
-            end += 2
-        else:
+        end = _comment_end(text, pos)
+        if end is None or end < 0:
             return None
         comments.append((pos, end))
         pieces += [text[done:pos], " " * (end - pos)]
@@ -336,16 +341,11 @@ class _Parser:
         text = self.text
         while True:
             pos = _WS.match(text, pos).end()
-            if text.startswith("//", pos):
-                end = text.find("\n", pos)
-                end = len(text) if end == -1 else end
-            elif text.startswith("/*", pos):
-                end = text.find("*/", pos + 2)
-                if end == -1:
-                    raise JsoncError("unterminated comment", text, pos)
-                end += 2
-            else:
+            end = _comment_end(text, pos)
+            if end is None:
                 return pos
+            if end < 0:
+                raise JsoncError("unterminated comment", text, pos)
             self.comments.append((pos, end))
             pos = end
 

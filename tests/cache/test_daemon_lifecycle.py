@@ -37,12 +37,7 @@ GENEROUS_S = 90.0
 TINY_IDLE = "0.02"  # minutes: 1.2 s, noticed at the next housekeeping round
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    (proj / "a.txt").write_text("".join(f"alpha line {i}\n" for i in range(1, 101)))
-    return proj
+project = M.project  # the MCP tests' workspace (a.txt, b.txt)
 
 
 def daemons_of(data_dir: Path) -> list[int]:
