@@ -7,19 +7,30 @@ error, never bytes: directories, devices, FIFOs, sockets, binary files (a NUL by
 the size cap and non-UTF-8 text are refused, and a file that vanishes between resolving and
 reading is a clean error.
 
-A file is opened once (O_NOFOLLOW, O_NONBLOCK so a FIFO cannot hang us), checked with fstat on the
-open descriptor, read, and fstat'ed again: a file that changed while we read it is read again.
-On Linux the opened descriptor's path (/proc/self/fd) is checked against the roots once more, so a
-path component swapped for a symlink between check and open is refused too.
+A file is opened once (O_NONBLOCK so a FIFO cannot hang us), checked with fstat on the open
+descriptor, read, and fstat'ed again: a file that changed while we read it is read again.
+
+The open itself cannot leave the roots, even if a folder is swapped for a symlink between the check
+and the open: it walks the resolved path one component at a time from a descriptor of the root that
+holds it (`openat` with O_NOFOLLOW, on Linux and macOS alike), so a symlink met anywhere below the
+root is refused. The descriptor's own path (/proc/self/fd on Linux, F_GETPATH on macOS) is checked
+as well where it can be read. Where the walk is not possible, the plain open counts only if that
+path check succeeds: a file whose location cannot be verified is refused, never returned.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import operator
 import os
 import stat as statmod
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 READ_RETRIES = 3
 
@@ -116,7 +127,10 @@ def resolve(path: object, roots: tuple[str, ...], allow: tuple[str, ...], cwd: s
         if not base:
             raise ReadError("bad_path", f"{path}: relative path, but no workspace root is known; pass an absolute path")
         p = os.path.join(base, p)
-    real = os.path.realpath(p)
+    try:
+        real = os.path.realpath(p)
+    except OSError as exc:  # a symlink removed while realpath was reading it; a loop on old Pythons
+        raise ReadError("changed", f"{path}: the path changed while it was being resolved ({exc.strerror or exc}); read it again") from None
     holders = [r for r in roots if inside(real, r)]
     if holders:
         root = min(holders, key=len)
@@ -127,37 +141,102 @@ def resolve(path: object, roots: tuple[str, ...], allow: tuple[str, ...], cwd: s
     raise ReadError("outside_roots", f"{path}: outside the workspace (roots: {where}) and not in the allow-list")
 
 
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+# the component walk needs openat and both flags; without them only a readable descriptor path is proof
+CAN_WALK = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
+
+
 def _fd_path(fd: int) -> str | None:
+    """Where the open descriptor really is, or None when this platform cannot say."""
+    get_path = getattr(fcntl, "F_GETPATH", None) if fcntl else None
     try:
+        if get_path is not None:  # macOS / BSD
+            return os.fsdecode(fcntl.fcntl(fd, get_path, bytes(1024)).split(b"\0", 1)[0])
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         return None
 
 
-def load(real: str, display: str, max_bytes: int, allowed: tuple[str, ...] = ()) -> FileSnap:
-    """Read `real` (already checked by resolve) into a FileSnap, or raise ReadError."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    for _attempt in range(READ_RETRIES):
+def _open_error(exc: OSError, display: str) -> ReadError:
+    if isinstance(exc, FileNotFoundError):
+        return ReadError("not_found", f"{display}: no such file (deleted or moved?)")
+    if isinstance(exc, IsADirectoryError):
+        return ReadError("not_a_file", f"{display}: is a directory")
+    if isinstance(exc, PermissionError):
+        return ReadError("permission", f"{display}: permission denied")
+    return ReadError("io", f"{display}: cannot open ({exc.strerror or exc})")
+
+
+def _swapped(display: str) -> ReadError:
+    return ReadError("changed", f"{display}: a folder or the file on its path was replaced (by a symlink or "
+                     "a file) after it was checked; refused, read it again")
+
+
+def _walk_open(real: str, root: str, display: str) -> int:
+    """Open `real` (inside `root`) component by component from a descriptor of `root`, refusing a
+    symlink at any level: what is opened is beneath `root` whatever changes meanwhile."""
+    parts = [p for p in os.path.relpath(real, root).split(os.sep) if p not in ("", ".")] if real != root else []
+    try:
+        fd = os.open(root, _DIR_FLAGS if parts else _FILE_FLAGS)  # an allow-list entry may be a file
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+            raise _swapped(display) from None
+        raise _open_error(exc, display) from None
+    try:
+        for i, name in enumerate(parts):
+            last = i == len(parts) - 1
+            try:
+                nxt = os.open(name, _FILE_FLAGS if last else _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                # O_NOFOLLOW on a symlink: ELOOP (EMLINK on FreeBSD); with O_DIRECTORY Linux says ENOTDIR
+                if exc.errno in (errno.ELOOP, errno.EMLINK) or (not last and exc.errno == errno.ENOTDIR):
+                    raise _swapped(display) from None
+                raise _open_error(exc, display) from None
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_beneath(real: str, display: str, allowed: tuple[str, ...]) -> int:
+    """A descriptor of `real` that provably lies inside one of `allowed`, or ReadError."""
+    holders = [r for r in allowed if inside(real, r)]
+    if not holders:
+        raise ReadError("outside_roots", f"{display}: outside the workspace and not in the allow-list")
+    if CAN_WALK:
+        fd = _walk_open(real, max(holders, key=len), display)
+    else:
         try:
-            fd = os.open(real, flags)
-        except FileNotFoundError:
-            raise ReadError("not_found", f"{display}: no such file (deleted or moved?)") from None
-        except IsADirectoryError:
-            raise ReadError("not_a_file", f"{display}: is a directory") from None
-        except PermissionError:
-            raise ReadError("permission", f"{display}: permission denied") from None
+            fd = os.open(real, _FILE_FLAGS)
         except OSError as exc:
-            raise ReadError("io", f"{display}: cannot open ({exc.strerror or exc})") from None
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
+                raise _swapped(display) from None
+            raise _open_error(exc, display) from None
+    opened = _fd_path(fd)
+    if opened is None and not CAN_WALK:
+        os.close(fd)
+        raise ReadError("unverified", f"{display}: refused: this platform offers no way to prove the opened "
+                        "file is inside the workspace (no openat with O_NOFOLLOW, no /proc/self/fd, no F_GETPATH)")
+    if opened is not None and not any(inside(opened, r) for r in allowed):
+        os.close(fd)
+        raise ReadError("outside_roots", f"{display}: resolves outside the workspace")
+    return fd
+
+
+def load(real: str, display: str, max_bytes: int, allowed: tuple[str, ...]) -> FileSnap:
+    """Read `real` (already checked by resolve, and inside one of the real paths `allowed`) into a
+    FileSnap, or raise ReadError."""
+    for _attempt in range(READ_RETRIES):
+        fd = _open_beneath(real, display, allowed)
         try:
             st = os.fstat(fd)
             if statmod.S_ISDIR(st.st_mode):
                 raise ReadError("not_a_file", f"{display}: is a directory")
             if not statmod.S_ISREG(st.st_mode):
                 raise ReadError("not_a_file", f"{display}: not a regular file (device, FIFO or socket)")
-            if allowed:
-                opened = _fd_path(fd)
-                if opened is not None and not any(inside(opened, r) for r in allowed):
-                    raise ReadError("outside_roots", f"{display}: resolves outside the workspace")
             if st.st_size > max_bytes:
                 raise ReadError("too_large", f"{display}: {st.st_size} bytes, over the {max_bytes}-byte cap; read a window with start_line/end_line from a smaller file or raise the cap")
             chunks = []

@@ -39,7 +39,7 @@ tokens_sent (tokens of `text`), tokenizer, fingerprint (of the file now), window
 None for an empty file), and for stub/pointer/diff `claims`: {"fingerprint", "spans"} — the bytes
 the caller is presumed to hold (what the oracle test checks). Errors carry `code` (bad_path,
 outside_roots, not_found, not_a_file, permission, too_large, binary, not_utf8, bad_range, io,
-unstable) and a `text` starting with "error: ".
+unstable, changed, unverified) and a `text` starting with "error: ".
 """
 
 from __future__ import annotations

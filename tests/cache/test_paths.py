@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
 from leanctx.cache import ReadCache
+from leanctx.cache import paths
 from leanctx.cache.paths import line_starts
 
 from .conftest import World, code
@@ -128,3 +130,128 @@ def test_line_starts() -> None:
     assert line_starts("a\n") == [0]
     assert line_starts("a\nb") == [0, 2]
     assert line_starts("a\r\nb\n\n") == [0, 3, 5]
+
+
+# -- a path changed between the check and the open -------------------------------------------------
+SECRET = "outside-secret\n"
+
+
+def _no_fd_path(monkeypatch) -> None:
+    """Simulate a platform where the opened descriptor's path cannot be read (no /proc, no F_GETPATH)."""
+    monkeypatch.setattr(paths, "_fd_path", lambda fd: None)
+
+
+@pytest.fixture
+def outside(tmp_path):
+    d = tmp_path / "outside"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "f.py").write_text(SECRET)
+    (d / "f.py").write_text(SECRET)
+    return d
+
+
+class SwapFolder(ReadCache):
+    """Swaps src/sub for a symlink to a folder outside the workspace after the path check."""
+
+    target = ""
+
+    def _before_open(self, real: str) -> None:
+        folder = os.path.dirname(real)
+        os.rename(folder, folder + ".orig")
+        os.symlink(self.target, folder)
+
+
+@pytest.mark.parametrize("fd_path", ["readable", "unreadable"])
+def test_folder_swapped_for_a_symlink_after_the_check(world: World, c, outside, monkeypatch, fd_path) -> None:
+    """The walk from the root's descriptor refuses the symlink, with or without /proc."""
+    if fd_path == "unreadable":
+        _no_fd_path(monkeypatch)
+    world.write("src/sub/f.py", code(5))
+    world.cache = SwapFolder(None)
+    world.cache.target = str(outside / "sub")
+    r = world.read(c, "src/sub/f.py")
+    assert SECRET not in r["text"]
+    assert "replaced" in _err(r, "changed")
+
+
+def test_file_swapped_for_a_symlink_or_folder_for_a_file(world: World, c, outside, monkeypatch) -> None:
+    _no_fd_path(monkeypatch)
+
+    class SwapFile(ReadCache):
+        def _before_open(self, real: str) -> None:
+            os.remove(real)
+            os.symlink(outside / "f.py", real)
+
+    world.write("src/f.py", code(5))
+    world.cache = SwapFile(None)
+    assert SECRET not in _err(world.read(c, "src/f.py"), "changed")
+
+    class FolderToFile(ReadCache):
+        def _before_open(self, real: str) -> None:
+            folder = os.path.dirname(real)
+            os.rename(folder, folder + ".orig")
+            with open(folder, "w") as f:
+                f.write(SECRET)
+
+    world.write("src/deep/g.py", code(5))
+    world.cache = FolderToFile(None)
+    _err(world.read(c, "src/deep/g.py"), "changed")
+
+
+def test_symlinks_resolved_inside_still_read_without_fd_path(world: World, c, monkeypatch) -> None:
+    """The walk follows the resolved path, so a symlink that stays inside the roots still works."""
+    _no_fd_path(monkeypatch)
+    world.write("src/real/a.py", code(5))
+    os.symlink(world.path("src/real"), world.path("src/alias"))
+    r = world.read(c, "src/alias/a.py")
+    assert r["kind"] == "full" and r["path"] == "src/real/a.py"
+    assert world.read(c, "src/ok.py")["kind"] == "full"
+
+
+def test_no_walk_and_no_fd_path_fails_closed(world: World, c, monkeypatch) -> None:
+    """Without openat+O_NOFOLLOW and without a readable descriptor path, nothing is returned."""
+    monkeypatch.setattr(paths, "CAN_WALK", False)
+    _no_fd_path(monkeypatch)
+    assert "no way to prove" in _err(world.read(c, "src/ok.py"), "unverified")
+
+
+def test_no_walk_falls_back_to_the_descriptor_path(world: World, c, outside, monkeypatch) -> None:
+    """Without the walk, the descriptor's path (/proc here) is the proof: a swap is still refused."""
+    monkeypatch.setattr(paths, "CAN_WALK", False)
+    if paths._fd_path(0) is None:
+        pytest.skip("needs /proc/self/fd or F_GETPATH")
+    assert world.read(c, "src/ok.py")["kind"] == "full"
+    world.write("src/sub/f.py", code(5))
+    world.cache = SwapFolder(None)
+    world.cache.target = str(outside / "sub")
+    r = world.read(c, "src/sub/f.py")
+    assert SECRET not in r["text"]
+    _err(r, "outside_roots")
+
+
+def test_racing_swaps_never_return_outside_content(world: World, c, outside, monkeypatch) -> None:
+    """A thread flips src/sub between a folder and a symlink out while reads run (bounded)."""
+    _no_fd_path(monkeypatch)
+    world.write("src/sub/f.py", code(5))
+    folder = str(world.path("src/sub"))
+    stop = threading.Event()
+
+    def flip() -> None:
+        while not stop.is_set():
+            os.rename(folder, folder + ".orig")
+            os.symlink(outside / "sub", folder)
+            os.remove(folder)
+            os.rename(folder + ".orig", folder)
+
+    t = threading.Thread(target=flip)
+    t.start()
+    try:
+        kinds = set()
+        for _ in range(400):
+            r = world.cache.read(world.scope(c), "src/sub/f.py", fresh=True)
+            assert SECRET not in r["text"], r
+            kinds.add(r.get("code") or r["kind"])
+    finally:
+        stop.set()
+        t.join()
+    assert kinds <= {"full", "changed", "not_found", "outside_roots"}, kinds
