@@ -9,6 +9,12 @@ Every write is a temp file in the same folder + rename, so a reader never sees h
 Records are rebuilt from the next event if lost, so we skip fsync to keep the hook fast; a torn
 file after a power cut only parses as absent, which makes the cache withhold stubs (safe side).
 A short lock serialises read-modify-write of one agent's records (parallel subagent events).
+A hook that cannot get the lock in LOCK_WAIT_S never writes the record unlocked (that could undo
+another writer's compaction bump); it appends one byte to the conversation's missed-lock file
+(`.<key>.missed`, O_APPEND, so no bump is lost) and logs it. Readers add the bytes not yet
+folded into the record to its compaction counter and keep stubs withheld while any are pending;
+the next locked writer folds them in (`missed_folded` = bytes already counted, so the counter
+as readers see it never goes down and never misses a bump).
 """
 
 from __future__ import annotations
@@ -84,7 +90,8 @@ def read_json(path: str | os.PathLike) -> dict | None:
 
 
 class _Lock:
-    """flock on a lock file, waiting at most LOCK_WAIT_S; proceeds unlocked rather than block the host."""
+    """flock on a lock file, waiting at most LOCK_WAIT_S; then `acquired` stays False and the
+    caller must not write the record (see missed_lock)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -95,6 +102,7 @@ class _Lock:
         try:
             import fcntl
         except ImportError:  # not on Unix: single writer assumed
+            self.acquired = True
             return self
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -178,6 +186,59 @@ def _compacted(record: dict, stamp: str, ts: float) -> None:
     record["last_compaction_ts"] = ts
 
 
+def missed_path(path: str) -> str:
+    """The missed-lock counter beside a record (a dot file: record scans skip it)."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, "." + name[: -len(".json")] + ".missed")
+
+
+def missed_count(path: str) -> tuple[int, float]:
+    """(bytes in a record's missed-lock file, its mtime); (0, 0.0) when there is none."""
+    try:
+        st = os.stat(missed_path(path))
+    except OSError:
+        return 0, 0.0
+    return st.st_size, st.st_mtime
+
+
+def pending_missed(path: str, value: dict) -> tuple[int, float]:
+    """Missed-lock bumps a reader must add to this record's counter, and when the last came."""
+    size, mtime = missed_count(path)
+    folded = value.get("missed_folded")
+    folded = folded if isinstance(folded, int) and not isinstance(folded, bool) and folded >= 0 else 0
+    return max(0, size - folded), mtime
+
+
+def _fold_missed(record: dict, path: str) -> None:
+    """Under the lock: count the missed-lock bumps not yet in the record (the file only grows)."""
+    size = missed_count(path)[0]
+    pending = pending_missed(path, record)[0]
+    if pending:
+        record["compactions"] = int(record.get("compactions") or 0) + pending
+    if size:
+        record["missed_folded"] = size
+
+
+def missed_lock(data_dir: str | os.PathLike, path: str, ev: HookEvent) -> None:
+    """The lock stayed busy: count a bump without touching the record, and say so in the log.
+    Every missed event counts as a compaction (we do not know what it would have changed; an
+    extra bump costs one full re-send, a lost one could let a wrong stub through)."""
+    from leanctx.hooks import log
+
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(missed_path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b"+")
+        finally:
+            os.close(fd)
+        os.utime(os.path.dirname(path))  # appends leave the folder's mtime alone; readers watch it
+        note = "counted as a compaction"
+    except OSError as exc:
+        note = f"could not count it either: {exc}"
+    log(str(data_dir), ev.agent, ev.event, f"record lock busy for {LOCK_WAIT_S:g} s; record not written, {note}")
+
+
 def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
     """Update the conversation record and the last-writer slot. Returns the record path."""
     if not ev.conversation_id:
@@ -185,8 +246,12 @@ def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
     ts = time.time()
     host = host_process()
     path = record_path(data_dir, ev.agent, ev.conversation_id)
-    with _Lock(os.path.join(os.path.dirname(path), ".lock")):
+    with _Lock(os.path.join(os.path.dirname(path), ".lock")) as lock:
+        if not lock.acquired:
+            missed_lock(data_dir, path, ev)
+            return path
         record = apply_event(read_json(path) or {}, ev, ts, host)
+        _fold_missed(record, path)
         write_json_atomic(path, record)
     write_json_atomic(
         os.path.join(data_dir, "active_transcript.json"),
@@ -219,8 +284,12 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
         return None
     ts = time.time() if ts is None else ts
     path = record_path(data_dir, ev.agent, ev.conversation_id)
-    with _Lock(os.path.join(os.path.dirname(path), ".lock")):
+    with _Lock(os.path.join(os.path.dirname(path), ".lock")) as lock:
+        if not lock.acquired:
+            missed_lock(data_dir, path, ev)
+            return path
         record = read_json(path) or apply_event({}, ev, ts, host or host_process())
+        _fold_missed(record, path)
         record["last_read_call"] = {"agent_id": ev.subagent_id, "ts": ts}
         call_id = ev.tool_use_id
         if isinstance(call_id, str) and 0 < len(call_id) <= MAX_CALL_ID:
