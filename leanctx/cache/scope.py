@@ -82,7 +82,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from leanctx.cache.paths import real_roots
-from leanctx.hooks.publish import missed_count, pending_missed
+from leanctx.hooks.publish import MAX_SUBAGENTS, missed_count, pending_missed
 from leanctx.cache.switches import switched_off
 
 REFRESH_TTL_S = 3.0
@@ -295,7 +295,12 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     r.roots = tuple(x for x in roots if isinstance(x, str) and x) if isinstance(roots, list) else ()
     subs = value.get("active_subagents")
     r.subagents = {"lock-missed": missed_at} if missed else {}
-    if isinstance(subs, dict):
+    overflow = _num(value.get("subagents_overflow"))  # more subagents were open than the record keeps
+    if overflow is not None:
+        r.subagents["overflow"] = overflow
+    if isinstance(subs, dict) and len(subs) > MAX_SUBAGENTS:  # not a record we wrote: withhold
+        r.subagents["overflow"] = updated
+    elif isinstance(subs, dict):
         for sid, info in subs.items():
             started = _num(info.get("started_ts")) if isinstance(info, dict) else None
             r.subagents[str(sid)] = started if started is not None else updated
