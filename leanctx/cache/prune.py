@@ -68,7 +68,7 @@ def prune_records(data_dir: str | os.PathLike, keep_s: float = KEEP_S, now: floa
     removed = 0
     for d in agents:
         with _Lock(os.path.join(d.path, ".lock")) as lock:
-            if not lock.acquired:  # a hook holds it (or locking is unavailable): next round
+            if not lock.acquired or lock.fd is None:  # a hook holds it (or locking is unavailable): next round
                 continue
             try:
                 entries = list(os.scandir(d.path))
@@ -77,7 +77,9 @@ def prune_records(data_dir: str | os.PathLike, keep_s: float = KEEP_S, now: floa
             for f in entries:
                 is_record = f.name.endswith(".json") and not f.name.startswith(".")
                 is_tmp = bool(_TMP.match(f.name))
-                if not (is_record or is_tmp):
+                # a missed-lock counter (hooks/publish.py) as old as an old record goes with it
+                is_missed = f.name.startswith(".") and f.name.endswith(".missed")
+                if not (is_record or is_tmp or is_missed):
                     continue
                 try:
                     st = f.stat(follow_symlinks=False)
@@ -87,13 +89,16 @@ def prune_records(data_dir: str | os.PathLike, keep_s: float = KEEP_S, now: floa
                     continue
                 if is_tmp:
                     old = now - st.st_mtime > STALE_TMP_S
+                elif is_missed:  # only once its record is gone: the record counts what it folded
+                    record = os.path.join(d.path, f.name[1 : -len(".missed")] + ".json")
+                    old = now - st.st_mtime > keep_s and not os.path.lexists(record)
                 else:
                     last = max(st.st_mtime, _updated_ts(f.path) or 0.0)
                     old = now - last > keep_s
                 if old:
                     try:
                         os.unlink(f.path)
-                        removed += 1
+                        removed += not is_missed
                     except OSError as exc:
                         log.warning("cannot remove old record %s: %s", f.path, exc)
     if removed:

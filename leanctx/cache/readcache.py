@@ -158,7 +158,8 @@ class ReadCache:
         self.clock = clock
         self._lock = threading.RLock()
         self._convs: OrderedDict[str, _Conv] = OrderedDict()
-        self._contents: OrderedDict[str, str] = OrderedDict()
+        self._contents: OrderedDict[str, str] = OrderedDict()  # fingerprint -> text, for diffs
+        self._content_sizes: dict[str, int] = {}  # fingerprint -> its UTF-8 bytes
         self._content_bytes = 0
         self._file_tokens: OrderedDict[str, int] = OrderedDict()
         self._roots_memo: dict[tuple, tuple] = {}
@@ -252,13 +253,16 @@ class ReadCache:
         if fp in self._contents:
             self._contents.move_to_end(fp)
             return
-        if len(text) > CONTENT_BUDGET_BYTES // 4:
+        # the budget is in bytes (UTF-8), not characters: a CJK or emoji file is 3-4x its length
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if size > CONTENT_BUDGET_BYTES // 4:
             return
         self._contents[fp] = text
-        self._content_bytes += len(text)
+        self._content_sizes[fp] = size
+        self._content_bytes += size
         while self._content_bytes > CONTENT_BUDGET_BYTES and self._contents:
-            _, old = self._contents.popitem(last=False)
-            self._content_bytes -= len(old)
+            old, _ = self._contents.popitem(last=False)
+            self._content_bytes -= self._content_sizes.pop(old)
 
     def _conv(self, scope: Scope) -> _Conv:
         conv = self._convs.get(scope.key)

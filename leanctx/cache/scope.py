@@ -82,6 +82,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from leanctx.cache.paths import real_roots
+from leanctx.hooks.publish import MAX_SUBAGENTS, missed_count, pending_missed
 from leanctx.cache.switches import switched_off
 
 REFRESH_TTL_S = 3.0
@@ -279,8 +280,11 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     r.conversation_id = cid
     r.session_id = value.get("session_id") if isinstance(value.get("session_id"), str) else None
     r.created_at = value.get("created_at") if isinstance(value.get("created_at"), str) else ""
-    r.compactions = comp
     r.updated_ts = updated
+    # bumps from hooks that found the record lock busy (hooks/publish.py: missed_lock): counted
+    # at once, and stubs stay withheld until a locked writer has folded them into the record
+    missed, missed_at = pending_missed(path, value)
+    r.compactions = comp + missed
     r.ended = bool(value.get("ended_at"))
     host = value.get("host") if isinstance(value.get("host"), dict) else {}
     pid, ticks = host.get("pid"), host.get("start_ticks")
@@ -290,8 +294,13 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     roots = value.get("workspace_roots")
     r.roots = tuple(x for x in roots if isinstance(x, str) and x) if isinstance(roots, list) else ()
     subs = value.get("active_subagents")
-    r.subagents = {}
-    if isinstance(subs, dict):
+    r.subagents = {"lock-missed": missed_at} if missed else {}
+    overflow = _num(value.get("subagents_overflow"))  # more subagents were open than the record keeps
+    if overflow is not None:
+        r.subagents["overflow"] = overflow
+    if isinstance(subs, dict) and len(subs) > MAX_SUBAGENTS:  # not a record we wrote: withhold
+        r.subagents["overflow"] = updated
+    elif isinstance(subs, dict):
         for sid, info in subs.items():
             started = _num(info.get("started_ts")) if isinstance(info, dict) else None
             r.subagents[str(sid)] = started if started is not None else updated
@@ -471,7 +480,7 @@ class RecordSnapshot:
                     continue
                 if not statmod.S_ISREG(fst.st_mode):
                     continue
-                sig = (fst.st_mtime_ns, fst.st_size, fst.st_ino)
+                sig = (fst.st_mtime_ns, fst.st_size, fst.st_ino, missed_count(f.path)[0])
                 prev = old.get(f.name)
                 if prev is not None and prev[0] == sig:
                     files[f.name] = prev

@@ -9,6 +9,12 @@ Every write is a temp file in the same folder + rename, so a reader never sees h
 Records are rebuilt from the next event if lost, so we skip fsync to keep the hook fast; a torn
 file after a power cut only parses as absent, which makes the cache withhold stubs (safe side).
 A short lock serialises read-modify-write of one agent's records (parallel subagent events).
+A hook that cannot get the lock in LOCK_WAIT_S never writes the record unlocked (that could undo
+another writer's compaction bump); it appends one byte to the conversation's missed-lock file
+(`.<key>.missed`, O_APPEND, so no bump is lost) and logs it. Readers add the bytes not yet
+folded into the record to its compaction counter and keep stubs withheld while any are pending;
+the next locked writer folds them in (`missed_folded` = bytes already counted, so the counter
+as readers see it never goes down and never misses a bump).
 """
 
 from __future__ import annotations
@@ -31,6 +37,13 @@ from leanctx.hooks.hostproc import host_process
 
 SCHEMA = 1
 LOCK_WAIT_S = 1.0
+# Caps on what a payload can make a record hold (every hook and every cache refresh parses it):
+MAX_TEXT = 4096  # a path or id longer than this is not stored (the field keeps its last value)
+MAX_ID = 200  # a subagent id longer than this is kept as its hash (start and stop still match)
+MAX_SUBAGENTS = 64  # open subagents; past that the oldest go, and `subagents_overflow` keeps
+#                    stubs withheld until the session ends or restarts (one may still be running)
+MAX_ROOTS = 64  # workspace roots
+MAX_RECORD_BYTES = 1 << 20  # a bigger file is not a record we wrote: read as absent (safe side)
 # Environment the host gives its hooks that identifies the session (never credentials).
 _ID_ENV = ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "CURSOR_TRANSCRIPT_PATH", "CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -44,9 +57,25 @@ def conversation_key(conversation_id: str) -> str:
     """A file name for a conversation id: the id itself when it is safe, else its hash."""
     if 0 < len(conversation_id) <= 96 and not conversation_id.startswith(".") and _SAFE_CHARS.issuperset(conversation_id):
         return conversation_id
-    import hashlib  # only for ids that are not safe file names (rare)
+    return _hashed(conversation_id)
 
-    return "sha256-" + hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+def _hashed(value: str) -> str:
+    import hashlib  # only for ids that are not safe file names or too long (rare)
+
+    return "sha256-" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def subagent_key(subagent_id: str | None) -> str | None:
+    """A subagent id as records keep it: itself, or its hash when longer than MAX_ID."""
+    if isinstance(subagent_id, str) and len(subagent_id) > MAX_ID:
+        return _hashed(subagent_id)
+    return subagent_id
+
+
+def _text(value: object) -> bool:
+    """Is this a payload string a record may keep?"""
+    return isinstance(value, str) and 0 < len(value) <= MAX_TEXT
 
 
 def record_path(data_dir: str | os.PathLike, agent: str, conversation_id: str) -> str:
@@ -75,7 +104,10 @@ def read_json(path: str | os.PathLike) -> dict | None:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None
             with os.fdopen(fd, "rb", closefd=False) as f:
-                value = fastjson.loads(f.read().decode("utf-8", "surrogatepass"))
+                data = f.read(MAX_RECORD_BYTES + 1)
+            if len(data) > MAX_RECORD_BYTES:
+                return None
+            value = fastjson.loads(data.decode("utf-8", "surrogatepass"))
         finally:
             os.close(fd)
     except (OSError, ValueError):
@@ -84,7 +116,8 @@ def read_json(path: str | os.PathLike) -> dict | None:
 
 
 class _Lock:
-    """flock on a lock file, waiting at most LOCK_WAIT_S; proceeds unlocked rather than block the host."""
+    """flock on a lock file, waiting at most LOCK_WAIT_S; then `acquired` stays False and the
+    caller must not write the record (see missed_lock)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -95,6 +128,7 @@ class _Lock:
         try:
             import fcntl
         except ImportError:  # not on Unix: single writer assumed
+            self.acquired = True
             return self
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -134,40 +168,60 @@ def apply_event(record: dict, ev: HookEvent, ts: float, host: dict) -> dict:
         ("cwd", ev.cwd),
         ("turn_id", ev.turn_id),
     ):
-        if value and not (ev.subagent_id and key == "transcript_path"):
+        if _text(value) and not (ev.subagent_id and key == "transcript_path"):
             record[key] = value
-    if ev.workspace_roots:
-        record["workspace_roots"] = ev.workspace_roots
-    elif ev.cwd and not record.get("workspace_roots"):
+    roots = [r for r in ev.workspace_roots if _text(r)][:MAX_ROOTS] if isinstance(ev.workspace_roots, list) else []
+    if roots:
+        record["workspace_roots"] = roots
+    elif _text(ev.cwd) and not record.get("workspace_roots"):
         record["workspace_roots"] = [ev.cwd]
     record["host"] = host
-    env = {k: os.environ[k] for k in _ID_ENV if os.environ.get(k)}
+    env = {k: os.environ[k] for k in _ID_ENV if _text(os.environ.get(k))}
     if env:
         record["host_env"] = env
     subagents: dict = record.setdefault("active_subagents", {})
+    sub_id = subagent_key(ev.subagent_id)
     if ev.kind == SESSION_START:
-        record["source"] = ev.source
+        record["source"] = ev.source if _text(ev.source) else None
         record.pop("ended_at", None)
         if ev.source in ("startup", "resume", "clear"):
             subagents.clear()  # subagents of an earlier process are gone
+            record.pop("subagents_overflow", None)
         if ev.source == "compact":
             _compacted(record, stamp, ts)
     elif ev.kind == PRE_COMPACT:
         _compacted(record, stamp, ts)
-    elif ev.kind == SUBAGENT_START and ev.subagent_id:
-        subagents[ev.subagent_id] = {"type": ev.subagent_type, "started_at": stamp, "started_ts": ts}
-    elif ev.kind == SUBAGENT_STOP and ev.subagent_id:
-        subagents.pop(ev.subagent_id, None)
+    elif ev.kind == SUBAGENT_START and sub_id:
+        subagents.pop(sub_id, None)
+        kind = ev.subagent_type[:MAX_ID] if isinstance(ev.subagent_type, str) else None
+        subagents[sub_id] = {"type": kind, "started_at": stamp, "started_ts": ts}
+        while len(subagents) > MAX_SUBAGENTS:
+            del subagents[_oldest(subagents, "started_ts")]
+            record["subagents_overflow"] = ts
+    elif ev.kind == SUBAGENT_STOP and sub_id:
+        subagents.pop(sub_id, None)
         record["last_subagent_stop_at"] = stamp
     elif ev.kind == STOP:
         record["stopped_at"] = stamp
     elif ev.kind == SESSION_END:
         record["ended_at"] = stamp
         subagents.clear()
+        record.pop("subagents_overflow", None)
     record["last_event"] = ev.event
     record["updated_at"] = stamp
     record["updated_ts"] = ts
     return record
+
+
+def _oldest(entries: dict, field: str) -> str:
+    """The key whose entry has the smallest `field` (records are written with sorted keys, so
+    insertion order does not survive a write; an entry without a number goes first)."""
+
+    def when(key: str) -> float:
+        v = entries[key].get(field) if isinstance(entries[key], dict) else None
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else float("-inf")
+
+    return min(entries, key=when)
 
 
 def _compacted(record: dict, stamp: str, ts: float) -> None:
@@ -178,15 +232,72 @@ def _compacted(record: dict, stamp: str, ts: float) -> None:
     record["last_compaction_ts"] = ts
 
 
+def missed_path(path: str) -> str:
+    """The missed-lock counter beside a record (a dot file: record scans skip it)."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, "." + name[: -len(".json")] + ".missed")
+
+
+def missed_count(path: str) -> tuple[int, float]:
+    """(bytes in a record's missed-lock file, its mtime); (0, 0.0) when there is none."""
+    try:
+        st = os.stat(missed_path(path))
+    except OSError:
+        return 0, 0.0
+    return st.st_size, st.st_mtime
+
+
+def pending_missed(path: str, value: dict) -> tuple[int, float]:
+    """Missed-lock bumps a reader must add to this record's counter, and when the last came."""
+    size, mtime = missed_count(path)
+    folded = value.get("missed_folded")
+    folded = folded if isinstance(folded, int) and not isinstance(folded, bool) and folded >= 0 else 0
+    return max(0, size - folded), mtime
+
+
+def _fold_missed(record: dict, path: str) -> None:
+    """Under the lock: count the missed-lock bumps not yet in the record (the file only grows)."""
+    size = missed_count(path)[0]
+    pending = pending_missed(path, record)[0]
+    if pending:
+        record["compactions"] = int(record.get("compactions") or 0) + pending
+    if size:
+        record["missed_folded"] = size
+
+
+def missed_lock(data_dir: str | os.PathLike, path: str, ev: HookEvent) -> None:
+    """The lock stayed busy: count a bump without touching the record, and say so in the log.
+    Every missed event counts as a compaction (we do not know what it would have changed; an
+    extra bump costs one full re-send, a lost one could let a wrong stub through)."""
+    from leanctx.hooks import log
+
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(missed_path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b"+")
+        finally:
+            os.close(fd)
+        os.utime(os.path.dirname(path))  # appends leave the folder's mtime alone; readers watch it
+        note = "counted as a compaction"
+    except OSError as exc:
+        note = f"could not count it either: {exc}"
+    log(str(data_dir), ev.agent, ev.event, f"record lock busy for {LOCK_WAIT_S:g} s; record not written, {note}")
+
+
 def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
     """Update the conversation record and the last-writer slot. Returns the record path."""
-    if not ev.conversation_id:
+    if not _text(ev.conversation_id):  # none, or too long to be an id we keep
         return None
     ts = time.time()
     host = host_process()
     path = record_path(data_dir, ev.agent, ev.conversation_id)
-    with _Lock(os.path.join(os.path.dirname(path), ".lock")):
+    with _Lock(os.path.join(os.path.dirname(path), ".lock")) as lock:
+        if not lock.acquired:
+            missed_lock(data_dir, path, ev)
+            return path
         record = apply_event(read_json(path) or {}, ev, ts, host)
+        _fold_missed(record, path)
         write_json_atomic(path, record)
     write_json_atomic(
         os.path.join(data_dir, "active_transcript.json"),
@@ -215,21 +326,26 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
     `_meta["claudecode/toolUseId"]`), the note is kept under that id, so the service can tell
     exactly which context made each call, even with a subagent running beside its parent.
     (`ts`/`host` are given only by simulations; the hook uses now and its own host.)"""
-    if not ev.conversation_id:
+    if not _text(ev.conversation_id):
         return None
     ts = time.time() if ts is None else ts
     path = record_path(data_dir, ev.agent, ev.conversation_id)
-    with _Lock(os.path.join(os.path.dirname(path), ".lock")):
+    with _Lock(os.path.join(os.path.dirname(path), ".lock")) as lock:
+        if not lock.acquired:
+            missed_lock(data_dir, path, ev)
+            return path
         record = read_json(path) or apply_event({}, ev, ts, host or host_process())
-        record["last_read_call"] = {"agent_id": ev.subagent_id, "ts": ts}
+        _fold_missed(record, path)
+        agent_id = subagent_key(ev.subagent_id)
+        record["last_read_call"] = {"agent_id": agent_id, "ts": ts}
         call_id = ev.tool_use_id
         if isinstance(call_id, str) and 0 < len(call_id) <= MAX_CALL_ID:
             calls = record.get("read_calls")
             calls = dict(calls) if isinstance(calls, dict) else {}
             calls.pop(call_id, None)
-            calls[call_id] = {"agent_id": ev.subagent_id, "ts": ts}
-            while len(calls) > MAX_READ_CALLS:  # oldest first (insertion order = note order)
-                del calls[next(iter(calls))]
+            calls[call_id] = {"agent_id": agent_id, "ts": ts}
+            while len(calls) > MAX_READ_CALLS:
+                del calls[_oldest(calls, "ts")]
             record["read_calls"] = calls
         write_json_atomic(path, record)
     return path

@@ -217,3 +217,49 @@ def test_diff_helper_sanity() -> None:
     old, new = "a\nb\nc\n", "a\nB\nc\n"
     d = "".join(difflib.unified_diff(split_lines(old), split_lines(new)))
     assert _apply(old, d) == new
+
+
+def _euro_file(world: World, rel: str) -> tuple[str, int]:
+    """A file of 3-byte characters: its UTF-8 size is ~2x its length in characters."""
+    text = "".join(f"{rel} line {i}: {'€' * 10}\n" for i in range(200))
+    world.write(rel, text)
+    return text, len(text.encode())
+
+
+def test_content_budget_counts_utf8_bytes_not_characters(world: World, monkeypatch) -> None:
+    """A file over a quarter of the budget in bytes (but not in characters) is not kept for diffs."""
+    from leanctx.cache import readcache
+
+    h = world.host()
+    world.session(h, "s1")
+    c = world.conn(h)
+    text, size = _euro_file(world, "big.txt")
+    assert len(text) * 1.5 < size  # so characters fit the quarter of the budget below, bytes do not
+    monkeypatch.setattr(readcache, "CONTENT_BUDGET_BYTES", 4 * (size - 1))  # chars fit, bytes do not
+    assert world.read(c, "big.txt")["kind"] == "full"
+    world.write("big.txt", text.replace("line 7:", "line seven:"))
+    assert world.read(c, "big.txt")["kind"] == "full"  # no old copy kept: no diff
+    # just within the budget in bytes: kept, so the next change comes as a diff
+    monkeypatch.setattr(readcache, "CONTENT_BUDGET_BYTES", 4 * size)
+    ok, _ = _euro_file(world, "ok.txt")
+    world.read(c, "ok.txt")
+    world.write("ok.txt", ok.replace("line 7:", "line seven:"))
+    assert world.read(c, "ok.txt")["kind"] == "diff"
+
+
+def test_content_budget_evicts_by_bytes(world: World, monkeypatch) -> None:
+    from leanctx.cache import readcache
+
+    h = world.host()
+    world.session(h, "s1")
+    c = world.conn(h)
+    files = [f"f{i}.txt" for i in range(5)]
+    sizes = [_euro_file(world, f)[1] for f in files]
+    # five files: well within the budget in characters, over it in bytes, so the first goes
+    monkeypatch.setattr(readcache, "CONTENT_BUDGET_BYTES", sum(sizes) - 1)
+    for f in files:
+        assert world.read(c, f)["kind"] == "full"
+    for f in ("f0.txt", "f4.txt"):
+        world.write(f, world.path(f).read_text().replace("line 7:", "line seven:"))
+    assert world.read(c, "f0.txt")["kind"] == "full"  # evicted: nothing to diff against
+    assert world.read(c, "f4.txt")["kind"] == "diff"  # still kept
