@@ -4,12 +4,15 @@ The round trip starts the registered command exactly as the host would (stdio, n
 scratch project with a scratch data dir, in-process mode (`LEANCTX_DAEMON=0`, so no daemon is
 left behind) and an explicit scope, then reads one file twice through `ctx_read`: the first read
 must return the file, the second the `[unchanged]` stub. That proves the whole chain: the entry,
-the interpreter, the SDK, scope resolution and the read cache.
+the interpreter, the SDK, scope resolution and the read cache. Then `ctx_stats` says whether the
+server could hook the SDK's private internals (fast path, per-call identity): an SDK that renamed
+them still serves reads, so only this check notices.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 import time
@@ -48,29 +51,47 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
     if missing:
         return [missing]
     out = [{"name": "mcp server", "status": "ok", "detail": f"registered as {name!r} in {path}", "fix": None}]
-    out.append(round_trip(entry["command"], list(entry.get("args") or []), entry.get("env") or {}))
+    out.extend(round_trip(entry["command"], list(entry.get("args") or []), entry.get("env") or {}))
     return out
 
 
-def round_trip(command: str, args: list[str], entry_env: dict) -> dict:
+def round_trip(command: str, args: list[str], entry_env: dict) -> list[dict]:
     started = time.perf_counter()
     try:
-        first, second = asyncio.run(asyncio.wait_for(_two_reads(command, args, entry_env), ROUND_TRIP_TIMEOUT_S))
+        first, second, stats = asyncio.run(asyncio.wait_for(_two_reads(command, args, entry_env), ROUND_TRIP_TIMEOUT_S))
     except Exception as exc:  # noqa: BLE001 - whatever broke, say it
-        return {"name": "mcp round trip", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"[:300],
-                "fix": "run `leanctx mcp` by hand to see its error; reinstall leanctx if imports fail"}
+        return [{"name": "mcp round trip", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"[:300],
+                 "fix": "run `leanctx mcp` by hand to see its error; reinstall leanctx if imports fail"}]
     ms = (time.perf_counter() - started) * 1000
     if first != _CONTENT or not second.startswith("[unchanged]"):
-        return {"name": "mcp round trip", "status": "fail", "detail": f"unexpected answers: {first[:60]!r} / {second[:60]!r}",
-                "fix": "leanctx doctor --fix"}
-    return {"name": "mcp round trip", "status": "ok", "detail": f"ctx_read returned the file, then the [unchanged] stub ({ms:.0f} ms)",
-            "fix": None, "ms": round(ms, 1)}
+        return [{"name": "mcp round trip", "status": "fail", "detail": f"unexpected answers: {first[:60]!r} / {second[:60]!r}",
+                 "fix": "leanctx doctor --fix"}]
+    return [{"name": "mcp round trip", "status": "ok", "detail": f"ctx_read returned the file, then the [unchanged] stub ({ms:.0f} ms)",
+             "fix": None, "ms": round(ms, 1)}, sdk_check(stats)]
+
+
+def sdk_check(stats: str) -> dict:
+    """The server's own account (ctx_stats "sdk") of the SDK internals it could hook."""
+    from leanctx.cache.mcpserver import SDK_UNAVAILABLE
+
+    try:
+        sdk = json.loads(stats).get("sdk")
+    except (ValueError, AttributeError):
+        sdk = None
+    if not isinstance(sdk, dict):
+        return {"name": "mcp sdk internals", "status": "warn", "detail": f"ctx_stats did not report them: {stats[:80]!r}",
+                "fix": "reinstall leanctx"}
+    if sdk.get("fast_path") is True:
+        return {"name": "mcp sdk internals", "status": "ok",
+                "detail": f"mcp {sdk.get('mcp_version')}: fast path and per-call (subagent) identity on", "fix": None}
+    return {"name": "mcp sdk internals", "status": "warn", "detail": SDK_UNAVAILABLE.format(version=sdk.get("mcp_version")),
+            "fix": "reinstall leanctx so pip picks the mcp version it declares (mcp>=2.3,<2.4)"}
 
 
 _CONTENT = "".join(f"leanctx doctor line {i}\n" for i in range(1, 41))
 
 
-async def _two_reads(command: str, args: list[str], entry_env: dict) -> tuple[str, str]:
+async def _two_reads(command: str, args: list[str], entry_env: dict) -> tuple[str, str, str]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -86,7 +107,7 @@ async def _two_reads(command: str, args: list[str], entry_env: dict) -> tuple[st
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 answers = []
-                for _ in range(2):
-                    result = await session.call_tool("ctx_read", {"path": "doctor.txt"})
+                for tool, args in (("ctx_read", {"path": "doctor.txt"}), ("ctx_read", {"path": "doctor.txt"}), ("ctx_stats", {})):
+                    result = await session.call_tool(tool, args)
                     answers.append("".join(c.text for c in result.content if getattr(c, "type", None) == "text"))
-        return answers[0], answers[1]
+        return answers[0], answers[1], answers[2]

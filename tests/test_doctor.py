@@ -45,6 +45,7 @@ def test_doctor_passes_after_init(home: Path, data_dir: Path, name: str) -> None
     assert agent_report["installed"] is True
     assert checks["mcp server"]["status"] == "ok"
     assert checks["mcp round trip"]["status"] == "ok" and "[unchanged]" in checks["mcp round trip"]["detail"]
+    assert checks["mcp sdk internals"]["status"] == "ok" and "per-call (subagent) identity on" in checks["mcp sdk internals"]["detail"]
     # the smoke runs went to a scratch dir: nothing real was published
     assert agent_report["last_published"] is None
     assert not (data_dir / "conversations").exists()
@@ -308,3 +309,18 @@ def test_doctor_project_with_nothing_installed_there(home: Path, tmp_path: Path)
     proc = run_cli("doctor", "--project", str(tmp_path))
     assert proc.returncode == 1
     assert f"leanctx is not installed for any agent in {tmp_path.resolve()}" in proc.stdout
+
+
+def test_doctor_warns_when_the_mcp_sdk_lacks_the_internals(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    """An `mcp` release that renamed the private handler still serves reads, so only doctor can
+    say that the fast path and per-call (subagent) identity are off. A warning, not a failure."""
+    from tests.cache.test_mcp import renamed_sdk_env
+
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    code, report = doctor_json("--agent", "claude", env=renamed_sdk_env(dict(os.environ), tmp_path))
+    checks = checks_by_name(report["agents"][0])
+    assert checks["mcp round trip"]["status"] == "ok", checks["mcp round trip"]
+    sdk = checks["mcp sdk internals"]
+    assert sdk["status"] == "warn" and "per-call (subagent) identity are off" in sdk["detail"], sdk
+    assert "mcp>=2.3,<2.4" in sdk["fix"]
+    assert code == 0 and report["ok"]

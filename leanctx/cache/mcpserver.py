@@ -101,6 +101,7 @@ class Backend:
         self._skip_until = 0.0
         self.cwd = os.getcwd()
         self.served = {"daemon": 0, "in_process": 0}
+        self.sdk = {"fast_path": False, "call_ids": False}  # set by build_server: what the SDK let us install
 
     # --- daemon lifecycle ----------------------------------------------------------
 
@@ -244,7 +245,7 @@ class Backend:
         except (client.DaemonError, client.RemoteError):
             stats = await anyio.to_thread.run_sync(lambda: self._local().stats())
             served_by = "in-process (no daemon)"
-        return {"served_by": served_by, "this_connection": dict(self.served), "stats": stats}
+        return {"served_by": served_by, "this_connection": dict(self.served), "sdk": dict(self.sdk), "stats": stats}
 
     def close(self) -> None:
         self.client.close()
@@ -321,9 +322,27 @@ def build_server(backend: Backend):
         out = state_op(state_api.end_thread)
         return "thread ended; digest appended to history" if out.get("digest") else "thread was empty; nothing appended"
 
-    install_call_tool(server, backend)
+    installed = install_call_tool(server, backend)
+    backend.sdk = {"mcp_version": sdk_version(), "fast_path": installed, "call_ids": installed and per_call_identity()}
+    if not installed:
+        log.warning("leanctx: %s", SDK_UNAVAILABLE.format(version=backend.sdk["mcp_version"]))
     drop_tracing(server)
     return server
+
+
+# Why the fast path or call ids are off, for the server's log and doctor (one text, both places).
+SDK_UNAVAILABLE = ("the installed mcp SDK {version} lacks the private internals leanctx hooks into "
+                   "(MCPServer._lowlevel_server, MCPServer._handle_call_tool): the ctx_read fast path and per-call "
+                   "(subagent) identity are off; reads are still served, with no stub while a subagent window is open")
+
+
+def sdk_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp")
+    except PackageNotFoundError:
+        return "(unknown version)"
 
 
 def drop_tracing(server) -> None:  # noqa: ANN001
@@ -363,16 +382,18 @@ def _plain_read_args(args: dict) -> bool:
     return lines_ok and type(args.get("fresh", False)) is bool
 
 
-def install_call_tool(server, backend: Backend) -> None:  # noqa: ANN001
+def install_call_tool(server, backend: Backend) -> bool:  # noqa: ANN001
     """Our tools/call handler in front of MCPServer's: it takes the call id from `_meta` for
     ctx_read, and serves ctx_read with plain arguments directly (the same checks, texts and
     result as the SDK's path, without its per-call argument model: the hot path of a stub).
     Anything else, and ctx_read arguments that need the SDK's coercion, go to MCPServer's
-    handler unchanged. Skipped (the SDK serves everything) if the SDK lacks what this uses."""
+    handler unchanged. Skipped (the SDK serves everything, with no call ids) if the SDK lacks
+    what this uses: these are private names, hence the upper bound on `mcp` in pyproject.toml.
+    Returns whether it was installed."""
     low = getattr(server, "_lowlevel_server", None)
     sdk_handler = getattr(server, "_handle_call_tool", None)
-    if low is None or sdk_handler is None or not hasattr(low, "add_request_handler"):
-        return
+    if low is None or not callable(sdk_handler) or not callable(getattr(low, "add_request_handler", None)):
+        return False
     from mcp.types import CallToolRequestParams, CallToolResult, TextContent
 
     def text_result(text: str, error: bool = False) -> CallToolResult:
@@ -399,6 +420,7 @@ def install_call_tool(server, backend: Backend) -> None:  # noqa: ANN001
         return text_result(str(result.get("text", "")))
 
     low.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+    return True
 
 
 class _Lines:

@@ -391,3 +391,60 @@ def test_the_sdks_tracing_middleware_is_dropped_unless_asked_for(tmp_path: Path,
     assert "OpenTelemetryMiddleware" not in names()
     monkeypatch.setenv("LEANCTX_MCP_OTEL", "1")
     assert "OpenTelemetryMiddleware" in names()
+
+
+# What a future SDK that renamed its private `_handle_call_tool` looks like to us: the SDK itself
+# still serves tools (its lowlevel server holds the bound handler), the name is gone.
+_RENAMED_SDK = """\
+from mcp.server.mcpserver import MCPServer
+
+MCPServer._renamed_handle_call_tool = MCPServer._handle_call_tool
+del MCPServer._handle_call_tool
+_init = MCPServer.__init__
+
+
+def __init__(self, *args, **kwargs):
+    self._handle_call_tool = self._renamed_handle_call_tool
+    _init(self, *args, **kwargs)
+    del self._handle_call_tool
+
+
+MCPServer.__init__ = __init__
+"""
+
+
+def renamed_sdk_env(env: dict, tmp_path: Path) -> dict:
+    """`env` with a sitecustomize that hides the SDK internals the fast path uses."""
+    site = tmp_path / "renamed_sdk"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(_RENAMED_SDK)
+    return dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")])))
+
+
+def test_the_installed_sdk_has_the_internals_the_fast_path_uses(tmp_path: Path) -> None:
+    """Fails when an `mcp` release drops or renames them: widen pyproject's bound only after this passes."""
+    from leanctx.cache.mcpserver import Backend, build_server
+
+    backend = Backend(str(tmp_path), {"connection_id": "c", "env": {}}, use_daemon=False)
+    build_server(backend)
+    assert backend.sdk["fast_path"] is True and backend.sdk["call_ids"] is True, backend.sdk
+
+
+def test_without_the_sdk_internals_reads_still_work_and_it_says_so(env: dict, data_dir: Path, project: Path,
+                                                                    tmp_path: Path) -> None:
+    """An SDK without `_handle_call_tool`: ctx_read is served by the SDK's own path (content, then
+    the stub), call ids in `_meta` are ignored, and the loss is logged and shown in ctx_stats."""
+    S.publish_conversation(data_dir, "conv-renamed", project)
+    content = (project / "b.txt").read_text()
+
+    async def scenario() -> dict:
+        async with mcp_session(renamed_sdk_env(env, tmp_path), project, tmp_path / "mcp.log", LEANCTX_DAEMON="0") as session:
+            await session.initialize()
+            assert await read(session, "b.txt") == (False, content)
+            result = await session.call_tool("ctx_read", {"path": "b.txt"}, meta={"claudecode/toolUseId": "t1"})
+            assert not result.is_error and text_of(result).startswith("[unchanged]")
+            return json.loads(text_of(await session.call_tool("ctx_stats", {})))
+
+    stats = asyncio.run(scenario())
+    assert stats["sdk"]["fast_path"] is False and stats["sdk"]["call_ids"] is False, stats
+    assert "per-call (subagent) identity are off" in (tmp_path / "mcp.log").read_text()

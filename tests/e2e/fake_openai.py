@@ -65,8 +65,9 @@ with ``classify=`` (returning a kind string or a bool).
 Function calls to namespaced tools need ``"namespace"`` on the item:
 ``function_call("ping", {"x": "hi"}, namespace="mcp__x")`` (Codex reports it to hooks as
 ``tool_name: "mcp__x__ping"``).  An MCP tool call only runs in
-``exec`` when the server entry has ``default_tools_approval_mode = "approve"`` (otherwise the
-tool output is "MCP tool call requires approval, but approval policy is never").
+``exec`` when the entry approves it (``[mcp_servers.NAME.tools.TOOL] approval_mode = "approve"``, or
+``default_tools_approval_mode = "approve"`` for all; otherwise the tool output is "MCP tool call
+requires approval, but approval policy is never").
 """
 from __future__ import annotations
 

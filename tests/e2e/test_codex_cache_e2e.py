@@ -211,3 +211,25 @@ def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_w
     lean.assert_no_hook_errors()
     trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="codex")
     tracetap.check_replay(trace, hh, kinds, "codex-compaction", host="Codex", source=__file__)
+
+
+def test_codex_auto_approves_only_the_reading_tools(codex_cli, codex_wired, lean, run_host):
+    """init approves ctx_read and ctx_stats per tool; a state tool (it writes the user's thread)
+    keeps Codex's default, which `codex exec` (approval policy never) refuses without running it."""
+    hh = codex_wired
+    reading = read_call("big.py")
+    stats = function_call("ctx_stats", {}, namespace=NS)
+    writing = function_call("state_set_summary", {"text": "planted by the model"}, namespace=NS)
+    cks_home = hh.root / "cks"
+    host_env = dict(lean.host_env, CKS_HOME=str(cks_home), CKS_ACTIVE_USER="Ana")
+    with FakeOpenAI(script=[WhenReady([reading, stats, writing, "done"])] * 28) as srv:
+        hostcli.write_codex_config(hh.home, srv.base_url)
+        lean.run("init", "--agent", "codex", "--trust")
+        cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", "read big.py"], cwd=hh.proj,
+                         env=hostcli.codex_env(hh.home, host_env))
+        assert cp.returncode == 0, cp.stderr
+        out = outputs_by_call(srv.requests)
+    assert "def function_199" in out[reading["call_id"]]
+    assert json.loads(out[stats["call_id"]])["served_by"], out[stats["call_id"]]
+    assert "requires approval" in out[writing["call_id"]], out[writing["call_id"]]
+    assert not cks_home.exists() or not any(p.is_file() for p in cks_home.rglob("*")), "the state tool ran"

@@ -60,7 +60,8 @@ def test_codex_registers_a_toml_table_keeping_comments(home: Path, data_dir: Pat
     assert text.startswith(original)
     value = tomlkit.parse(text).unwrap()
     assert value["mcp_servers"]["leanctx"] == {"command": sys.executable, "args": ["-m", "leanctx", "mcp"],
-                                               "default_tools_approval_mode": "approve"}
+                                               "tools": {"ctx_read": {"approval_mode": "approve"},
+                                                         "ctx_stats": {"approval_mode": "approve"}}}
     assert value["mcp_servers"]["docs"] == {"command": "docs-mcp"}
     # a user edit elsewhere: uninstall goes surgical and keeps it
     path.write_text(text.replace('"o3"', '"o4"'))
@@ -126,3 +127,22 @@ def test_broken_mcp_config_is_refused(home: Path, data_dir: Path, relative: str,
     assert proc.returncode == 2 and where in proc.stderr and str(path) in proc.stderr
     assert path.read_text() == text
     assert not (home / ".claude" / "settings.json").exists() and not (home / ".codex" / "hooks.json").exists()
+
+
+def test_codex_entry_from_before_per_tool_approval_is_ours_and_upgraded(home: Path, data_dir: Path) -> None:
+    """Earlier versions approved every tool of the server (`default_tools_approval_mode`): that
+    entry is still recognised as ours, init narrows it to the reading tools, uninstall removes it."""
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    original = '# mine\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+    old_entry = (f'\n[mcp_servers.leanctx]\ncommand = {json.dumps(sys.executable)}\nargs = ["-m", "leanctx", "mcp"]\n'
+                 'default_tools_approval_mode = "approve"\n')
+    path.write_text(original + old_entry)
+    assert mcpreg.is_ours(tomlkit.parse(path.read_text()).unwrap()["mcp_servers"]["leanctx"])
+    assert init(home, data_dir, "codex") == 0
+    entry = tomlkit.parse(path.read_text()).unwrap()["mcp_servers"]["leanctx"]
+    assert "default_tools_approval_mode" not in entry and set(entry["tools"]) == {"ctx_read", "ctx_stats"}
+    assert mcpreg.is_ours(entry)
+    assert uninstall(home, data_dir, "codex") == 0
+    assert "leanctx" not in tomlkit.parse(path.read_text()).unwrap()["mcp_servers"]
+    assert path.read_text().startswith(original)
