@@ -137,8 +137,12 @@ class LineSocket:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def recv_line(self, limit: int) -> bytes | None:
-        """The next line (with its newline), b"" on a line over `limit`, None on EOF."""
+    def recv_line(self, limit: int, line_timeout: float | None = None) -> bytes | None:
+        """The next line (with its newline), b"" on a line over `limit`, None on EOF. With
+        `line_timeout`, waiting for a line's first byte is unbounded but the whole line must be in
+        within that many seconds of it (socket.timeout otherwise): a half-written line cannot hold
+        the socket, however slowly it trickles."""
+        deadline = None
         while True:
             nl = self.buf.find(b"\n")
             if nl >= 0:
@@ -147,6 +151,10 @@ class LineSocket:
                 return line
             if len(self.buf) > limit:
                 return b""
+            if line_timeout is not None:
+                if self.buf and deadline is None:
+                    deadline = time.monotonic() + line_timeout
+                self.sock.settimeout(None if deadline is None else max(0.001, deadline - time.monotonic()))
             chunk = self.sock.recv(1 << 16)
             if not chunk:
                 return None

@@ -11,11 +11,17 @@ time so `status`/`stop`/clients can verify with psutil that a pid is really our 
 daemon that gets the lock knows any pid file or socket left behind is stale and replaces them.
 
 Threads: the main thread accepts (a selector over the listening socket and a signal wake-up
-pipe); one thread per client socket (at most MAX_SOCKETS); one housekeeping thread that saves
+pipe); one thread per client socket; one housekeeping thread that saves
 the index every SAVE_EVERY_S and notices (every CHECK_EVERY_S) when our socket or pid file was
 removed from under us (we then shut down, so the next client starts a healthy daemon instead of
 talking to nobody). Calls into the cache core run concurrently (the Resolver and the ReadCache
 lock what they share). Requests are bounded (client.MAX_REQUEST bytes a line).
+Sockets are bounded so that idle or half-written connections cannot lock clients out: at most
+MAX_PEER_SOCKETS from one peer process (SO_PEERCRED; no per-peer cap where the platform does not
+say), at most MAX_SOCKETS in all, and when all are taken a newcomer evicts the socket idle the
+longest (never one with a request in progress); a request line must arrive whole within
+LINE_TIMEOUT_S of its first byte. An idle socket is otherwise kept open for as long as its client
+wants (an MCP server keeps a few); the clients notice a closed idle socket and open a new one.
 SIGTERM/SIGINT, or `LEANCTX_IDLE_EXIT` minutes idle (no client socket open and no request):
 stop accepting, let in-flight requests finish (bounded), save the index, remove our socket and
 pid file, exit 0. A daemon started while another holds the lock exits 0 too, naming the one
@@ -32,6 +38,7 @@ import os
 import selectors
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -46,7 +53,9 @@ SAVE_EVERY_S = 15.0
 PRUNE_EVERY_S = 3600.0  # old conversation records out (leanctx/cache/prune.py)
 CHECK_EVERY_S = 2.0  # is our socket / pid file still ours
 DRAIN_S = 3.0
-MAX_SOCKETS = 256  # open client sockets (one thread each); more are told so and closed
+MAX_SOCKETS = 256  # open client sockets (one thread each); when full, the longest-idle one makes room
+MAX_PEER_SOCKETS = 32  # open sockets of one peer process (an MCP server pools 4); more are refused "busy"
+LINE_TIMEOUT_S = 10.0  # a request line must be complete this long after its first byte, or the socket is dropped
 IDLE_ENV = client.IDLE_ENV  # minutes; the next MCP server request starts a new daemon
 IDLE_EXIT_MIN = 10.0
 LOCK_WAIT_S = 5.0  # a lock holder that does not accept connections is starting or stopping: wait
@@ -77,6 +86,32 @@ def idle_exit_minutes(raw: str | None, name: str = IDLE_ENV) -> float:
     if not math.isfinite(value) or value < 0:
         raise BadSetting(f"{name} must be a number of minutes >= 0 (0 = never exit when idle), got {raw!r}")
     return value
+
+
+def peer_pid(sock: socket.socket) -> int | None:
+    """The pid of the process at the other end of a Unix socket, from the kernel (SO_PEERCRED on
+    Linux); None where the platform does not tell us."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    try:
+        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+    except (OSError, struct.error):
+        return None
+    return pid if pid > 0 else None
+
+
+class _Client:
+    """One accepted socket as the admission and eviction rules see it (fields under _stats_lock)."""
+
+    __slots__ = ("sock", "peer", "last_active", "busy", "evicted")
+
+    def __init__(self, sock: socket.socket, peer: int | None) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.last_active = time.monotonic()  # accepted, or last answer sent: a trickled half line is no activity
+        self.busy = False  # a request is being answered: never evicted then
+        self.evicted = False
 
 
 class BadRequest(Exception):
@@ -218,14 +253,21 @@ class Daemon:
         self._lock_fd: int | None = None
         self._sock_ino: tuple[int, int] | None = None
         self._stats_lock = threading.Lock()
-        self.open_sockets = 0
+        self.clients: set[_Client] = set()
         self.sockets_total = 0
+        self.sockets_evicted = 0
+        self.sockets_refused = 0
+        self.lines_timed_out = 0
         self.live_ids: dict[str, int] = {}  # connection id -> open sockets carrying it
         self.seen_ids: set[str] = set()
         self.requests = 0
         self.errors = 0
         self.in_flight = 0
         self.records_pruned = 0
+
+    @property
+    def open_sockets(self) -> int:
+        return len(self.clients)
 
     # --- start-up --------------------------------------------------------------------
 
@@ -422,35 +464,66 @@ class Daemon:
                 log.warning("accept failed: %s", exc)
                 return
             conn.setblocking(True)
+            me = _Client(conn, peer_pid(conn))
             with self._stats_lock:
                 if self.stopping.is_set():  # decided to exit (idle) after this one queued: never half-serve it
                     conn.close()
                     return
-                full = self.open_sockets >= MAX_SOCKETS
-                if not full:
-                    self.open_sockets += 1
-                    self.sockets_total += 1
-            if full:
+                refusal = self._admit(me)
+            if refusal:
                 try:
                     conn.settimeout(0.5)
-                    conn.sendall(client.encode({"ok": False, "code": "busy", "error": f"over {MAX_SOCKETS} open connections"}))
+                    conn.sendall(client.encode({"ok": False, "code": "busy", "error": refusal}))
                 except OSError:
                     pass
                 conn.close()
                 continue
-            threading.Thread(target=self._serve_socket, args=(conn,), name="leanctx-conn", daemon=True).start()
+            threading.Thread(target=self._serve_socket, args=(me,), name="leanctx-conn", daemon=True).start()
 
-    def _serve_socket(self, sock: socket.socket) -> None:
-        ls = client.LineSocket(sock)
+    def _admit(self, me: _Client) -> str | None:
+        """Take `me` in, evicting the longest-idle socket when all MAX_SOCKETS are open; or say
+        why not (caller holds _stats_lock)."""
+        if me.peer is not None and sum(1 for c in self.clients if c.peer == me.peer) >= MAX_PEER_SOCKETS:
+            self.sockets_refused += 1
+            return f"over {MAX_PEER_SOCKETS} open connections from process {me.peer}"
+        if len(self.clients) >= MAX_SOCKETS:
+            idle = [c for c in self.clients if not c.busy]
+            if not idle:
+                self.sockets_refused += 1
+                return f"over {MAX_SOCKETS} open connections, each with a request in progress"
+            victim = min(idle, key=lambda c: c.last_active)
+            self.clients.discard(victim)
+            victim.evicted = True
+            self.sockets_evicted += 1
+            with contextlib.suppress(OSError):
+                victim.sock.shutdown(socket.SHUT_RDWR)  # its thread sees EOF, closes and leaves
+        self.clients.add(me)
+        self.sockets_total += 1
+        return None
+
+    def _serve_socket(self, me: _Client) -> None:
+        ls = client.LineSocket(me.sock)
         carried: str | None = None
         try:
             while not self.stopping.is_set():
                 try:
-                    line = ls.recv_line(client.MAX_REQUEST)
+                    line = ls.recv_line(client.MAX_REQUEST, LINE_TIMEOUT_S)
+                except TimeoutError:
+                    with self._stats_lock:
+                        self.lines_timed_out += 1
+                    with contextlib.suppress(OSError):
+                        me.sock.settimeout(0.5)
+                        ls.send(client.encode({"ok": False, "code": "timeout",
+                                               "error": f"request line not complete within {LINE_TIMEOUT_S:g} s"}))
+                    return
                 except OSError:
                     return
                 if line is None:
                     return
+                with self._stats_lock:
+                    if me.evicted:
+                        return  # made room for a newcomer while this line came in: the client reconnects
+                    me.busy = True
                 if line == b"":
                     with contextlib.suppress(OSError):
                         ls.send(client.encode({"ok": False, "code": "too_large",
@@ -461,13 +534,17 @@ class Daemon:
                     self._note_id(cid, carried)
                     carried = cid
                 try:
+                    me.sock.settimeout(LINE_TIMEOUT_S)  # a peer that never reads its answers holds no thread
                     ls.send(answer)
                 except OSError:
                     return
+                with self._stats_lock:
+                    me.busy = False
+                    me.last_active = time.monotonic()
         finally:
             ls.close()
             with self._stats_lock:
-                self.open_sockets -= 1
+                self.clients.discard(me)
                 self.last_active = time.monotonic()
                 if carried:
                     self._drop_id(carried)
@@ -542,7 +619,11 @@ class Daemon:
         with self._stats_lock:
             # open_sockets: besides the one this status request came on
             conns = {"open_sockets": max(0, self.open_sockets - 1), "clients": len(self.live_ids),
-                     "clients_seen": len(self.seen_ids), "sockets_total": self.sockets_total}
+                     "clients_seen": len(self.seen_ids), "sockets_total": self.sockets_total,
+                     "sockets_evicted": self.sockets_evicted, "sockets_refused": self.sockets_refused,
+                     "lines_timed_out": self.lines_timed_out,
+                     "limits": {"max_sockets": MAX_SOCKETS, "max_peer_sockets": MAX_PEER_SOCKETS,
+                                "line_timeout_s": LINE_TIMEOUT_S}}
             requests, errors = self.requests, self.errors
         return {
             "running": True,

@@ -276,24 +276,6 @@ def test_oversized_request_is_refused_and_the_daemon_keeps_serving(daemon: subpr
     assert client.ServiceClient(data_dir).request("hello")["pid"] == daemon.pid
 
 
-def test_connection_cap(daemon: subprocess.Popen, data_dir: Path) -> None:
-    from leanctx.cache.service import MAX_SOCKETS
-
-    path = client.socket_path(data_dir)
-    held = [client.connect(path, 5.0) for _ in range(MAX_SOCKETS)]
-    try:
-        held[0].sendall(client.encode({"v": 1, "op": "hello"}))
-        assert json.loads(client.LineSocket(held[0]).recv_line(1 << 16))["ok"] is True
-        extra = client.LineSocket(client.connect(path, 5.0))
-        assert json.loads(extra.recv_line(1 << 16))["code"] == "busy"
-        assert extra.recv_line(1 << 16) is None  # and closed
-        extra.close()
-    finally:
-        for sock in held:
-            sock.close()
-    assert S.wait_until(lambda: client.ServiceClient(data_dir).request("hello")["pid"] == daemon.pid)
-
-
 def test_client_pool_survives_a_daemon_restart(env: dict, data_dir: Path, tmp_path: Path) -> None:
     first = S.start_daemon(env, tmp_path / "r1.log")
     c = client.ServiceClient(data_dir)
