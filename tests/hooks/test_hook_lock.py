@@ -10,6 +10,7 @@ from pathlib import Path
 
 from leanctx.cache.scope import RecordSnapshot
 from leanctx.hooks.publish import read_json, record_path
+from tests.hooks.claude_session import seen_record, session
 from tests.hooks.test_hook_entry import PAYLOADS, hook_wrapper, run_hook  # noqa: F401 - fixture
 
 HOLDER = """
@@ -23,20 +24,13 @@ sys.stdin.read()
 
 def _counter(data_dir: Path, sid: str) -> tuple[int, bool]:
     """The compaction counter and stub permission as the cache's record reader sees them."""
-    snap = RecordSnapshot(str(data_dir), persist=False)
-    snap.refresh()
-    [rec] = [r for r in snap.records() if r.conversation_id == sid]
+    rec = seen_record(data_dir, sid)
     return rec.compactions, not rec.subagents
 
 
 def test_missed_lock_counts_the_compaction_and_never_writes_unlocked(hook_wrapper: Path, data_dir: Path) -> None:
-    base = json.loads((PAYLOADS / "claude" / "SessionStart.json").read_text())
+    base, fire = session(hook_wrapper)
     sid = base["session_id"]
-
-    def fire(event: str, **extra: object) -> None:
-        proc = run_hook(hook_wrapper, "claude", event, json.dumps(dict(base, hook_event_name=event, **extra)).encode())
-        assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
-
     fire("SessionStart", source="startup")
     path = record_path(data_dir, "claude", sid)
     before = Path(path).read_bytes()

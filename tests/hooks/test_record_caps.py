@@ -8,24 +8,13 @@ from pathlib import Path
 
 from leanctx.cache.scope import RecordSnapshot
 from leanctx.hooks.publish import MAX_RECORD_BYTES, MAX_SUBAGENTS, MAX_TEXT, read_json, record_path
+from tests.hooks.claude_session import seen_record, session
 from tests.hooks.test_hook_entry import PAYLOADS, hook_wrapper, run_hook  # noqa: F401 - fixture
 
 
-def _rec(data_dir: Path, sid: str):
-    snap = RecordSnapshot(str(data_dir), persist=False)
-    snap.refresh()
-    [rec] = [r for r in snap.records() if r.conversation_id == sid]
-    return rec
-
-
 def test_hostile_payload_is_capped(hook_wrapper: Path, data_dir: Path) -> None:
-    base = json.loads((PAYLOADS / "claude" / "SessionStart.json").read_text())
+    base, fire = session(hook_wrapper)
     sid = base["session_id"]
-
-    def fire(event: str, **extra: object) -> None:
-        proc = run_hook(hook_wrapper, "claude", event, json.dumps(dict(base, hook_event_name=event, **extra)).encode())
-        assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
-
     fire("SessionStart", source="startup")
     huge = "x" * (MAX_TEXT + 1)
     fire("UserPromptSubmit", prompt="hi", cwd="/" + huge, transcript_path="/t/" + huge)
@@ -43,10 +32,10 @@ def test_hostile_payload_is_capped(hook_wrapper: Path, data_dir: Path) -> None:
     for i in range(MAX_SUBAGENTS + 5):
         fire("SubagentStop", agent_id=f"s{i}", agent_type="Explore")
     assert read_json(path)["active_subagents"] == {}
-    assert _rec(data_dir, sid).subagents  # the overflow window
+    assert seen_record(data_dir, sid).subagents  # the overflow window
     fire("SessionEnd", reason="other")
     fire("SessionStart", source="resume")
-    assert not _rec(data_dir, sid).subagents
+    assert not seen_record(data_dir, sid).subagents
 
 
 def test_long_subagent_id_start_and_stop_still_match(hook_wrapper: Path, data_dir: Path) -> None:

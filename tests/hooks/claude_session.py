@@ -1,0 +1,31 @@
+"""One Claude Code session driven through the real hook wrapper, and its record as the cache's
+reader sees it (shared by the record-cap and hook-lock tests)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from leanctx.cache.scope import RecordSnapshot
+from tests.hooks.test_hook_entry import PAYLOADS, run_hook
+
+
+def session(hook_wrapper: Path) -> tuple[dict, Callable[..., None]]:
+    """(the recorded SessionStart payload, fire(event, **payload fields)): each event runs the real
+    wrapper with that payload updated, which must exit 0 and print nothing."""
+    base = json.loads((PAYLOADS / "claude" / "SessionStart.json").read_text())
+
+    def fire(event: str, **extra: object) -> None:
+        proc = run_hook(hook_wrapper, "claude", event, json.dumps(dict(base, hook_event_name=event, **extra)).encode())
+        assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
+
+    return base, fire
+
+
+def seen_record(data_dir: Path, sid: str):
+    """The conversation's record as a fresh cache reader parses it."""
+    snap = RecordSnapshot(str(data_dir), persist=False)
+    snap.refresh()
+    [rec] = [r for r in snap.records() if r.conversation_id == sid]
+    return rec
