@@ -103,8 +103,7 @@ def run_init(
     try:
         if dry_run:
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
-            wrapper_changes = [plan_wrapper(data_dir)] if project is None else []  # project files call leanctx-hook on PATH
-            changes = [c for c in wrapper_changes + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]] if c and not c.record_only]
+            changes = [c for c in [_wrapper_change(data_dir, project)] + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]] if c and not c.record_only]
             _print_diffs(changes, home)
             return _warn_not_loaded(selected, home, project, mcp, hostload.planned_reader(home, project, changes), dry_run=True)
         with files.install_lock(data_dir):
@@ -118,9 +117,14 @@ def run_init(
     return _warn_not_loaded(selected, home, project, mcp, hostload.disk_reader(home, project), dry_run=False)
 
 
+def _wrapper_change(data_dir: Path, project: Path | None) -> Change | None:
+    """The hook wrapper to write: user-level installs call it; project files call leanctx-hook on PATH."""
+    return plan_wrapper(data_dir) if project is None else None
+
+
 def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None, say, trust: bool, profile: Profile) -> None:
     """Write what `_plan_init` planned (under the install lock), saying what each step did."""
-    wrapper_change = plan_wrapper(data_dir) if project is None else None  # project files call leanctx-hook on PATH
+    wrapper_change = _wrapper_change(data_dir, project)
     if wrapper_change:  # first, so no host ever calls a missing wrapper
         apply_install(wrapper_change, data_dir)
     for agent, change, trust_change, others in planned:
