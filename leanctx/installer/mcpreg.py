@@ -21,9 +21,8 @@ import tomlkit.exceptions
 
 from leanctx import paths
 from leanctx.agents.base import Agent
-from leanctx.installer import files, hookconfig, manifest
+from leanctx.installer import files, hookconfig, manifest, tomledit
 from leanctx.installer.files import ConfigError
-from leanctx.installer import tomledit
 from leanctx.installer.install import MAX_ATTEMPTS, Change, already_there, plan_removal
 from leanctx.installer.tomledit import dumps_after_removal
 
