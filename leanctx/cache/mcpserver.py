@@ -99,6 +99,7 @@ class Backend:
         self._spawn_came_up = False
         self._tainted: set[str] = set()
         self._skip_until = 0.0
+        self.unverified: str | None = None  # why the daemon could not verify this process (then in-process for good)
         self.cwd = os.getcwd()
         self.served = {"daemon": 0, "in_process": 0}
         self.sdk = {"fast_path": False, "call_ids": False}  # set by build_server: what the SDK let us install
@@ -160,6 +161,8 @@ class Backend:
 
         if not self.use_daemon:
             raise client.DaemonError("daemon disabled (LEANCTX_DAEMON=0)")
+        if self.unverified:
+            raise client.DaemonError(self.unverified)
         if time.monotonic() < self._skip_until:
             raise client.DaemonError("daemon timed out recently; in-process for now")
         try:
@@ -217,7 +220,12 @@ class Backend:
             if not isinstance(result, dict):
                 raise client.DaemonError("daemon answered a read with no result")
         except (client.DaemonError, client.RemoteError) as exc:
-            if self.use_daemon:
+            if isinstance(exc, client.RemoteError) and exc.code == "unverified":
+                # The daemon serves only callers the kernel vouches for; this process's own facts
+                # are first-hand, so its private cache is safe. That will not change: stay here.
+                self.unverified = f"daemon could not verify this process: {exc}"
+                log.warning("%s; serving in-process from now on", self.unverified)
+            elif self.use_daemon and not self.unverified:
                 log.warning("daemon read failed (%s); serving in-process", exc)
             if isinstance(exc, client.DaemonError) and not isinstance(exc, client.DaemonUnavailable):
                 self.start(after_failure=True)  # it died under us: have a new one ready for the next call
@@ -231,7 +239,7 @@ class Backend:
 
         result = await anyio.to_thread.run_sync(self._local_read, path, start_line, end_line, fresh,
                                                 call_id_arg(args))
-        if self.use_daemon:  # errors too: a daemon that died mid-request may have recorded it
+        if self.use_daemon and not self.unverified:  # errors too: a daemon that died mid-request may have recorded it
             self._tainted |= self._keys(path, result.get("path"))
         self.served["in_process"] += 1
         return result
@@ -245,7 +253,10 @@ class Backend:
         except (client.DaemonError, client.RemoteError):
             stats = await anyio.to_thread.run_sync(lambda: self._local().stats())
             served_by = "in-process (no daemon)"
-        return {"served_by": served_by, "this_connection": dict(self.served), "sdk": dict(self.sdk), "stats": stats}
+        out = {"served_by": served_by, "this_connection": dict(self.served), "sdk": dict(self.sdk), "stats": stats}
+        if self.unverified:
+            out["unverified"] = self.unverified
+        return out
 
     def close(self) -> None:
         self.client.close()

@@ -44,7 +44,8 @@ import threading
 import time
 
 import leanctx
-from leanctx.cache import client
+from leanctx.cache import client, peer
+from leanctx.cache.scope import Connection
 from leanctx.hooks.publish import MAX_CALL_ID  # the bound the read gate notes ids under
 
 log = logging.getLogger("leanctx.service")
@@ -88,27 +89,16 @@ def idle_exit_minutes(raw: str | None, name: str = IDLE_ENV) -> float:
     return value
 
 
-def peer_pid(sock: socket.socket) -> int | None:
-    """The pid of the process at the other end of a Unix socket, from the kernel (SO_PEERCRED on
-    Linux); None where the platform does not tell us."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
-    try:
-        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
-    except (OSError, struct.error):
-        return None
-    return pid if pid > 0 else None
-
-
 class _Client:
     """One accepted socket as the admission and eviction rules see it (fields under _stats_lock)."""
 
-    __slots__ = ("sock", "peer", "last_active", "busy", "evicted")
+    __slots__ = ("sock", "peer", "kernel_peer", "identity", "last_active", "busy", "evicted")
 
-    def __init__(self, sock: socket.socket, peer: int | None) -> None:
+    def __init__(self, sock: socket.socket, kernel_peer: peer.Peer | None) -> None:
         self.sock = sock
-        self.peer = peer
+        self.kernel_peer = kernel_peer
+        self.peer = kernel_peer.pid if kernel_peer else None  # for the per-process socket cap
+        self.identity: Connection | str | None = None  # verified facts, or why not; taken at the first request
         self.last_active = time.monotonic()  # accepted, or last answer sent: a trickled half line is no activity
         self.busy = False  # a request is being answered: never evicted then
         self.evicted = False
@@ -116,6 +106,10 @@ class _Client:
 
 class BadRequest(Exception):
     pass
+
+
+class Unverified(Exception):
+    """The kernel could not tell us who is asking (peer.py): nothing that depends on it is served."""
 
 
 class StartupError(Exception):
@@ -258,6 +252,7 @@ class Daemon:
         self.sockets_evicted = 0
         self.sockets_refused = 0
         self.lines_timed_out = 0
+        self.unverified = 0  # sockets whose caller the kernel facts could not verify (served nothing)
         self.live_ids: dict[str, int] = {}  # connection id -> open sockets carrying it
         self.seen_ids: set[str] = set()
         self.requests = 0
@@ -464,7 +459,7 @@ class Daemon:
                 log.warning("accept failed: %s", exc)
                 return
             conn.setblocking(True)
-            me = _Client(conn, peer_pid(conn))
+            me = _Client(conn, peer.peer_of(conn))
             with self._stats_lock:
                 if self.stopping.is_set():  # decided to exit (idle) after this one queued: never half-serve it
                     conn.close()
@@ -529,7 +524,7 @@ class Daemon:
                         ls.send(client.encode({"ok": False, "code": "too_large",
                                                "error": f"request over {client.MAX_REQUEST} bytes"}))
                     return  # the rest of that line is unreadable garbage: drop the socket
-                answer, cid = self.handle_line(line)
+                answer, cid = self.handle_line(line, me)
                 if cid and cid != carried:
                     self._note_id(cid, carried)
                     carried = cid
@@ -543,6 +538,8 @@ class Daemon:
                     me.last_active = time.monotonic()
         finally:
             ls.close()
+            if me.kernel_peer is not None:
+                me.kernel_peer.close()
             with self._stats_lock:
                 self.clients.discard(me)
                 self.last_active = time.monotonic()
@@ -563,7 +560,23 @@ class Daemon:
         else:
             self.live_ids.pop(cid, None)
 
-    def handle_line(self, line: bytes) -> tuple[bytes, str | None]:
+    def identity(self, me: _Client | None) -> Connection:
+        """The verified facts of the process at the other end of `me` (peer.py), read once per
+        socket: a process's environment and start time cannot change, and its host changes only
+        when the host dies (then its conversation is over anyway). Raises Unverified."""
+        if me is None:
+            raise Unverified("no socket: nothing to verify the caller by")
+        if me.identity is None:
+            me.identity = peer.identify(me.kernel_peer)
+            if isinstance(me.identity, str):
+                with self._stats_lock:
+                    self.unverified += 1
+                log.warning("caller not verified: %s", me.identity)
+        if isinstance(me.identity, str):
+            raise Unverified(f"the daemon could not verify the calling process: {me.identity}")
+        return me.identity
+
+    def handle_line(self, line: bytes, me: _Client | None = None) -> tuple[bytes, str | None]:
         with self._stats_lock:
             self.requests += 1
             self.in_flight += 1
@@ -580,8 +593,10 @@ class Daemon:
             facts = msg.get("conn")
             if isinstance(facts, dict) and isinstance(facts.get("connection_id"), str):
                 cid = facts["connection_id"][:200]
-            result = self.dispatch(str(msg.get("op")), facts, msg.get("args") or {})
+            result = self.dispatch(str(msg.get("op")), facts, msg.get("args") or {}, me)
             return client.encode({"ok": True, "result": result}), cid
+        except Unverified as exc:
+            return client.encode({"ok": False, "code": "unverified", "error": str(exc)}), cid
         except BadRequest as exc:
             self._count_error()
             return client.encode({"ok": False, "code": "bad_request", "error": str(exc)}), cid
@@ -597,20 +612,28 @@ class Daemon:
         with self._stats_lock:
             self.errors += 1
 
-    def dispatch(self, op: str, facts: object, args: object) -> object:
+    def dispatch(self, op: str, facts: object, args: object, me: _Client | None = None) -> object:
+        """One request. Who is asking comes from the kernel (identity), never from `facts`: the
+        facts a client sends are checked for shape and otherwise ignored."""
         assert self.core is not None
         if op == "read":
-            conn = make_connection(facts)
+            make_connection(facts)
             path, start, end, fresh = read_args(args)
-            return self.core.read(conn, path, start, end, fresh, call_id_arg(args))
+            return self.core.read(self.identity(me), path, start, end, fresh, call_id_arg(args))
         if op == "hello":
-            return {"protocol": client.PROTOCOL, "version": leanctx.__version__, "pid": os.getpid()}
+            try:
+                ident = self.identity(me)
+                caller: dict = {"verified": True, "pid": me.peer if me else None, "host_pid": ident.host_pid}
+            except Unverified as exc:
+                caller = {"verified": False, "reason": str(exc)}
+            return {"protocol": client.PROTOCOL, "version": leanctx.__version__, "pid": os.getpid(), "caller": caller}
         if op == "stats":
             return self.core.stats()
         if op == "status":
             return self.status()
         if op == "scope":
-            return self.core.scope(make_connection(facts))
+            make_connection(facts)
+            return self.core.scope(self.identity(me))
         raise BadRequest(f"unknown op {op!r}")
 
     def status(self) -> dict:
@@ -621,7 +644,7 @@ class Daemon:
             conns = {"open_sockets": max(0, self.open_sockets - 1), "clients": len(self.live_ids),
                      "clients_seen": len(self.seen_ids), "sockets_total": self.sockets_total,
                      "sockets_evicted": self.sockets_evicted, "sockets_refused": self.sockets_refused,
-                     "lines_timed_out": self.lines_timed_out,
+                     "lines_timed_out": self.lines_timed_out, "callers_unverified": self.unverified,
                      "limits": {"max_sockets": MAX_SOCKETS, "max_peer_sockets": MAX_PEER_SOCKETS,
                                 "line_timeout_s": LINE_TIMEOUT_S}}
             requests, errors = self.requests, self.errors

@@ -31,9 +31,11 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
         return None
 
 
-def host_process() -> dict:
-    """{"pid", "name", "start_ticks"} of the nearest ancestor that is not a shell."""
-    pid = os.getppid()
+def host_process(first: int | None = None) -> dict:
+    """{"pid", "name", "start_ticks"} of the nearest ancestor that is not a shell, looking from
+    `first` (default: our parent) upwards. The cache daemon passes another process's parent here
+    to find the host of the MCP server at the other end of a socket."""
+    pid = os.getppid() if first is None else first
     for _ in range(6):
         info = _stat(pid)
         if info is None:

@@ -106,9 +106,8 @@ def test_second_serve_says_so_and_exits_0(daemon: subprocess.Popen, env: dict, d
 
 def test_stop_is_graceful(daemon: subprocess.Popen, env: dict, data_dir: Path, project: Path) -> None:
     S.publish_conversation(data_dir, "conv-stop", project)
-    c = client.ServiceClient(data_dir)
-    assert c.request("read", my_facts(), {"path": str(project / "a.txt")})["kind"] == "full"
-    c.close()
+    with S.Caller(data_dir, project) as c:
+        assert c.read(project / "a.txt")["kind"] == "full"
     res = cli(env, "stop")
     assert res.returncode == 0, res.stderr
     assert f"stopped pid {daemon.pid}" in res.stdout
@@ -222,21 +221,17 @@ def test_long_data_dir_path(home: Path, tmp_path: Path, monkeypatch) -> None:
 
 def test_read_full_then_stub_for_the_conversation(daemon: subprocess.Popen, data_dir: Path, project: Path) -> None:
     S.publish_conversation(data_dir, "conv-proto", project)
-    c = client.ServiceClient(data_dir)
-    facts = my_facts()
-    first = c.request("read", facts, {"path": str(project / "a.txt")})
-    second = c.request("read", facts, {"path": str(project / "a.txt")})
-    forced = c.request("read", facts, {"path": str(project / "a.txt"), "fresh": True})
-    assert first["kind"] == "full" and first["text"] == (project / "a.txt").read_text()
-    assert second["kind"] == "stub" and second["text"].startswith("[unchanged]") and "fresh=true" in second["text"]
-    assert forced["kind"] == "full"
-    # a caller the records do not name never gets a stub
-    stranger = my_facts(host_pid=1, host_start_ticks=1)
-    assert c.request("read", stranger, {"path": str(project / "a.txt")})["kind"] != "stub"
-    assert c.request("read", stranger, {"path": str(project / "a.txt")})["kind"] != "stub"
-    stats = c.request("stats")
-    assert stats["tokenizer"]
-    c.close()
+    with S.Caller(data_dir, project) as c:
+        first = c.read(project / "a.txt")
+        second = c.read(project / "a.txt")
+        forced = c.read(project / "a.txt", fresh=True)
+        assert first["kind"] == "full" and first["text"] == (project / "a.txt").read_text()
+        assert second["kind"] == "stub" and second["text"].startswith("[unchanged]") and "fresh=true" in second["text"]
+        assert forced["kind"] == "full"
+        assert c.request("stats")["result"]["tokenizer"]
+    # a caller the records do not name (another host process) never gets a stub
+    with S.Caller(data_dir, project, stranger=True) as stranger:
+        assert [stranger.read(project / "a.txt")["kind"] for _ in range(2)] == ["full", "full"]
 
 
 def test_bad_requests_get_clear_errors(daemon: subprocess.Popen, data_dir: Path) -> None:
@@ -295,11 +290,9 @@ def test_client_pool_survives_a_daemon_restart(env: dict, data_dir: Path, tmp_pa
 
 def test_stats_cli(daemon: subprocess.Popen, env: dict, data_dir: Path, project: Path) -> None:
     S.publish_conversation(data_dir, "conv-stats", project)
-    c = client.ServiceClient(data_dir)
-    facts = my_facts()
-    for _ in range(2):
-        c.request("read", facts, {"path": str(project / "a.txt")})
-    c.close()
+    with S.Caller(data_dir, project) as c:
+        for _ in range(2):
+            c.read(project / "a.txt")
     res = cli(env, "stats", "--json")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)

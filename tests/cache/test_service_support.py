@@ -81,6 +81,84 @@ def publish_conversation(data_dir: Path, conversation_id: str, cwd: Path, host_p
     return Path(path)
 
 
+CALLER = r"""
+import json, sys
+from leanctx.cache import client
+c = client.ServiceClient(sys.argv[1])
+for line in sys.stdin:
+    req = json.loads(line)
+    try:
+        out = {"ok": True, "result": c.request(req["op"], req.get("facts"), req.get("args"))}
+    except client.RemoteError as exc:
+        out = {"ok": False, "code": exc.code, "error": str(exc)}
+    print(json.dumps(out), flush=True)
+"""
+
+
+HOST = r"""
+import json, os, subprocess, sys
+data, agent, conv, cwd = sys.argv[1:5]
+env = dict(os.environ, LEANCTX_HOME=data)
+env["CLAUDE_CODE_SESSION_ID" if agent == "claude" else "CODEX_THREAD_ID"] = conv
+hook = sys.executable + " -c 'from leanctx.hooks import run; run()' " + agent + " "
+for event, extra in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"prompt": "go"})):
+    payload = dict({"session_id": conv, "transcript_path": cwd + "/" + conv + ".jsonl", "cwd": cwd,
+                    "hook_event_name": event}, **extra)
+    subprocess.run(["/bin/sh", "-c", hook + event], input=json.dumps(payload).encode(), env=env, check=True)
+sys.exit(subprocess.call(sys.argv[6:], env=env, cwd=cwd))
+"""
+
+
+class Caller:
+    """A real process talking to the daemon the way an MCP server does. The daemon takes who is
+    asking from the kernel (cache/peer.py): this process's parent is the test process, so the
+    daemon sees the test process as its host, as for an MCP server a host spawned. With
+    `stranger=True` it runs under an extra (non-shell) process instead: a caller from another
+    host, whatever facts it sends. With `host=(agent, conversation id)` it runs under a host
+    process of its own that first fires the real hooks (SessionStart, UserPromptSubmit, under
+    `sh -c` as the CLIs do) with the host's session variable set, as a Claude Code or Codex
+    session would."""
+
+    def __init__(self, data_dir: Path, cwd: Path, env: dict[str, str] | None = None, stranger: bool = False,
+                 host: tuple[str, str] | None = None) -> None:
+        cmd = [sys.executable, "-c", CALLER, str(data_dir)]
+        if host:
+            cmd = [sys.executable, "-c", HOST, str(data_dir), host[0], host[1], str(cwd), "--", *cmd]
+        elif stranger:
+            cmd = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))", *cmd]
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if host:
+            self.request("hello")  # answered once the host's hooks have run and it spawned us
+
+    def request(self, op: str, args: dict | None = None, facts: dict | None = None) -> dict:
+        """The daemon's answer: {"ok": True, "result": ...} or {"ok": False, "code", "error"}."""
+        import json
+
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"op": op, "args": args, "facts": facts}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"caller process exited ({self.proc.poll()})"
+        return json.loads(line)
+
+    def read(self, path: Path | str, facts: dict | None = None, **args: object) -> dict:
+        """A read's result (asserting the daemon answered it)."""
+        answer = self.request("read", {"path": str(path), **args}, facts or {"connection_id": "caller"})
+        assert answer["ok"], answer
+        return answer["result"]
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(10)
+
+    def __enter__(self) -> Caller:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def wait_until(predicate, timeout: float = 10.0, step: float = 0.02) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

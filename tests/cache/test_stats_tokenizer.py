@@ -67,15 +67,8 @@ def cli_env(env: dict, tmp_path: Path, pythonpath: Path | None) -> dict:
 
 
 def read_through_daemon(data_dir: Path, project: Path, name: str) -> None:
-    from leanctx.hooks.hostproc import _stat
-
-    facts = {"connection_id": uuid.uuid4().hex, "env": {}, "host_pid": os.getpid(),
-             "host_start_ticks": _stat(os.getpid())[2], "cwd": str(project)}
-    c = client.ServiceClient(data_dir)
-    try:
-        assert c.request("read", facts, {"path": str(project / name)})["kind"] == "full"
-    finally:
-        c.close()
+    with S.Caller(data_dir, project) as c:
+        assert c.read(project / name)["kind"] == "full"
 
 
 @pytest.fixture
