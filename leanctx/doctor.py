@@ -313,6 +313,29 @@ def _data_dir_check(data_dir: Path, home: Path) -> dict:
     return _check("data dir", OK, f"{display(data_dir, home)} is writable")
 
 
+def _caller_check() -> dict:
+    """Can the cache daemon learn who is asking on this system (cache/peer.py)? Tried on a
+    socket pair to ourselves: the same kernel calls the daemon makes for every MCP server."""
+    import socket
+
+    from leanctx.cache import peer
+
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        who = peer.peer_of(a)
+        ident = peer.identify(who)
+        if who is not None:
+            who.close()
+    finally:
+        a.close()
+        b.close()
+    if isinstance(ident, str):
+        return _check("caller verification", WARN, f"the cache daemon cannot verify callers here: {ident}",
+                      "reads still work: each MCP server then serves itself in-process (stubs only for what it sent)")
+    return _check("caller verification", OK, "the cache daemon learns who is asking from the kernel (peer pid, "
+                  "its environment, working directory and host process)")
+
+
 def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False, project: Path | None = None) -> dict:
     report = build(home, data_dir, agent_name, project)
     if fix and not report["ok"] and (report["installed"] or agent_name):
@@ -363,7 +386,7 @@ def project_installs(home: Path, data_dir: Path) -> dict[str, list[Path]]:
 
 
 def build(home: Path, data_dir: Path, agent_name: str | None, project: Path | None = None) -> dict:
-    checks = [_data_dir_check(data_dir, home)]
+    checks = [_data_dir_check(data_dir, home), _caller_check()]
     wrapper_checks, wrapper_ok = _wrapper_checks(data_dir, home)
     selected = [agents.get(agent_name)] if agent_name else agents.all_agents()
     elsewhere = project_installs(home, data_dir) if project is None else {}

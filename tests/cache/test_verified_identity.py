@@ -197,3 +197,17 @@ def test_the_mcp_server_serves_itself_when_the_daemon_cannot_verify_it(tmp_path:
     assert asked == ["read"]  # asked once, then in-process for good
     assert stats["served_by"].startswith("in-process") and "could not verify" in stats["unverified"]
     assert backend.served == {"daemon": 0, "in_process": 2}
+
+
+def test_doctor_says_whether_callers_can_be_verified(home: Path, monkeypatch) -> None:
+    from leanctx import doctor
+    from tests.conftest import run_cli
+
+    res = run_cli("doctor", "--json")
+    check = next(c for c in json.loads(res.stdout)["checks"] if c["name"] == "caller verification")
+    assert check["status"] == "ok" and "kernel" in check["detail"]
+    # a system that does not say who is at the other end of a socket (simulated): a warning that
+    # says what still works, never a failure
+    monkeypatch.setattr(peer, "peer_of", lambda sock: None)
+    check = doctor._caller_check()
+    assert check["status"] == "warn" and "cannot verify callers" in check["detail"] and "in-process" in check["fix"]
