@@ -2,6 +2,10 @@
 (or a range pointer, or a diff — anything that presumes the caller already holds bytes) may be
 served to it right now.
 
+A Connection's facts are first-hand: the stdio MCP server captures its own (in-process
+fallback), and the daemon reads them from the kernel for the process at the other end of each
+socket (peer.py), never from what a request claims.
+
 Base semantics (seed 000, lean-ctx's conversation gate), then our two improvements:
 
 1. `LEANCTX_SCOPE=<v>` in the connection's environment -> key `custom:<v>`; Cursor's
