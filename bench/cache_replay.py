@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     wrong_raw = {k: sum(r["wrong_raw"][k] for r in rows) for k in total}
     room = max(1, total["no cache"] - total["oracle"])
     summary = {
-        "tokenizer": tokens.name(),
+        **tokens.report(),  # tokenizer, tokens_exact, tokenizer_note, exact_counts
         "seed": args.seed,
         "rows": rows,
         "total_tokens": total,
@@ -471,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary, indent=2))
         return 0 if all(summary["targets"].values()) else 1
 
-    print(f"cache_replay: seed {args.seed}, scale {args.scale}, tokenizer {tokens.name()}")
+    print(f"cache_replay: seed {args.seed}, scale {args.scale}, tokenizer {summary['tokenizer']}")
+    print(summary["tokenizer_note"] + (f"; for exact counts: {summary['exact_counts']}" if summary["exact_counts"] else ""))
     print("tokens delivered per policy; 'x of oracle' = savings as a fraction of the oracle's savings")
     head = f"{'scenario':46} {'reads':>5} {'no cache':>9} {'peer':>8} {'ours':>8} {'oracle':>8}  {'peer x':>6} {'ours x':>6}  {'wrong peer/ours':>15}"
     print(head)

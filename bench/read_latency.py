@@ -220,6 +220,9 @@ async def run(runs: int, lines: int) -> None:
                     samples[name].append(await timed(fn))
             stub_daemon = await via_daemon.call_tool("ctx_read", {"path": "module.py"})
             status = direct.request("status")
+            counted = direct.request("stats")  # which tokenizer the daemon counts with, in words
+            stub_read = direct.request("read", facts, {"path": str(target)})
+            full_read = direct.request("read", facts, {"path": str(target), "fresh": True})
         direct.close()
         raw.close()
         probe.close()
@@ -233,6 +236,8 @@ async def run(runs: int, lines: int) -> None:
           f"{os.cpu_count()} CPUs, file {lines} lines / {size} bytes")
     print(f"stub text: {stub_daemon.content[0].text!r}")
     print(f"full text: {kinds['daemon'][0]} chars; daemon status: {status['connections']}")
+    print(f"tokens: full {full_read['tokens_sent']}, stub {stub_read['tokens_sent']} ({stub_read['kind']}); "
+          f"{counted['tokenizer_note']}")
     floor = pct(samples["MCP ping (transport floor)"], 0.5)
     print(f"{'row':<32} {'p50 ms':>8} {'p95 ms':>8} {'p50 / ping':>11}")
     for name, values in samples.items():

@@ -110,7 +110,10 @@ SETUPS: dict[str, Callable[[Path], None]] = {
 
 def _environment(home: Path, bin_dir: Path) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if k in ("LANG", "LC_ALL", "TMPDIR")}
-    return {**keep, "HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "LEANCTX_IDLE_EXIT": "1"}
+    # tiktoken's cache inside the scratch HOME: the examples show what a standard install counts
+    # with, whatever this machine has cached
+    return {**keep, "HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "LEANCTX_IDLE_EXIT": "1",
+            "TIKTOKEN_CACHE_DIR": str(home / ".cache" / "tiktoken")}
 
 
 def _scrub(text: str, home: Path) -> str:
