@@ -95,6 +95,7 @@ RECORD_MAX_AGE_S = 7200.0
 IN_TURN_MAX_AGE_S = 86400.0  # a chat still inside a turn keeps its host ambiguous this long
 LAST_GOOD_NAME = ".last_good.json"
 MAX_CONNECTIONS = 4096
+ID_ONLY = "matched by session id alone: the host process cannot be verified, so stubs are withheld"
 
 #: environment names a connection captures (identity only; never credentials)
 CONNECTION_ENV = (
@@ -566,9 +567,15 @@ class _ConnState:
 
 
 class Resolver:
-    def __init__(self, data_dir: str, clock: Callable[[], float] = time.time, *, persist: bool = True) -> None:
+    def __init__(self, data_dir: str, clock: Callable[[], float] = time.time, *, persist: bool = True,
+                 shared: bool = False) -> None:
         self.data_dir = str(data_dir)
         self.clock = clock
+        # The daemon serves every process of the user (shared=True): there a session variable
+        # alone proves nothing (any process can be started with another chat's id), so a match
+        # by id without the host process gets no stubs and credits nothing. An MCP server's own
+        # in-process cache is private to it, so there the id alone is enough.
+        self.shared = shared
         self._snap = RecordSnapshot(self.data_dir, persist=persist)
         self._conns: OrderedDict[str, _ConnState] = OrderedDict()
         self._lock = threading.RLock()
@@ -647,7 +654,10 @@ class Resolver:
             return self._explicit(conn, f"custom:{explicit}", explicit, now, agent=None), False
         task = (env.get("CURSOR_TASK_ID") or "").strip()
         if task:
-            return self._explicit(conn, f"task:{task}", None, now, agent="cursor"), False
+            # bound to the host process too: a subagent's MCP server always runs under the one
+            # Cursor process, and another process started with the same id must not share it
+            return self._explicit(conn, f"task:{task}@{conn.host_pid}:{conn.host_start_ticks}", None, now,
+                                  agent="cursor"), False
         if switched_off(env.get("LEANCTX_CONVERSATION_SCOPE")):
             return self._legacy(conn, st, now), False
         view = self._view()
@@ -660,9 +670,16 @@ class Resolver:
     def _by_records(self, conn: Connection, view: View, now: float) -> Scope:
         """The connection-level rules: its host's records (or the session its host named)."""
         mine = self._host_match(conn, view)
-        cands = self._fresh(mine, now) or self._fresh(self._env_match(conn, view), now)
+        cands = self._fresh(mine, now)
+        by_id_only = not cands
+        if by_id_only:
+            cands = self._fresh(self._env_match(conn, view), now)
         if not cands:
             return Scope(None, None, 0, self._fallback_roots(conn), False, self._why_unknown(conn), conn.cwd, False)
+        if by_id_only and self.shared:
+            latest = max(cands, key=lambda r: r.updated_ts)
+            return Scope(None, latest.agent, 0, self._roots_of([latest], conn), False, ID_ONLY,
+                         latest.cwd or conn.cwd, False)
         open_ = [r for r in cands if not r.ended]
         if not open_:
             latest = max(cands, key=lambda r: r.updated_ts)
@@ -704,6 +721,8 @@ class Resolver:
         exactly one such record. A host whose gate runs (its records hold notes) but no note of
         this call, or the id in two records: withheld. A host without notes: None (the usual
         rules). Explicit and legacy scopes come first and never get here."""
+        if conn.host_pid is None and self.shared:
+            return None  # a note found by session id alone proves nothing here: _by_records withholds
         cands = self._fresh(self._host_match(conn, view) if conn.host_pid is not None else self._env_match(conn, view), now)
         hits = [r for r in cands if call_id in r.calls]
         if len(hits) != 1:

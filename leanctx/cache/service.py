@@ -212,7 +212,7 @@ class CacheCore:
         from leanctx.cache.readcache import ReadCache
         from leanctx.cache.scope import Resolver
 
-        self.resolver = Resolver(data_dir)
+        self.resolver = Resolver(data_dir, shared=state_dir is not None)  # the daemon's is shared by every process
         self.cache = ReadCache(state_dir, **cache_options(data_dir))
 
     def read(self, conn, path: str, start: int | None, end: int | None, fresh: bool,  # noqa: ANN001

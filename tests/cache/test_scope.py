@@ -52,11 +52,23 @@ def test_explicit_scope_takes_compactions_and_subagents_from_a_record_of_the_sam
     assert world.read(c, f)["kind"] == "full"
 
 
+def test_cursor_task_scope_is_bound_to_its_host_process(world: World) -> None:
+    """Another process started with the same CURSOR_TASK_ID under another host shares nothing."""
+    f = _file(world)
+    cursor, other = world.host("cursor", pid=4242), world.host("claude", pid=4343)
+    sub = world.conn(cursor, "sub", env={"CURSOR_TASK_ID": "task-a"})
+    spoof = world.conn(other, "spoof", env={"CURSOR_TASK_ID": "task-a"})
+    assert world.read(spoof, f)["kind"] == "full"
+    assert world.read(sub, f)["kind"] == "full"
+    assert world.read(sub, f)["kind"] == "stub"
+    assert world.read(spoof, f)["kind"] == "stub"  # its own reads only
+
+
 def test_cursor_task_scope_is_its_own_conversation(world: World) -> None:
     f = _file(world)
     t1 = world.conn(None, "t1", env={"CURSOR_TASK_ID": "task-a"})
     t2 = world.conn(None, "t2", env={"CURSOR_TASK_ID": "task-b"})
-    assert world.scope(t1).key == "task:task-a" and world.scope(t1).agent == "cursor"
+    assert world.scope(t1).key == "task:task-a@None:None" and world.scope(t1).agent == "cursor"
     assert world.read(t1, f)["kind"] == "full"
     assert world.read(t2, f)["kind"] == "full"
     assert world.read(t1, f)["kind"] == "stub"
@@ -438,3 +450,21 @@ def test_connection_round_trips_and_filters_env() -> None:
     d["env"]["ANTHROPIC_API_KEY"] = "secret"
     back = Connection.from_dict(d)
     assert back.env == {"LEANCTX_SCOPE": "a"} and back.host_pid == 12 and back.cwd == "/w"
+
+
+def test_a_session_id_alone_earns_no_stub_in_the_shared_daemon(world: World) -> None:
+    """A hook record without host facts (hooks that cannot read /proc) can only be matched by the
+    session variable in the caller's environment. Any process can be started with another chat's
+    id, so the daemon (shared by every process) withholds stubs and credits nothing for such a
+    match; an MCP server's private in-process cache may still use it."""
+    from leanctx.cache import Resolver
+    from leanctx.cache.oracle import FakeHost
+    from leanctx.cache.scope import ID_ONLY
+
+    hostless = FakeHost(None, None, "claude")  # type: ignore[arg-type]
+    world.session(hostless, "sess-noproc")
+    conn = world.conn(world.host("claude", pid=5151), "c", env={"CLAUDE_CODE_SESSION_ID": "sess-noproc"})
+    private = world.scope(conn)
+    assert private.key and private.key.startswith("claude:sess-noproc@") and private.stub_ok
+    shared = Resolver(str(world.data), world.clock, shared=True).resolve(conn, fresh=True)
+    assert (shared.key, shared.stub_ok, shared.reason) == (None, False, ID_ONLY)
