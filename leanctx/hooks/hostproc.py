@@ -37,19 +37,15 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
         return None
 
 
-UNKNOWN = {"pid": None, "name": None, "start_ticks": None}
-
-
 def host_process() -> dict:
-    """{"pid", "name", "start_ticks"} of the nearest ancestor that is not a shell; all None when
-    that ancestor and its start time cannot be read (never a bare pid: see the module note)."""
+    """{"pid", "name", "start_ticks"} of the nearest ancestor that is not a shell."""
     pid = os.getppid()
     for _ in range(6):
         info = _stat(pid)
-        if info is None:
-            return dict(UNKNOWN)
+        if info is None:  # no /proc, or it exited: never a bare pid (see the module note)
+            return {"pid": None, "name": None, "start_ticks": None}
         name, ppid, start = info
         if name not in _SHELLS or ppid <= 1:
             return {"pid": pid, "name": name, "start_ticks": start}
         pid = ppid
-    return dict(UNKNOWN)  # shells six deep: the host is further up than we look
+    return {"pid": None, "name": None, "start_ticks": None}  # shells six deep: the host is further up
