@@ -1,5 +1,5 @@
 """The macOS code paths, simulated on Linux: what the platform lacks is taken away from the code
-under test (no /proc, no SO_PEERCRED), what it has instead is put in (F_GETPATH, a 104-byte
+under test (no /proc), what it has instead is put in (F_GETPATH, a 104-byte
 sun_path), and each path must fail closed: no stub it cannot justify, no file from outside the
 workspace, a clear error instead of a crash. Real files, real symlink swaps, real sockets."""
 
@@ -111,6 +111,19 @@ def test_f_getpath_is_used_and_an_honest_answer_reads(world: World, c, monkeypat
     assert asked, "F_GETPATH was not consulted"
 
 
+def test_a_root_reached_through_a_symlink_reads_with_f_getpath(world: World, monkeypatch) -> None:
+    """macOS's /tmp and /var are symlinks into /private, and F_GETPATH names the /private path:
+    roots are resolved first, so a workspace given by its symlinked name still reads."""
+    alias = world.tmp / "var"
+    alias.symlink_to(world.tmp, target_is_directory=True)
+    world.write("src/ok.py", code(20))
+    h = world.host()
+    world.session(h, "s1", cwd=str(alias / "proj"))
+    _fake_fcntl(monkeypatch, _kernel_path)
+    r = world.read(world.conn(h, cwd=str(alias / "proj")), "src/ok.py")
+    assert r["kind"] == "full" and r["path"] == "src/ok.py"
+
+
 def test_f_getpath_naming_a_place_outside_the_roots_is_refused(world: World, c, monkeypatch) -> None:
     """The descriptor check overrides the walk: a path outside the roots is never returned."""
     _fake_fcntl(monkeypatch, lambda fd: b"/etc/hostname")
@@ -202,17 +215,6 @@ def test_linux_still_reaches_a_long_socket_path_through_proc(tmp_path) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         client.bind(s, client.socket_path(long))
     assert os.path.exists(client.socket_path(long))
-
-
-# -- peer credentials (cache/service.py): no SO_PEERCRED on macOS -----------------------------------
-
-def test_without_so_peercred_the_peer_is_unknown(monkeypatch) -> None:
-    """macOS has no SO_PEERCRED: peer_pid says None (unknown), never a guessed pid."""
-    a, b = socket.socketpair(socket.AF_UNIX)
-    with a, b:
-        assert service.peer_pid(a) == os.getpid()
-        monkeypatch.delattr(socket, "SO_PEERCRED")
-        assert service.peer_pid(a) is None
 
 
 # -- the data dir (paths.py via platformdirs): `~/Library/Application Support/leanctx` -------------
