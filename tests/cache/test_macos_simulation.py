@@ -134,6 +134,16 @@ def test_f_getpath_naming_a_place_outside_the_roots_is_refused(world: World, c, 
     _err(world.read(c, "src/ok.py"), "outside_roots")
 
 
+def test_a_root_in_another_case_than_on_disk_is_refused(world: World, c, monkeypatch) -> None:
+    """APFS ignores case: F_GETPATH names the folder as stored (`Proj`), the root says `proj`.
+    Not the same string, so refused rather than guessed equal."""
+    def stored_case(fd: int) -> bytes:
+        return _kernel_path(fd).replace(b"/proj/", b"/Proj/")
+
+    _fake_fcntl(monkeypatch, stored_case)
+    _err(world.read(c, "src/ok.py"), "outside_roots")
+
+
 def test_f_getpath_failing_leaves_the_walk_as_the_proof(world: World, c, outside, monkeypatch) -> None:  # noqa: F811
     """F_GETPATH raising (a deleted file, an odd file system): the O_NOFOLLOW walk alone decides,
     and a real folder-for-symlink swap is still refused."""
@@ -199,13 +209,21 @@ def test_a_socket_path_over_the_macos_limit_is_a_clear_error(no_proc, tmp_path, 
         client.ServiceClient(long, connect_timeout=0.2).request("status")
 
 
-def test_the_daemon_refuses_to_start_on_a_socket_path_too_long(no_proc, tmp_path, monkeypatch) -> None:
-    """`leanctx serve` in such a data dir: one line naming the limit, exit 2, nothing left behind."""
-    monkeypatch.setattr(client, "SUN_PATH_MAX", 104)
+# `python -m leanctx ARGS` in a process that looks like macOS to the socket code
+_MACOS_CLI = ("import runpy, sys; from leanctx.cache import client; client.FD_DIR = '/nonexistent/proc/self/fd'; "
+              "client.SUN_PATH_MAX = 104; sys.argv = ['leanctx', *sys.argv[1:]]; runpy.run_module('leanctx', run_name='__main__')")
+
+
+def test_the_daemon_refuses_to_start_on_a_socket_path_too_long(home, tmp_path) -> None:
+    """`leanctx serve` in such a data dir: one line naming the limit and the way out, exit 2,
+    no traceback, no socket left behind."""
     data = _deep(tmp_path, 110)
-    d = service.Daemon(str(data), 60.0)
-    with pytest.raises(service.StartupError, match="LEANCTX_HOME"):
-        d.start()
+    env = dict(os.environ, LEANCTX_HOME=str(data))
+    r = subprocess.run([sys.executable, "-c", _MACOS_CLI, "serve"], capture_output=True, text=True, env=env, timeout=30)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert f"leanctx: cannot start the daemon in {data}: the socket path is" in r.stderr
+    assert "103-byte limit" in r.stderr and "set LEANCTX_HOME to a shorter folder" in r.stderr
+    assert "Traceback" not in r.stderr
     assert not [n for n in os.listdir(data) if n.startswith(client.SOCKET_NAME)]
 
 
