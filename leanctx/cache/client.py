@@ -11,6 +11,7 @@ This module is imported by the MCP server on its start-up path: standard library
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -82,20 +83,33 @@ def decode(line: bytes) -> object:
     return json.loads(line.decode("utf-8", "surrogatepass"))
 
 
+# sun_path, NUL included: 108 bytes on Linux, 104 on macOS and the BSDs
+SUN_PATH_MAX = 108 if sys.platform.startswith("linux") else 104
+FD_DIR = "/proc/self/fd"
+
+
 class _Unix:
-    """An AF_UNIX address that fits: sun_path holds ~104-108 bytes, a deep data dir does not.
-    On Linux a long path is reached through /proc/self/fd/<dir fd>/<name> instead."""
+    """An AF_UNIX address that fits: sun_path holds 104-108 bytes, a deep data dir does not.
+    On Linux a long path is reached through /proc/self/fd/<dir fd>/<name> instead; where there is
+    no /proc (macOS) a path that does not fit is refused with a message naming the limit and the
+    way out, never bound or connected somewhere else."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._fd: int | None = None
 
     def __enter__(self) -> str:
-        if len(os.fsencode(self.path)) < 100 or not os.path.isdir("/proc/self/fd"):
+        size = len(os.fsencode(self.path))
+        if size < 100:
             return self.path
+        if not os.path.isdir(FD_DIR):
+            if size < SUN_PATH_MAX:
+                return self.path
+            raise OSError(errno.ENAMETOOLONG, f"the socket path is {size} bytes, over this platform's "
+                          f"{SUN_PATH_MAX - 1}-byte limit for Unix sockets; set LEANCTX_HOME to a shorter folder", self.path)
         folder, name = os.path.split(self.path)
         self._fd = os.open(folder or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        return f"/proc/self/fd/{self._fd}/{name}"
+        return f"{FD_DIR}/{self._fd}/{name}"
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:

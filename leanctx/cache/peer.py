@@ -155,8 +155,10 @@ def identify(peer: Peer | None) -> Connection | str:
 
 
 def _identify_psutil(peer: Peer) -> Connection | str:
-    """macOS and other systems without /proc: the same facts through psutil. Host processes are
-    named by pid alone there (as the hooks name them, hooks/hostproc.py)."""
+    """macOS and other systems without /proc: the same facts through psutil, but no host. The
+    hooks cannot name theirs there (hooks/hostproc.py), and a pid without its start ticks could
+    match a record of whatever process had that pid before; so such a caller is known only by
+    its session id, which the shared daemon serves no stub on (scope.ID_ONLY)."""
     import psutil
 
     pid = peer.pid
@@ -167,10 +169,9 @@ def _identify_psutil(peer: Peer) -> Connection | str:
             return f"process {pid} started after the socket was accepted (pid reused)"
         env = proc.environ()
         cwd = proc.cwd()
-        ppid = proc.ppid()
         if psutil.Process(pid).create_time() != created:
             return f"process {pid} exited while it was being checked"
     except (psutil.Error, OSError) as exc:
         return f"cannot read process {pid} ({type(exc).__name__})"
-    return Connection(connection_id=f"peer-{pid}-{int(created * 1000)}", env=_env_facts(env), host_pid=ppid,
+    return Connection(connection_id=f"peer-{pid}-{int(created * 1000)}", env=_env_facts(env), host_pid=None,
                       host_start_ticks=None, cwd=cwd)

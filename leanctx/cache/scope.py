@@ -23,7 +23,7 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
    - sampled with a 3 s cache per connection; `resolve(conn, fresh=True)` re-samples now and
      must be used right before every stub decision;
    - **per-connection identity** (improvement 2): the records whose `host` (pid + start ticks
-     from /proc; where /proc is missing both ticks are None and the pid alone matches) is the
+     from /proc; where /proc is missing no host is named and nothing matches by host) is the
      connection's host process, i.e. the MCP server's parent. A CLI host
      (Claude Code, Codex) runs one process per session and spawns both its hooks and its MCP
      server, so concurrent CLI sessions each resolve to their own record. When no record
@@ -626,8 +626,9 @@ class Resolver:
 
     @staticmethod
     def _host_match(conn: Connection, view: View) -> list[Rec]:
-        """Every record (any age) of the connection's host process."""
-        if conn.host_pid is None:
+        """Every record (any age) of the connection's host process. A pid without its start ticks
+        proves nothing (it may be reused), so it matches nothing."""
+        if conn.host_pid is None or conn.host_start_ticks is None:
             return []
         return view.by_host.get((conn.host_pid, conn.host_start_ticks), [])
 

@@ -3,7 +3,13 @@
 A CLI host (Claude Code, Codex) runs one process per session and spawns both its hooks and its
 MCP servers, so the host's pid (plus its start time, against pid reuse) lets the cache service
 match an MCP connection to the hook records of the same session. Hooks run under `sh -c`, so we
-walk up past shells. Linux reads /proc; elsewhere we only know our parent pid.
+walk up past shells. Linux reads /proc.
+
+Where /proc cannot be read (macOS, a locked-down /proc) we name no host at all: our parent is then
+the `sh` that ran the hook, not the host, and a pid without its start time can be reused by an
+unrelated process, so a pid alone would match the wrong session's records (a wrong stub). No host
+means the resolver cannot match this process by host (it falls back to the session id the host
+put in the environment, or to no stub); it never guesses.
 """
 
 from __future__ import annotations
@@ -38,10 +44,10 @@ def host_process(first: int | None = None) -> dict:
     pid = os.getppid() if first is None else first
     for _ in range(6):
         info = _stat(pid)
-        if info is None:
-            return {"pid": pid, "name": None, "start_ticks": None}
+        if info is None:  # no /proc, or it exited: never a bare pid (see the module note)
+            return {"pid": None, "name": None, "start_ticks": None}
         name, ppid, start = info
         if name not in _SHELLS or ppid <= 1:
             return {"pid": pid, "name": name, "start_ticks": start}
         pid = ppid
-    return {"pid": pid, "name": None, "start_ticks": None}
+    return {"pid": None, "name": None, "start_ticks": None}  # shells six deep: the host is further up
