@@ -21,7 +21,7 @@ from leanctx.cache.scope import ID_ONLY
 from leanctx.hooks import hostproc, publish
 
 from .conftest import World, code
-from .test_paths import SECRET, SwapFolder, _err, outside  # noqa: F401 - `outside` is a fixture
+from .test_paths import _err, c, outside, swapped_read  # noqa: F401 - `c` and `outside` are fixtures
 
 
 @pytest.fixture
@@ -119,14 +119,6 @@ def _kernel_path(fd: int) -> bytes:
     return os.fsencode(os.readlink(f"/proc/self/fd/{fd}"))
 
 
-@pytest.fixture
-def c(world: World):
-    world.write("src/ok.py", code(20))
-    h = world.host()
-    world.session(h, "s1")
-    return world.conn(h)
-
-
 def test_f_getpath_is_used_and_an_honest_answer_reads(world: World, c, monkeypatch) -> None:
     asked = []
     _fake_fcntl(monkeypatch, lambda fd: asked.append(fd) or _kernel_path(fd))
@@ -175,12 +167,7 @@ def test_f_getpath_failing_leaves_the_walk_as_the_proof(world: World, c, outside
 
     _fake_fcntl(monkeypatch, fail)
     assert world.read(c, "src/ok.py")["kind"] == "full"
-    world.write("src/sub/f.py", code(5))
-    world.cache = SwapFolder(None)
-    world.cache.target = str(outside / "sub")
-    r = world.read(c, "src/sub/f.py")
-    assert SECRET not in r["text"]
-    _err(r, "changed")
+    _err(swapped_read(world, c, outside), "changed")
 
 
 def test_without_the_walk_f_getpath_failing_is_unverified(world: World, c, monkeypatch) -> None:
@@ -196,12 +183,7 @@ def test_without_the_walk_f_getpath_catches_a_real_swap(world: World, c, outside
     """No openat walk, F_GETPATH as on macOS: a folder swapped for a symlink out is refused."""
     monkeypatch.setattr(paths, "CAN_WALK", False)
     _fake_fcntl(monkeypatch, _kernel_path)
-    world.write("src/sub/f.py", code(5))
-    world.cache = SwapFolder(None)
-    world.cache.target = str(outside / "sub")
-    r = world.read(c, "src/sub/f.py")
-    assert SECRET not in r["text"]
-    _err(r, "outside_roots")
+    _err(swapped_read(world, c, outside), "outside_roots")
 
 
 # -- the daemon's socket (cache/client.py): 104-byte sun_path, no /proc to shorten it --------------

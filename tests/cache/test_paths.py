@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -215,18 +216,24 @@ def test_no_walk_and_no_fd_path_fails_closed(world: World, c, monkeypatch) -> No
     assert "no way to prove" in _err(world.read(c, "src/ok.py"), "unverified")
 
 
+def swapped_read(world: World, c, outside: Path) -> dict:  # noqa: ANN001
+    """Read src/sub/f.py while its folder is swapped for a symlink out of the workspace between the
+    check and the open; the secret outside must never come back."""
+    world.write("src/sub/f.py", code(5))
+    world.cache = SwapFolder(None)
+    world.cache.target = str(outside / "sub")
+    r = world.read(c, "src/sub/f.py")
+    assert SECRET not in r["text"]
+    return r
+
+
 def test_no_walk_falls_back_to_the_descriptor_path(world: World, c, outside, monkeypatch) -> None:
     """Without the walk, the descriptor's path (/proc here) is the proof: a swap is still refused."""
     monkeypatch.setattr(paths, "CAN_WALK", False)
     if paths._fd_path(0) is None:
         pytest.skip("needs /proc/self/fd or F_GETPATH")
     assert world.read(c, "src/ok.py")["kind"] == "full"
-    world.write("src/sub/f.py", code(5))
-    world.cache = SwapFolder(None)
-    world.cache.target = str(outside / "sub")
-    r = world.read(c, "src/sub/f.py")
-    assert SECRET not in r["text"]
-    _err(r, "outside_roots")
+    _err(swapped_read(world, c, outside), "outside_roots")
 
 
 def test_racing_swaps_never_return_outside_content(world: World, c, outside, monkeypatch) -> None:

@@ -18,16 +18,11 @@ import pytest
 from leanctx.cache import client, peer
 
 from .conftest import _support as S
+from .test_service import project  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_PEERCRED and /proc")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    (proj / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 301)))
-    return proj
 
 
 def record_facts(data_dir: Path, agent: str, conv: str) -> dict:
