@@ -345,12 +345,52 @@ def _roots(payload: dict) -> list[str]:
 
 
 class ClaudeShapeAgent(Agent):
-    """Hosts using Claude Code's settings shape: event -> [matcher group {matcher?, hooks: [handler]}]."""
+    """Hosts speaking Claude Code's hooks dialect: event -> [matcher group {matcher?, hooks:
+    [handler]}] in a JSON settings file, `hookSpecificOutput` answers, an MCP `mcpServers` table.
+    What differs between them is data: the class attributes below. A host module sets those and
+    overrides only what its host really does differently."""
 
     guard_event = EventSpec("PreToolUse", PRE_TOOL)
     read_gate_event = EventSpec("PreToolUse", PRE_TOOL, matcher=read_tool())
     #: events where `hookSpecificOutput.additionalContext` reaches the model
     context_events: ClassVar[tuple[str, ...]] = ("SessionStart", "UserPromptSubmit")
+    #: the user config folder: `~/<config_home>`, or the folder named by `config_env` when set
+    config_home: ClassVar[str] = ""
+    config_env: ClassVar[str | None] = None
+    #: the hooks file in that folder, and the project's hooks file (relative to the project)
+    settings_file: ClassVar[str] = "settings.json"
+    project_settings: ClassVar[str] = ""
+    #: the instructions file the read rule goes into as a marked block (config folder / project)
+    rules_file: ClassVar[str] = ""
+    #: the user-level MCP file (relative to HOME) and the project's
+    mcp_user_file: ClassVar[str] = ""
+    mcp_project_file: ClassVar[str] = ".mcp.json"
+    #: the server entry's "type" (None: the host's entries carry none)
+    mcp_type: ClassVar[str | None] = "stdio"
+    #: the unit the host reads a handler's `timeout` in (Gemini and Qwen: milliseconds)
+    timeout_unit_ms: ClassVar[bool] = False
+
+    def config_dir(self, home: Path) -> Path:
+        return env_dir(self.config_env, home / self.config_home) if self.config_env else home / self.config_home
+
+    def user_config_path(self, home: Path) -> Path:
+        return self.config_dir(home) / self.settings_file
+
+    def project_config_path(self, project: Path) -> Path:
+        return project / self.project_settings
+
+    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        if not self.rules_file:
+            return None
+        return (self.config_dir(home) if project is None else project) / self.rules_file, "block"
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        path = project / self.mcp_project_file if project is not None else home / self.mcp_user_file
+        return path, "json", ("mcpServers",)
+
+    def mcp_entry(self, command: str, args: list[str]) -> dict:
+        entry = {"type": self.mcp_type} if self.mcp_type else {}
+        return {**entry, "command": command, "args": args}
 
     def context_output(self, event: str, text: str) -> str:
         if event not in self.context_events:
@@ -385,7 +425,8 @@ class ClaudeShapeAgent(Agent):
         group: dict[str, Any] = {}
         if spec.matcher is not None:
             group["matcher"] = spec.matcher
-        group["hooks"] = [{"type": "command", "command": command, "timeout": self.timeout}]
+        timeout = self.timeout * 1000 if self.timeout_unit_ms else self.timeout
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
         return group
 
     def group_commands(self, group: object) -> list[str]:

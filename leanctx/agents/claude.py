@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent, env_dir
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent
 
 
 class Claude(ClaudeShapeAgent):
@@ -21,31 +21,17 @@ class Claude(ClaudeShapeAgent):
     binaries = ("claude",)
     checked_against = "Claude Code 2.1.197 (real CLI, end-to-end tests)"
     events = CLAUDE_STYLE_EVENTS
-
-    def config_dir(self, home: Path) -> Path:
-        return env_dir("CLAUDE_CONFIG_DIR", home / ".claude")
-
-    def user_config_path(self, home: Path) -> Path:
-        return self.config_dir(home) / "settings.json"
-
-    def project_config_path(self, project: Path) -> Path:
-        return project / ".claude" / "settings.local.json"
-
-
-    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str]:
-        return (self.config_dir(home) if project is None else project) / "CLAUDE.md", "block"
+    config_home, config_env = ".claude", "CLAUDE_CONFIG_DIR"
+    project_settings = ".claude/settings.local.json"
+    rules_file = "CLAUDE.md"
+    mcp_user_file = ".claude.json"
 
     def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
-        # user scope lives in ~/.claude.json (beside ~/.claude, or inside CLAUDE_CONFIG_DIR);
-        # project scope in the project's .mcp.json
-        if project is not None:
-            return project / ".mcp.json", "json", ("mcpServers",)
+        # user scope lives in ~/.claude.json (beside ~/.claude, or inside CLAUDE_CONFIG_DIR)
         config_dir = self.config_dir(home)
-        path = home / ".claude.json" if config_dir == home / ".claude" else config_dir / ".claude.json"
-        return path, "json", ("mcpServers",)
-
-    def mcp_entry(self, command: str, args: list[str]) -> dict:
-        return {"type": "stdio", "command": command, "args": args}
+        if project is None and config_dir != home / ".claude":
+            return config_dir / ".claude.json", "json", ("mcpServers",)
+        return super().mcp_config(home, project)
 
     def unparseable_effect(self, path: Path, home: Path) -> str:
         if path == self.mcp_config(home, None)[0]:

@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent, EventSpec, env_dir
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent, EventSpec
 
 
 class Codex(ClaudeShapeAgent):
@@ -23,21 +23,14 @@ class Codex(ClaudeShapeAgent):
     events = CLAUDE_STYLE_EVENTS
     json_bom_ok = False  # verified on 0.171: a hooks.json starting with a BOM is ignored whole
 
-    def config_dir(self, home: Path) -> Path:
-        return env_dir("CODEX_HOME", home / ".codex")
-
-    def user_config_path(self, home: Path) -> Path:
-        return self.config_dir(home) / "hooks.json"
-
-    def project_config_path(self, project: Path) -> Path:
-        return project / ".codex" / "hooks.json"
+    config_home, config_env = ".codex", "CODEX_HOME"
+    settings_file = "hooks.json"
+    project_settings = ".codex/hooks.json"
+    rules_file = "AGENTS.md"
 
     def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
         # Codex has no skills folder; AGENTS.md (global in CODEX_HOME, or the project's) is read
         # into every session, so the instructions go there as a marked block.
-        return (self.config_dir(home) if project is None else project) / "AGENTS.md", "block"
-
-    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str]:
         return (self.config_dir(home) if project is None else project) / "AGENTS.md", "block"
 
     def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
