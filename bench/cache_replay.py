@@ -10,7 +10,7 @@ Policies, all on the same files, hook records and clock:
   windowed reads are always fresh; cold stubs from its index after a restart (which re-applies the
   last compaction marker, wiping the index, as lean-ctx's process-local LAST_COMPACTION_TS does);
 - ours: leanctx.cache (Resolver + ReadCache), exactly as the service calls it;
-- oracle: knows what each context really holds (leanctx.cache.oracle.OracleCache).
+- oracle: knows what each context really holds (bench.support.oracle.OracleCache).
 
 Prints tokens delivered per policy, our savings as a fraction of the oracle's, wrong stubs (a
 stub, pointer or diff for bytes the caller does not hold), and where ours sent more than the oracle
@@ -21,7 +21,7 @@ without per-call identity — are counted back); the fractions with that withhol
 are printed beside them.
 
 Trace format (`--trace`, one JSON object per line; `#` comments allowed): see the docstring of
-leanctx/cache/replay.py. In short: `host` (a host process and its MCP server), `hook` (an event
+bench/support/replay.py. In short: `host` (a host process and its MCP server), `hook` (an event
 by meaning, or a recorded host payload), `read` (a ctx_read, with the ground-truth conversation
 and subagent that made it), `write`/`edit`, `tick`, `restart`, `miss`. A recorded e2e run becomes
 a trace by logging, in order, each hook payload the host sent (with its event name), each
@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from leanctx.cache import tokens
 from leanctx.cache.paths import ReadError, load, real_roots, resolve
-from leanctx.cache.replay import Engine, NoCache, Oracle, Ours, Policy, load_trace
+from bench.support.replay import Engine, NoCache, Oracle, Ours, Policy, load_trace
 from leanctx.cache.stubs import stub
 from leanctx.hooks.publish import read_json
 

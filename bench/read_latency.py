@@ -47,7 +47,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from leanctx.agents.base import SESSION_START, HookEvent
 from leanctx.cache import client, peer
 from leanctx.hooks import publish
-from leanctx.hooks.hostproc import _stat, host_process
+from leanctx.hooks.hostproc import host_process, process_stat
 
 
 def pct(values: list[float], q: float) -> float:
@@ -67,7 +67,7 @@ def publish_host_record(data_dir: Path, proj: Path, conversation_id: str, host_p
     """A SessionStart record as the hook would write it under a host whose process is `host_pid`
     (default: us, the parent of the MCP servers we spawn)."""
     pid = host_pid or os.getpid()
-    stat = _stat(pid)
+    stat = process_stat(pid)
     host = {"pid": pid, "name": stat[0] if stat else None, "start_ticks": stat[2] if stat else None}
     ev = HookEvent("claude", "SessionStart", SESSION_START, conversation_id=conversation_id, session_id=conversation_id,
                    cwd=str(proj), transcript_path=str(proj / "t.jsonl"), source="startup")
@@ -169,7 +169,7 @@ async def run(runs: int, lines: int) -> None:
         publish_host_record(data_dir, proj, "bench-direct-" + uuid.uuid4().hex[:8], host_process()["pid"])
         probe = IdentityProbe(tmp)
         facts = {"connection_id": uuid.uuid4().hex, "env": {}, "host_pid": os.getpid(),
-                 "host_start_ticks": (_stat(os.getpid()) or (None, None, None))[2]}
+                 "host_start_ticks": (process_stat(os.getpid()) or (None, None, None))[2]}
         direct = client.ServiceClient(data_dir)
         raw = RawClient(env, proj)
         async with stdio_client(server_params(env, proj)) as (r1, w1), ClientSession(r1, w1) as via_daemon, \

@@ -204,7 +204,7 @@ def main() -> None:
     workdir = tempfile.mkdtemp(prefix="leanctx-state-bench-")
     os.environ["CKS_HOME"] = os.path.join(workdir, "cks")
     os.environ.pop("CKS_ACTIVE_USER", None)
-    from leanctx.state.localredis import LocalRedis, server_path
+    from bench.support.localredis import LocalRedis, server_path
 
     server = None
     note = ""

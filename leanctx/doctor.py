@@ -273,10 +273,9 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
 
 
 def agent_specific_checks(agent: Agent, home: Path, project: Path | None = None) -> list[dict]:
-    extra = getattr(agent, "doctor_checks", None)
-    if extra is None:
-        return []
-    return [_check(c["name"], c["status"], c["detail"], c.get("fix")) for c in extra(home, project)]
+    from leanctx.installer.hostload import host_checks
+
+    return [_check(c["name"], c["status"], c["detail"], c.get("fix")) for c in host_checks(agent, "doctor_checks", home, project)]
 
 
 def state_checks(home: Path) -> list[dict]:

@@ -13,6 +13,9 @@ standard library only.
 from __future__ import annotations
 
 import os
+
+from leanctx import fastjson
+
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook ~3 ms
 
 if TYPE_CHECKING:  # the hook path must not pay for typing/pathlib/dataclasses imports
@@ -198,12 +201,6 @@ class Agent:
         """What the host does with a JSON file of ours it cannot parse strictly (for the warning)."""
         return "it reads strict JSON and ignores this whole file"
 
-    def load_problems(self, home: Path, project: Path | None, read) -> list[dict]:
-        """Settings of the host's that stop it loading what init wired, beyond the JSON syntax:
-        [{name, path, reason, fix, severity ("fail"|"note")}]. `read(path)` gives a file's bytes
-        as they are (or would be, under --dry-run); None when it does not exist."""
-        return []
-
     def detect(self, home: Path) -> bool:
         """Installed on this machine: its config folder exists or its CLI is on PATH."""
         import shutil
@@ -317,8 +314,6 @@ class Agent:
 def _tool_input(payload: dict) -> dict | None:
     value = payload.get("tool_input", payload.get("toolInput", payload.get("toolArgs")))
     if isinstance(value, str):  # some hosts send the arguments JSON-encoded
-        from leanctx.hooks import fastjson
-
         try:
             value = fastjson.loads(value)
         except ValueError:
@@ -328,8 +323,6 @@ def _tool_input(payload: dict) -> dict | None:
 
 def _json_object(stdout: str) -> dict | str:
     """Parse a hook's stdout as one JSON object, or return why it is not one."""
-    from leanctx.hooks import fastjson
-
     try:
         value = fastjson.loads(stdout)
     except ValueError:
@@ -395,13 +388,9 @@ class ClaudeShapeAgent(Agent):
     def context_output(self, event: str, text: str) -> str:
         if event not in self.context_events:
             return ""
-        from leanctx.hooks import fastjson
-
         return fastjson.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
 
     def guard_output(self, event: str, reason: str) -> str:
-        from leanctx.hooks import fastjson
-
         return fastjson.dumps(
             {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny", "permissionDecisionReason": reason}}
         )

@@ -39,22 +39,5 @@ class Claude(ClaudeShapeAgent):
             return "it stops with a configuration error and replaces this file with its defaults (every MCP server in it is lost)"
         return super().unparseable_effect(path, home)
 
-    def load_problems(self, home: Path, project: Path | None, read) -> list[dict]:
-        """`"disableAllHooks": true` in any settings file Claude Code reads turns off every hook,
-        ours included (verified on 2.1.197: in the user file and in the project's local file)."""
-        from leanctx.installer.hostload import json_true_key, where
-
-        settings = [self.user_config_path(home)]
-        if project is not None:
-            settings += [project / ".claude" / "settings.json", self.project_config_path(project)]
-        out = []
-        for path in settings:
-            line = json_true_key(path, read(path), "disableAllHooks")
-            if line is not None:
-                out.append({"name": "claude hooks enabled", "path": path,
-                            "reason": "\"disableAllHooks\": true turns off every hook, leanctx's included",
-                            "fix": f"remove \"disableAllHooks\": true from {where(path, home, line)}"})
-        return out
-
 
 AGENT = Claude()

@@ -67,17 +67,5 @@ class Codex(ClaudeShapeAgent):
             return super().check_output(event, stdout)
         return f"unexpected stdout on {event}: {stdout[:80]!r}"
 
-    def doctor_checks(self, home: Path, project: Path | None = None) -> list[dict]:
-        """Codex silently skips hooks that are not trusted."""
-        from leanctx.agents.codex_doctor import checks
-
-        return checks(self, home, project)
-
-    def load_problems(self, home: Path, project: Path | None, read) -> list[dict]:
-        """The hooks feature switch, our MCP server's `enabled`, and the project's folder trust."""
-        from leanctx.agents.codex_doctor import load_problems
-
-        return load_problems(self, home, project, read)
-
 
 AGENT = Codex()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from leanctx import fastjson
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -105,8 +107,6 @@ class Cursor(Agent):
         return _CONTINUE if event == "beforeSubmitPrompt" else ""
 
     def context_output(self, event: str, text: str) -> str:
-        from leanctx.hooks import fastjson
-
         if event == "sessionStart":
             return fastjson.dumps({"additional_context": text})
         if event == "beforeSubmitPrompt":
@@ -116,8 +116,6 @@ class Cursor(Agent):
         return ""
 
     def guard_output(self, event: str, reason: str) -> str:
-        from leanctx.hooks import fastjson
-
         return fastjson.dumps({"permission": "deny", "user_message": reason, "agent_message": reason})
 
     def check_output(self, event: str, stdout: str) -> str | None:

@@ -50,8 +50,8 @@ record: every read is then an unknown caller (content, never a stub).
 The rules live in the module docstrings: scope.py (who is asking, when a stub is allowed),
 readcache.py (stub / pointer / diff / full, what is recorded), dedup.py (range algebra and caps),
 paths.py (path safety), index.py (persisted index, quarantine), tokens.py (tokenizer choice),
-stubs.py (the exact texts). oracle.py and replay.py are test/bench support (ground truth,
-simulated hosts, the trace format of bench/cache_replay.py); the service never imports them.
+stubs.py (the exact texts). The ground truth, simulated hosts and the trace format of
+bench/cache_replay.py are test/bench support in bench/support/ (not shipped).
 """
 
 from leanctx.cache.readcache import ReadCache

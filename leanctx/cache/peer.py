@@ -38,7 +38,7 @@ import sys
 import time
 
 from leanctx.cache.scope import CONNECTION_ENV, Connection
-from leanctx.hooks.hostproc import _stat, host_process
+from leanctx.hooks.hostproc import host_process, process_stat
 
 SO_PEERPIDFD = 77  # Linux 6.5+ (asm-generic/socket.h); Python 3.11 has no name for it
 SOL_LOCAL, LOCAL_PEERPID = 0, 2  # macOS <sys/un.h>
@@ -125,7 +125,7 @@ def identify(peer: Peer | None) -> Connection | str:
     if not _LINUX:
         return _identify_psutil(peer)
     pid = peer.pid
-    first = _stat(pid)
+    first = process_stat(pid)
     if first is None:
         return f"process {pid} is gone or unreadable"
     _name, ppid, ticks = first
@@ -146,7 +146,7 @@ def identify(peer: Peer | None) -> Connection | str:
         except OSError:
             same = False
     else:
-        again = _stat(pid)
+        again = process_stat(pid)
         same = again is not None and again[2] == ticks
     if not same:
         return f"process {pid} exited while it was being checked"

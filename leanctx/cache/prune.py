@@ -57,7 +57,7 @@ def _updated_ts(path: str) -> float | None:
 def prune_records(data_dir: str | os.PathLike, keep_s: float = KEEP_S, now: float | None = None) -> int:
     """Delete records whose last event (the newer of their mtime and `updated_ts`) is older than
     `keep_s`. Returns how many files were removed."""
-    from leanctx.hooks.publish import _Lock
+    from leanctx.hooks.publish import RecordLock
 
     now = time.time() if now is None else now
     base = os.path.join(os.fspath(data_dir), "conversations")
@@ -67,7 +67,7 @@ def prune_records(data_dir: str | os.PathLike, keep_s: float = KEEP_S, now: floa
         return 0
     removed = 0
     for d in agents:
-        with _Lock(os.path.join(d.path, ".lock")) as lock:
+        with RecordLock(os.path.join(d.path, ".lock")) as lock:
             if not lock.acquired or lock.fd is None:  # a hook holds it (or locking is unavailable): next round
                 continue
             try:

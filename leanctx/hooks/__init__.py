@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+from leanctx import fastjson
+
 LOG_MAX_BYTES = 1 << 20
 
 
@@ -58,7 +60,6 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
     `--bot` (the always-on bot profile) also records turns in conversation-state and returns the
     rehydrated thread at session start; `--guard` turns a pre-tool event into the multi-user guard."""
     from leanctx import agents
-    from leanctx.hooks import fastjson
     from leanctx.hooks.publish import publish
 
     agent = agents.get(agent_name)

@@ -19,7 +19,7 @@ import os
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox", "env", "leanctx-hook", "timeout"})
 
 
-def _stat(pid: int) -> tuple[str, int, int] | None:
+def process_stat(pid: int) -> tuple[str, int, int] | None:
     """(command name, parent pid, start time in clock ticks) from /proc, or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -43,7 +43,7 @@ def host_process(first: int | None = None) -> dict:
     to find the host of the MCP server at the other end of a socket."""
     pid = os.getppid() if first is None else first
     for _ in range(6):
-        info = _stat(pid)
+        info = process_stat(pid)
         if info is None:  # no /proc, or it exited: never a bare pid (see the module note)
             return {"pid": None, "name": None, "start_ticks": None}
         name, ppid, start = info

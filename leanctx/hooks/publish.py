@@ -32,7 +32,7 @@ from leanctx.agents.base import (
     SUBAGENT_STOP,
     HookEvent,
 )
-from leanctx.hooks import fastjson
+from leanctx import fastjson
 from leanctx.hooks.hostproc import host_process
 
 SCHEMA = 1
@@ -115,7 +115,7 @@ def read_json(path: str | os.PathLike) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-class _Lock:
+class RecordLock:
     """flock on a lock file, waiting at most LOCK_WAIT_S; then `acquired` stays False and the
     caller must not write the record (see missed_lock)."""
 
@@ -124,7 +124,7 @@ class _Lock:
         self.fd: int | None = None
         self.acquired = False
 
-    def __enter__(self) -> _Lock:
+    def __enter__(self) -> RecordLock:
         try:
             import fcntl
         except ImportError:  # not on Unix: single writer assumed
@@ -292,7 +292,7 @@ def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
     ts = time.time()
     host = host_process()
     path = record_path(data_dir, ev.agent, ev.conversation_id)
-    with _Lock(os.path.join(os.path.dirname(path), ".lock")) as lock:
+    with RecordLock(os.path.join(os.path.dirname(path), ".lock")) as lock:
         if not lock.acquired:
             missed_lock(data_dir, path, ev)
             return path
@@ -330,7 +330,7 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
         return None
     ts = time.time() if ts is None else ts
     path = record_path(data_dir, ev.agent, ev.conversation_id)
-    with _Lock(os.path.join(os.path.dirname(path), ".lock")) as lock:
+    with RecordLock(os.path.join(os.path.dirname(path), ".lock")) as lock:
         if not lock.acquired:
             missed_lock(data_dir, path, ev)
             return path

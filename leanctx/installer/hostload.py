@@ -5,7 +5,7 @@ ignore a whole hooks file that is not strict JSON (Codex also one that starts wi
 mark), Claude Code exits and replaces a `~/.claude.json` it cannot parse with its defaults, and
 host switches turn our hooks off (Claude Code's `disableAllHooks`, Codex's `[features] hooks`).
 leanctx keeps the user's comments and switches as they are, so it has to say so, with the fix.
-Host-specific switches live in each host module's `load_problems`; the JSON syntax is checked here.
+The JSON syntax is checked here; a host's own switches in `installer/<host>_checks.py` (HOST_CHECKS).
 """
 
 from __future__ import annotations
@@ -81,9 +81,26 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
         problem = strict_json_problem(agent, home, path, read(path), name)
         if problem is not None:
             found.append(problem)
-    for p in agent.load_problems(home, project, read):
+    for p in host_checks(agent, "load_problems", home, project, read):
         found.append(LoadProblem(p["name"], p["path"], p["reason"], p["fix"], p.get("severity", FAIL)))
     return found
+
+
+# Hosts whose own settings can turn our part off: the module judging them (`load_problems`, and
+# optionally `doctor_checks`). Host modules only describe hosts; reading a host's settings to
+# judge them is installer and doctor work, so it lives in the installer package.
+HOST_CHECKS = {"claude": "leanctx.installer.claude_checks", "codex": "leanctx.installer.codex_checks"}
+
+
+def host_checks(agent: Agent, kind: str, *args: object) -> list[dict]:
+    """`kind` ("load_problems": [{name, path, reason, fix, severity?}] with `read(path)` giving a
+    file's bytes as they are or would be under --dry-run; "doctor_checks": doctor rows) of the
+    host's checks module, [] when it has none."""
+    import importlib
+
+    module = HOST_CHECKS.get(agent.name)
+    check = getattr(importlib.import_module(module), kind, None) if module else None
+    return check(agent, *args) if check else []
 
 
 def strict_json_problem(agent: Agent, home: Path, path: Path, data: bytes | None, name: str = "config is strict JSON") -> LoadProblem | None:

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import tomlkit
-import tomlkit.exceptions
 
 from leanctx import paths
 from leanctx.agents.base import Agent
@@ -87,13 +86,6 @@ def chosen_name(agent: Agent, home: Path, data_dir: Path, project: Path | None, 
     return next(iter(recorded_names(agent, home, data_dir, project)), SERVER)
 
 
-def _toml(path: Path, text: str) -> tomlkit.TOMLDocument:
-    try:
-        return tomlkit.parse(text)
-    except tomlkit.exceptions.ParseError as exc:
-        raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse TOML; left untouched") from None
-
-
 def registered(agent: Agent, home: Path, project: Path | None, name: str = SERVER) -> dict | None:
     """The entry named `name` as the host will read it now, or None."""
     path, fmt, key = agent.mcp_config(home, project)
@@ -101,7 +93,7 @@ def registered(agent: Agent, home: Path, project: Path | None, name: str = SERVE
     if data is None:
         return None
     if fmt == "toml":
-        value = _toml(path, files.decode(path, data)).unwrap()
+        value = tomledit.values(path, files.decode(path, data))
         servers = value.get(key[0])
         entry = servers.get(name) if isinstance(servers, dict) else None
     else:  # only the entry is decoded: ~/.claude.json is tens of MB
@@ -126,7 +118,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
     else:
         old = files.read_bytes(target.real)
         text = files.decode(target.path, old) if old is not None else ""
-        doc = _toml(target.path, text)
+        doc = tomledit.parse(target.path, text)
         servers = doc.get(key[0])
         if servers is not None and not isinstance(servers, dict):
             raise ConfigError(f"{path}: {key[0]} is not a table; left untouched")
@@ -182,7 +174,7 @@ def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | No
     def surgical(text: str | bytes, record: manifest.Manifest | None) -> str | bytes | None:
         created = {tuple(c) for c in record.created} if record else set()
         if isinstance(text, str):  # toml
-            doc = _toml(target.path, text)
+            doc = tomledit.parse(target.path, text)
             servers = doc.get(key[0])
             if not isinstance(servers, dict) or name not in servers or not is_ours(servers[name].unwrap()):
                 return text

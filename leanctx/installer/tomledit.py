@@ -8,10 +8,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import tomlkit
+import tomlkit.exceptions
 from tomlkit.items import InlineTable, Table
 from tomlkit.toml_document import TOMLDocument
 
 from leanctx.installer.files import ConfigError
+
+
+def parse(path: Path, text: str) -> TOMLDocument:
+    """A config.toml to edit; ConfigError naming the file, line and column when it is not TOML."""
+    try:
+        return tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse TOML; left untouched") from None
+
+
+def values(path: Path, text: str) -> dict:
+    """A config.toml's plain values (dicts, lists, scalars) to read; ConfigError as `parse`."""
+    return parse(path, text).unwrap()
 
 
 def dumps_after_removal(doc: TOMLDocument, before: str) -> str:

@@ -12,15 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tomlkit
-import tomlkit.exceptions
-
-from leanctx.agents import codex_trust
 from leanctx.agents.base import Agent, is_our_command
-from leanctx.installer import files, hookconfig, tomledit
-from leanctx.installer.files import ConfigError, Target
+from leanctx.installer import codex_trust, files, hookconfig, tomledit
+from leanctx.installer.files import Target
 from leanctx.installer.install import Change, already_there, config_path, plan_removal
-
 
 
 def trust_part(hooks_path: Path) -> str:
@@ -31,13 +26,6 @@ def trust_part(hooks_path: Path) -> str:
 
 def config_toml(agent: Agent, home: Path) -> Path:
     return agent.config_dir(home) / "config.toml"
-
-
-def _parse(path: Path, text: str) -> dict:
-    try:
-        return tomlkit.parse(text).unwrap()
-    except tomlkit.exceptions.ParseError as exc:
-        raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse TOML; left untouched") from None
 
 
 def our_entries(agent: Agent, hooks_path: Path, hooks_text: str | None) -> list[dict]:
@@ -52,7 +40,7 @@ def trust_report(agent: Agent, home: Path, hooks_path: Path, hooks_text: str) ->
     """[{event, key, status}] for each of our hooks: what Codex will do with it."""
     target = files.resolve_target(config_toml(agent, home), home)
     data = files.read_bytes(target.real)
-    config = _parse(target.path, files.decode(target.path, data)) if data is not None else {}
+    config = tomledit.values(target.path, files.decode(target.path, data)) if data is not None else {}
     current = codex_trust.states(config)
     return [
         {"event": e["event"], "key": e["key"], "status": codex_trust.status(current.get(e["key"]), e["hash"])}
@@ -65,7 +53,7 @@ def plan_trust(agent: Agent, home: Path, data_dir: Path, project: Path | None, h
     target = files.resolve_target(config_toml(agent, home), home)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else ""
-    current = codex_trust.states(_parse(target.path, text))
+    current = codex_trust.states(tomledit.values(target.path, text))
     ours = our_entries(agent, hooks_path, hooks_text)
     needed = [e for e in ours if codex_trust.status(current.get(e["key"]), e["hash"]) in ("untrusted", "modified")]
     if not needed:
@@ -91,7 +79,7 @@ def plan_untrust(agent: Agent, home: Path, data_dir: Path, project: Path | None)
     def surgical(text: str, record: object) -> str | None:
         if not keys:
             return text
-        _parse(target.path, text)
+        tomledit.values(target.path, text)
         with tomledit.editing(target.path, text, "hooks"):
             new_text = codex_trust.untrust(text, keys)
         if record is not None and not getattr(record, "existed_before", True) and not new_text.strip():

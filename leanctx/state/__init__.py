@@ -11,12 +11,11 @@ Modules, one job each:
   filestore.py the default store: atomic files, a per-user lock plus compare-and-swap, quarantine
   redisstore.py the scale-out store: WATCH/MULTI compare-and-swap
   resp.py      the minimal Redis client it talks through (RESP2 on the C _socket module)
-  localredis.py a throw-away redis-server for the tests and the bench
   guard.py     the multi-user guard hook (PreToolUse): keeps a turn out of other users' folders
   api.py       plain functions (CLI, hooks, and the MCP server later)
   cli.py       `leanctx state ...`
 
-Everything but cli.py and localredis.py is what the hook path may import: standard library only,
+Everything but cli.py is what the hook path may import: standard library only,
 and none of json/re/pathlib/typing/socket, like the rest of the hook path (redisstore.py and
 resp.py only when LEANCTX_STATE_URL selects Redis). This file stays import-free for that reason.
 """

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from leanctx import fastjson
 from leanctx.state import protocol
 from leanctx.state.errors import StateError, StateInvalid
 from leanctx.state.validate import validate
@@ -81,8 +82,6 @@ def apply(fn: Callable[[dict], dict | Commit], current: dict, slug: str) -> tupl
 
 def decode(raw: bytes, slug: str) -> dict:
     """Bytes from the store -> a validated state of `slug`; StateInvalid on any damage."""
-    from leanctx.hooks import fastjson
-
     if len(raw) > MAX_DOC_BYTES:
         raise StateInvalid(f"$: {len(raw)} bytes, more than any valid state")
     try:
@@ -97,8 +96,6 @@ def decode(raw: bytes, slug: str) -> dict:
 
 
 def encode(state: dict) -> bytes:
-    from leanctx.hooks import fastjson
-
     return (fastjson.dumps(state) + "\n").encode("utf-8")
 
 

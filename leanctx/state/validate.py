@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
+from leanctx import fastjson
 from leanctx.state.errors import SchemaError, StateInvalid
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")
@@ -44,8 +45,6 @@ def schema() -> dict:
     """schema.json, parsed once (package data read by path: no importlib.resources on the hook path)."""
     global _schema
     if _schema is None:
-        from leanctx.hooks import fastjson
-
         with open(SCHEMA_PATH, encoding="utf-8") as f:
             loaded = fastjson.loads(f.read())
         if not isinstance(loaded, dict):

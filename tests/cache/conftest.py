@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from leanctx.cache import Connection, ReadCache, Resolver
-from leanctx.cache.oracle import FakeHost, hook
+from bench.support.oracle import FakeHost, hook
 
 T0 = 1_800_000_000.0
 

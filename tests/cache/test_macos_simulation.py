@@ -16,7 +16,7 @@ import pytest
 
 from leanctx import agents
 from leanctx.cache import Connection, ReadCache, Resolver, client, paths, service
-from leanctx.cache.oracle import payload
+from bench.support.oracle import payload
 from leanctx.cache.scope import ID_ONLY
 from leanctx.hooks import hostproc, publish
 
@@ -27,7 +27,7 @@ from .test_paths import _err, c, outside, swapped_read  # noqa: F401 - `c` and `
 @pytest.fixture
 def no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
     """macOS: no /proc/<pid>/stat for the host walk, no /proc/self/fd for descriptors or sockets."""
-    monkeypatch.setattr(hostproc, "_stat", lambda pid: None)
+    monkeypatch.setattr(hostproc, "process_stat", lambda pid: None)
     monkeypatch.setattr(client, "FD_DIR", "/nonexistent/proc/self/fd")
 
 
@@ -42,9 +42,9 @@ def test_without_proc_no_host_is_named(no_proc) -> None:
 def test_an_unreadable_ancestor_or_a_deep_shell_chain_names_no_host(monkeypatch) -> None:
     """The walk passes shells; an ancestor that cannot be read mid-walk (it exited, /proc hides
     it), or shells deeper than the walk looks, leave the host unknown, never a pid without ticks."""
-    monkeypatch.setattr(hostproc, "_stat", lambda pid: ("sh", pid + 1, 5) if pid == os.getppid() else None)
+    monkeypatch.setattr(hostproc, "process_stat", lambda pid: ("sh", pid + 1, 5) if pid == os.getppid() else None)
     assert hostproc.host_process()["pid"] is None
-    monkeypatch.setattr(hostproc, "_stat", lambda pid: ("bash", pid + 1, 5))
+    monkeypatch.setattr(hostproc, "process_stat", lambda pid: ("bash", pid + 1, 5))
     assert hostproc.host_process()["pid"] is None
 
 

@@ -332,11 +332,11 @@ def test_call_id_in_meta_tells_parent_and_subagent_apart(daemon: subprocess.Pope
     LEANCTX_PER_CALL_IDENTITY=0 on the MCP server: no stub at all while the window is open."""
     from leanctx.agents.base import PRE_TOOL, HookEvent
     from leanctx.hooks import publish
-    from leanctx.hooks.hostproc import _stat
+    from leanctx.hooks.hostproc import process_stat
 
     S.publish_conversation(data_dir, "conv-calls", project)
     S.publish_conversation(data_dir, "conv-calls", project, event="SubagentStart", subagent_id="ag-1", source=None)
-    stat = _stat(os.getpid())
+    stat = process_stat(os.getpid())
     host = {"pid": os.getpid(), "name": stat[0], "start_ticks": stat[2]}
 
     def gate(call_id: str, agent_id: str | None) -> dict:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
 from leanctx.cache import tokens
-from leanctx.cache.replay import Engine, Oracle, Ours
+from bench.support.replay import Engine, Oracle, Ours
 
 FILES = ["src/a.py", "src/b.py", "lib/c.py", "d.txt"]
 HOSTS = [("h0", "claude"), ("h1", "claude"), ("h2", "codex"), ("h3", "cursor"), ("h4", "none")]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from leanctx.cache.replay import Engine, NoCache, Oracle, Ours, load_trace
+from bench.support.replay import Engine, NoCache, Oracle, Ours, load_trace
 from tests.conftest import PAYLOADS, REPO
 
 from .conftest import code

@@ -301,7 +301,7 @@ def test_subagent_window_with_real_codex_payloads(world: World) -> None:
     from tests.conftest import REPO
 
     rec_dir = REPO / "tests" / "e2e" / "recorded_payloads" / "codex"
-    from leanctx.cache.oracle import publish_event
+    from bench.support.oracle import publish_event
 
     f = _file(world)
     h = world.host("codex")
@@ -458,7 +458,7 @@ def test_a_session_id_alone_earns_no_stub_in_the_shared_daemon(world: World) -> 
     id, so the daemon (shared by every process) withholds stubs and credits nothing for such a
     match; an MCP server's private in-process cache may still use it."""
     from leanctx.cache import Resolver
-    from leanctx.cache.oracle import FakeHost
+    from bench.support.oracle import FakeHost
     from leanctx.cache.scope import ID_ONLY
 
     hostless = FakeHost(None, None, "claude")  # type: ignore[arg-type]

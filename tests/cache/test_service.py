@@ -38,10 +38,10 @@ def cli(env: dict, *args: str) -> subprocess.CompletedProcess:
 
 def my_facts(**over: object) -> dict:
     """Connection facts naming this test process as the host (as an MCP server we spawned would)."""
-    from leanctx.hooks.hostproc import _stat
+    from leanctx.hooks.hostproc import process_stat
 
     facts = {"connection_id": uuid.uuid4().hex, "env": {}, "host_pid": os.getpid(),
-             "host_start_ticks": _stat(os.getpid())[2], "cwd": None}
+             "host_start_ticks": process_stat(os.getpid())[2], "cwd": None}
     facts.update(over)
     return facts
 

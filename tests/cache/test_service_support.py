@@ -61,12 +61,12 @@ def publish_conversation(data_dir: Path, conversation_id: str, cwd: Path, host_p
     as the host: the MCP servers the test spawns are its children, as under a real host."""
     from leanctx.agents.base import PRE_COMPACT, PROMPT, SESSION_START, SUBAGENT_START, SUBAGENT_STOP, HookEvent
     from leanctx.hooks import publish
-    from leanctx.hooks.hostproc import _stat
+    from leanctx.hooks.hostproc import process_stat
 
     kinds = {"SessionStart": SESSION_START, "UserPromptSubmit": PROMPT, "PreCompact": PRE_COMPACT,
              "SubagentStart": SUBAGENT_START, "SubagentStop": SUBAGENT_STOP}
     pid = host_pid or os.getpid()
-    stat = _stat(pid)
+    stat = process_stat(pid)
     host = {"pid": pid, "name": stat[0] if stat else None, "start_ticks": stat[2] if stat else None}
     fields.setdefault("source", "startup" if event == "SessionStart" else None)
     ev = HookEvent("claude", event, kinds[event], conversation_id=conversation_id, session_id=conversation_id,

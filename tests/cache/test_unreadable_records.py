@@ -18,7 +18,7 @@ import tempfile
 import pytest
 
 from leanctx.cache import tokens
-from leanctx.cache.replay import Engine, Oracle, Ours
+from bench.support.replay import Engine, Oracle, Ours
 from leanctx.cache.scope import CONCURRENCY_WINDOW_S, RECORD_MAX_AGE_S
 
 from .conftest import World, code

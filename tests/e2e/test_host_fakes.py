@@ -14,7 +14,7 @@ import pytest
 from tests.e2e import hostcli
 import tomlkit
 
-from leanctx.agents.codex_trust import hook_hash, iter_hooks, states, status
+from leanctx.installer.codex_trust import hook_hash, iter_hooks, states, status
 from tests.e2e.fake_anthropic import FakeAnthropic, text, tool_use
 from tests.e2e.fake_openai import FakeOpenAI, shell_call
 

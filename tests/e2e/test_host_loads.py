@@ -2,7 +2,7 @@
 
 For each config a user might have, init is run and then the real CLI: our SessionStart hook must
 publish exactly when init exited 0. So the rules in leanctx/installer/hostload.py and the host
-modules' `load_problems` cannot drift from what Claude Code 2.1.197 and Codex 0.171 really do.
+checks modules (installer/HOST_CHECKS) cannot drift from what Claude Code 2.1.197 and Codex 0.171 really do.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Record a real host run as a replay trace (leanctx/cache/replay.py format).
+"""Record a real host run as a replay trace (bench/support/replay.py format).
 
 A "tap" is a user hook of our own test (a foreign hook, beside leanctx's) on every event leanctx
 listens to, plus a PreToolUse hook for `ctx_read`: it appends each payload the host sends, with
@@ -96,7 +96,7 @@ def sanitize(trace: list[dict], replacements: dict[str, str]) -> list[dict]:
 
 def replay(trace: list[dict], base: Path) -> dict:
     """Replay through ours and the oracle: per-policy read kinds and wrong-stub counts."""
-    from leanctx.cache.replay import Engine, Oracle, Ours
+    from bench.support.replay import Engine, Oracle, Ours
 
     ours, oracle = Ours(), Oracle()
     Engine(str(base), [ours, oracle]).run(trace)

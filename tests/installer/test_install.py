@@ -415,7 +415,7 @@ def test_trust_writes_only_our_keys_and_uninstall_restores(home: Path, data_dir:
     assert run_init([agents.get("codex")], home, data_dir, None, dry_run=False, trust=True) == 0
     text = config.read_text()
     assert text.startswith(CODEX_TOML)  # appended, nothing of the user's moved
-    from leanctx.agents import codex_trust
+    from leanctx.installer import codex_trust
     from leanctx.installer.trust import trust_report
 
     hooks_path = home / ".codex" / "hooks.json"
@@ -443,7 +443,7 @@ def test_hand_trusted_hooks_are_untrusted_on_uninstall(home: Path, data_dir: Pat
     """Trust the user gave in /hooks would otherwise dangle after our hooks are gone."""
     config = write(home / ".codex" / "config.toml", CODEX_TOML)
     init(home, data_dir, "codex")
-    from leanctx.agents import codex_trust
+    from leanctx.installer import codex_trust
     from leanctx.installer.trust import our_entries
 
     hooks_path = home / ".codex" / "hooks.json"

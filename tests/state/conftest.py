@@ -13,7 +13,7 @@ import pytest
 
 from leanctx.state import backend as backend_mod
 from leanctx.state import validate
-from leanctx.state.localredis import LocalRedis, server_path
+from bench.support.localredis import LocalRedis, server_path
 from leanctx.state.resp import Client
 
 STATE_ENV = ("CKS_HOME", "CKS_ACTIVE_USER", "LEANCTX_STATE_URL", "LEANCTX_FAST_PATH", "LEANCTX_STATE_PREFIX",

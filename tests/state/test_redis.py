@@ -11,7 +11,7 @@ from leanctx.state import api
 from leanctx.state import backend as backend_mod
 from leanctx.state.cli import state
 from leanctx.state.errors import StateError, StoreUnavailable
-from leanctx.state.localredis import LocalRedis
+from bench.support.localredis import LocalRedis
 from leanctx.state.resp import Address, Client, RespError
 
 from .conftest import use_redis

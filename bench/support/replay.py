@@ -45,8 +45,7 @@ import json
 import os
 from collections import Counter
 
-from leanctx.cache import ReadCache, Resolver
-from leanctx.cache.oracle import (
+from bench.support.oracle import (
     EVENTS,
     FakeHost,
     OracleCache,
@@ -55,6 +54,7 @@ from leanctx.cache.oracle import (
     publish_event,
     read_gate,
 )
+from leanctx.cache import ReadCache, Resolver
 from leanctx.cache.scope import Connection, Scope
 from leanctx.hooks.publish import record_path
 

@@ -1,5 +1,5 @@
 """Checks only Codex needs: the feature switch, our MCP server's switch, folder and hook trust
-(each makes Codex skip our part silently)."""
+(each makes Codex skip our part silently). Found by host name through hostload.HOST_CHECKS."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import os
 from pathlib import Path
 
 from leanctx.agents.base import Agent
-from leanctx.installer import files
+from leanctx.installer import files, tomledit
 from leanctx.installer.files import ConfigError
-from leanctx.installer.trust import _parse, config_toml, trust_report
+from leanctx.installer.hostload import FAIL, NOTE, toml_line, where
+from leanctx.installer.install import config_path, display
+from leanctx.installer.mcpreg import is_ours
+from leanctx.installer.trust import config_toml, trust_report
 
 # Codex 0.171 does not wait for MCP servers before its first turn; `leanctx mcp` needs 1-2 s to
 # answer initialize (importing the MCP SDK). Verified: with this top-level key at 8000 the first
@@ -19,16 +22,15 @@ GRACE_SUGGESTED_MS = 3000
 TRUST_FIX = "start `codex`, open /hooks and trust the leanctx hooks; on a headless machine: leanctx init --agent codex{project} --trust"
 
 
-def checks(agent: Agent, home: Path, project: Path | None = None) -> list[dict]:
+def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list[dict]:
+    """Codex silently skips hooks that are not trusted, and may start its first turn before ctx_read is up."""
     out: list[dict] = []
     toml_path = config_toml(agent, home)
     try:
         data = files.read_bytes(files.resolve_target(toml_path, home).real)
-        config = _parse(toml_path, files.decode(toml_path, data)) if data is not None else {}
+        config = tomledit.values(toml_path, files.decode(toml_path, data)) if data is not None else {}
     except ConfigError as exc:
         return [{"name": "codex config.toml", "status": "fail", "detail": str(exc), "fix": f"fix the TOML syntax in {toml_path}"}]
-    from leanctx.installer.install import config_path, display
-
     mcp_path = agent.mcp_config(home, project)[0]
     out.extend(_startup_grace(_read_toml(mcp_path, files.read_bytes(mcp_path)) if project else config, display(toml_path, home)))
     hooks_path = config_path(agent, home, project)
@@ -51,7 +53,7 @@ def _read_toml(path: Path, data: bytes | None) -> dict:
     if data is None:
         return {}
     try:
-        return _parse(path, data.decode("utf-8"))
+        return tomledit.values(path, data.decode("utf-8"))
     except (ConfigError, UnicodeDecodeError):
         return {}
 
@@ -70,8 +72,6 @@ def _hooks_switch(config: dict) -> tuple[str, bool] | None:
 
 def load_problems(agent: Agent, home: Path, project: Path | None, read) -> list[dict]:
     """What stops Codex loading our hooks or MCP server, all silent in 0.171 (HOSTS_VERIFIED.md f)."""
-    from leanctx.installer.hostload import toml_line, where
-
     user_toml = config_toml(agent, home)
     layers = [user_toml] + ([project / ".codex" / "config.toml"] if project is not None else [])
     texts = {path: read(path) for path in layers}
@@ -87,8 +87,6 @@ def load_problems(agent: Agent, home: Path, project: Path | None, read) -> list[
         line = toml_line(texts[path].decode("utf-8", "replace"), "features", key)
         out.append({"name": "codex hooks feature", "path": path, "reason": f"[features] {key} = false: Codex runs no hooks",
                     "fix": f"set hooks = true under [features] in {where(path, home, line)}"})
-    from leanctx.installer.mcpreg import is_ours
-
     mcp_path = layers[-1]  # the MCP servers of this level live in its own config.toml
     mcp_data = texts[mcp_path]
     servers = configs[mcp_path].get("mcp_servers")
@@ -106,8 +104,6 @@ def load_problems(agent: Agent, home: Path, project: Path | None, read) -> list[
 def _project_trust(config: dict, data: bytes | None, user_toml: Path, project: Path, home: Path) -> list[dict]:
     """Codex reads a project's .codex/ only when the folder is trusted (verified on 0.171:
     "Untrusted project-local configuration is disabled"); new folders are asked about at start."""
-    from leanctx.installer.hostload import FAIL, NOTE, toml_line, where
-
     projects = config.get("projects") if isinstance(config.get("projects"), dict) else {}
     names = [str(project), os.path.realpath(project)]
     entry = next((projects[n] for n in names if isinstance(projects.get(n), dict)), {})

@@ -7,7 +7,7 @@ hash is sha256 over the canonical JSON of the normalized hook. Both were reprodu
 source and checked against `codex app-server`'s own `hooks/list` and real `codex exec` runs
 (tests/e2e/codex_trust_notes.md).
 
-Used by doctor and `leanctx init --agent codex --trust` only (never by the hook path).
+Used by doctor and `leanctx init --agent codex --trust` (installer/trust.py), never by the hook path.
 """
 
 from __future__ import annotations
