@@ -258,6 +258,12 @@ class Agent:
         return []
 
     # -- payloads ------------------------------------------------------------------------
+    def real_caller(self, event: str, payload: dict) -> tuple[Agent, str] | None:
+        """(host module, its event name) of the host really running a hook wired for this one:
+        this host, or another that also runs hooks from this host's files (Cursor and Continue run
+        Claude Code's). None: a host we do not publish for; the hook then does nothing."""
+        return self, event
+
     def normalize(self, event: str, payload: dict) -> HookEvent:
         """Turn the host's stdin payload into one HookEvent (missing/ill-typed fields -> None)."""
         spec = self.event(event)
@@ -321,7 +327,7 @@ def _tool_input(payload: dict) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _json_object(stdout: str) -> dict | str:
+def json_object(stdout: str) -> dict | str:
     """Parse a hook's stdout as one JSON object, or return why it is not one."""
     try:
         value = fastjson.loads(stdout)
@@ -398,7 +404,7 @@ class ClaudeShapeAgent(Agent):
     def check_output(self, event: str, stdout: str) -> str | None:
         if not stdout.strip():
             return None
-        value = _json_object(stdout)
+        value = json_object(stdout)
         if isinstance(value, str):
             return value
         specific = value.get("hookSpecificOutput")

@@ -8,11 +8,13 @@ Plain stdout on SessionStart/UserPromptSubmit becomes model context, so we print
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, Agent, ClaudeShapeAgent
 
 
 class Claude(ClaudeShapeAgent):
@@ -32,6 +34,26 @@ class Claude(ClaudeShapeAgent):
         if project is None and config_dir != home / ".claude":
             return config_dir / ".claude.json", "json", ("mcpServers",)
         return super().mcp_config(home, project)
+
+    def real_caller(self, event: str, payload: dict) -> tuple[Agent, str] | None:
+        """Cursor and Continue CLI also run the hooks in Claude Code's settings files, with their
+        own payloads; a Cursor conversation is filed under Cursor, Continue's under nobody.
+        Claude Code (verified on 2.1.197) gives its hooks CLAUDE_CODE_SESSION_ID = the payload's
+        session_id: that settles it without looking further (a host started from a Claude Code
+        session inherits the variable, but with another session's id)."""
+        session = payload.get("session_id")
+        if isinstance(session, str) and session and os.environ.get("CLAUDE_CODE_SESSION_ID") == session:
+            return self, event
+        from leanctx.agents import cursor
+
+        if cursor.is_cursor_call(payload):
+            cursor_event = cursor.event_for_claude_hook(event, payload)
+            return (cursor.AGENT, cursor_event) if cursor_event else None
+        if os.environ.get("CONTINUE_PROJECT_DIR"):
+            # Continue CLI sets it for every hook it runs (src/hooks/hookRunner.ts of
+            # @continuedev/cli 1.5.47); its payload is Claude's shape, its sessions are not ours.
+            return None
+        return self, event
 
     def unparseable_effect(self, path: Path, home: Path) -> str:
         if path == self.mcp_config(home, None)[0]:

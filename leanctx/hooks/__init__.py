@@ -78,6 +78,15 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
     payload = fastjson.loads(text)
     if not isinstance(payload, dict):
         raise ValueError(f"payload is a JSON {type(payload).__name__}, not an object")
+    caller = agent.real_caller(event_name, payload)  # Cursor and Continue also run Claude Code's hooks
+    if caller is None:
+        return ""
+    if caller[0] is not agent:
+        from leanctx.hooks.caller import runs_own_hook
+
+        agent, event_name = caller
+        if runs_own_hook(agent, event_name, payload):  # that hook publishes: fold the event once
+            return agent.no_opinion(event_name)
     event = agent.normalize(event_name, payload)
     if event.kind == "pre_tool":
         from leanctx.agents.base import is_read_tool

@@ -235,8 +235,11 @@ def test_hook_path_imports_only_stdlib(hook_wrapper: Path, data_dir: Path, agent
     top_level = {name.split(".")[0] for name in imported}
     assert not top_level & set(HEAVY), top_level & set(HEAVY)
     ours = {n for n in imported if n.startswith("leanctx")}
-    assert ours <= {"leanctx", "leanctx.hooks", "leanctx.hooks.stdin", "leanctx.hooks.publish", "leanctx.hooks.hostproc",
-                    "leanctx.fastjson", "leanctx.agents", "leanctx.agents.base", f"leanctx.agents.{agent}"}, ours
+    allowed = {"leanctx", "leanctx.hooks", "leanctx.hooks.stdin", "leanctx.hooks.publish", "leanctx.hooks.hostproc",
+               "leanctx.fastjson", "leanctx.agents", "leanctx.agents.base", f"leanctx.agents.{agent}"}
+    if agent == "claude":  # Cursor runs Claude Code's hooks too: its module tells its payloads apart
+        allowed.add("leanctx.agents.cursor")
+    assert ours <= allowed, ours
     # not even the json package: its re/enum imports cost more than the interpreter start-up
     assert not top_level & {"json", "re", "pathlib", "dataclasses", "typing"}, top_level
     stdlib = set(sys.stdlib_module_names)
