@@ -18,8 +18,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = REPO / ".ci" / "cache"
-PINNED = {"@anthropic-ai/claude-code": "2.1.197", "@openai/codex": "0.171.0"}
-BINARIES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+PINNED = {"@anthropic-ai/claude-code": "2.1.197", "@openai/codex": "0.171.0", "@continuedev/cli": "1.5.47"}
+BINARIES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "cn": "@continuedev/cli"}
 
 
 def installed_version(package: str) -> str | None:
