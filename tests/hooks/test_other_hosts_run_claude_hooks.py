@@ -115,8 +115,9 @@ def test_our_cursor_and_claude_hooks_both_firing_fold_one_event_once(claude_sett
 
 def test_our_cursor_hook_for_another_event_or_an_odd_cursor_file_does_not_silence_the_claude_hook(
         claude_settings: Path, home: Path, data_dir: Path, project: Path) -> None:
-    """Only our Cursor hook for the same event stands in; a FIFO, a folder or garbage where
-    Cursor's hooks.json would be is read as no hooks, at once (never a hang)."""
+    """Only our Cursor hook for the same event stands in; a FIFO where Cursor's hooks.json would
+    be, a workspace root with a NUL, a missing one or a file, read as no hooks, at once (never a
+    hang, never an error)."""
     proc = run_cli("init", "--agent", "cursor", "--no-mcp")
     assert proc.returncode == 0, proc.stderr
     user_hooks = home / ".cursor" / "hooks.json"
@@ -126,9 +127,11 @@ def test_our_cursor_hook_for_another_event_or_an_odd_cursor_file_does_not_silenc
     (project / ".cursor").mkdir()
     os.mkfifo(project / ".cursor" / "hooks.json")
     payload = cursor_payload("preCompact", project)
+    payload["workspace_roots"] += ["bad\u0000root", str(project / "missing"), str(home / ".cursor" / "hooks.json")]
     proc = run_as_host(wired_command(claude_settings, "PreCompact", "claude"), payload, cursor_env(project), project)
-    assert proc.returncode == 0
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
     assert read_json(record_path(data_dir, "cursor", payload["conversation_id"]))["compactions"] == 1
+    assert not (data_dir / "logs" / "hooks.log").exists()
 
 
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"])
