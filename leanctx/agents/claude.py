@@ -17,6 +17,17 @@ if TYPE_CHECKING:
 from leanctx.agents.base import CLAUDE_STYLE_EVENTS, Agent, ClaudeShapeAgent
 
 
+# Other hosts that run the hooks in Claude Code's settings files with a Claude-shaped payload, by
+# the variable each sets for its hooks. Their sessions are not Claude's: the hook files nothing.
+FOREIGN_RUNNERS = {
+    # src/hooks/hookRunner.ts of @continuedev/cli 1.5.47 (which fires none of them yet)
+    "CONTINUE_PROJECT_DIR": "Continue CLI",
+    # runs <project>/.claude/settings.json hooks in a trusted folder, verified on 1.0.102
+    # (hosts-gemini-qwen-copilot-opencode.md §3.2); our Copilot hooks publish its sessions
+    "COPILOT_CLI": "GitHub Copilot CLI",
+}
+
+
 class Claude(ClaudeShapeAgent):
     name = "claude"
     display_name = "Claude Code"
@@ -36,8 +47,9 @@ class Claude(ClaudeShapeAgent):
         return super().mcp_config(home, project)
 
     def real_caller(self, event: str, payload: dict) -> tuple[Agent, str] | None:
-        """Cursor and Continue CLI also run the hooks in Claude Code's settings files, with their
-        own payloads; a Cursor conversation is filed under Cursor, Continue's under nobody.
+        """Cursor, Continue CLI and Copilot CLI also run the hooks in Claude Code's settings
+        files, with their own payloads; a Cursor conversation is filed under Cursor, the others'
+        under nobody (FOREIGN_RUNNERS).
         Claude Code (verified on 2.1.197) gives its hooks CLAUDE_CODE_SESSION_ID = the payload's
         session_id: that settles it without looking further (a host started from a Claude Code
         session inherits the variable, but with another session's id)."""
@@ -49,9 +61,7 @@ class Claude(ClaudeShapeAgent):
         if cursor.is_cursor_call(payload):
             cursor_event = cursor.event_for_claude_hook(event, payload)
             return (cursor.AGENT, cursor_event) if cursor_event else None
-        if os.environ.get("CONTINUE_PROJECT_DIR"):
-            # Continue CLI sets it for every hook it runs (src/hooks/hookRunner.ts of
-            # @continuedev/cli 1.5.47); its payload is Claude's shape, its sessions are not ours.
+        if any(os.environ.get(var) for var in FOREIGN_RUNNERS):
             return None
         return self, event
 

@@ -23,7 +23,7 @@ CLAUDE_RECORDED = REPO / "tests" / "e2e" / "recorded_payloads" / "claude"
 # what each host puts in its hooks' environment (Claude Code: HOSTS_VERIFIED.md d; Cursor:
 # hosts.md §4 "Env for hooks"; Continue: hookRunner.ts executeCommandHook)
 HOST_VARS = ("CLAUDE_CODE_SESSION_ID", "CLAUDECODE", "CLAUDE_PROJECT_DIR", "CURSOR_VERSION", "CURSOR_PROJECT_DIR",
-             "CURSOR_TRANSCRIPT_PATH", "CONTINUE_PROJECT_DIR")
+             "CURSOR_TRANSCRIPT_PATH", "CONTINUE_PROJECT_DIR", "COPILOT_CLI", "COPILOT_PROJECT_DIR")
 
 
 def cursor_payload(event: str, project: Path) -> dict:
@@ -146,7 +146,19 @@ def test_continue_running_our_claude_hook_publishes_nothing(claude_settings: Pat
     assert records(data_dir) == []
 
 
-@pytest.mark.parametrize("leaked", [{}, {"CONTINUE_PROJECT_DIR": "/elsewhere"}, {"CURSOR_VERSION": "3.1.0"}])
+def test_copilot_running_our_claude_hook_publishes_nothing(claude_settings: Path, data_dir: Path, project: Path) -> None:
+    """Copilot CLI runs a trusted project's .claude/settings.json hooks with snake_case payloads
+    (recorded from 1.0.102: shared/fixtures/payloads/copilot/SessionStart.pascal.json) and sets
+    COPILOT_CLI=1; its sessions are published by our Copilot hooks, not filed as Claude's."""
+    payload = {"hook_event_name": "SessionStart", "session_id": "c941eb44-b512-433c-9a9a-6066be53110a",
+               "timestamp": "2026-12-01T05:49:44.906Z", "cwd": str(project), "source": "new", "initial_prompt": "read a.txt"}
+    env = {"COPILOT_CLI": "1", "COPILOT_PROJECT_DIR": str(project), "CLAUDE_PROJECT_DIR": str(project)}
+    proc = run_as_host(wired_command(claude_settings, "SessionStart", "claude"), payload, env, project)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    assert records(data_dir) == []
+
+
+@pytest.mark.parametrize("leaked", [{}, {"CONTINUE_PROJECT_DIR": "/elsewhere"}, {"CURSOR_VERSION": "3.1.0"}, {"COPILOT_CLI": "1"}])
 def test_claude_code_itself_is_still_claude(claude_settings: Path, data_dir: Path, project: Path, leaked: dict) -> None:
     """A recorded Claude Code payload with the env Claude Code gives its hooks is Claude's,
     whatever a parent host left in the environment."""
