@@ -112,3 +112,14 @@ def test_host_descriptions_hold_no_installer_or_doctor_logic(name: str) -> None:
     reached = {t for module, imported, _ in GRAPH[name] for t in _targets(module, imported)}
     outside = sorted(t for t in reached if not t.startswith(("leanctx.agents", "leanctx.fastjson")) and t != "leanctx")
     assert outside == [], f"{name} reaches into {outside}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("leanctx.agents.") and n != "leanctx.agents.base"))
+def test_no_host_module_defines_installer_or_doctor_checks(name: str) -> None:
+    """Nothing calls a host module's `load_problems`/`doctor_checks` any more: such a method
+    would be dead code and its check silently lost. They go in installer/<host>_checks.py,
+    listed in installer/hostload.HOST_CHECKS."""
+    tree = ast.parse(MODULES[name].read_text())
+    defined = sorted(f.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+                     if isinstance(f, ast.FunctionDef) and f.name in ("load_problems", "doctor_checks"))
+    assert defined == [], f"{name} defines {defined}: move them to leanctx/installer/<host>_checks.py (HOST_CHECKS)"
