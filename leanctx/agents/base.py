@@ -29,6 +29,7 @@ SUBAGENT_STOP = "subagent_stop"
 SESSION_END = "session_end"
 REPLY = "reply"  # an event carrying the assistant's reply text (Cursor afterAgentResponse)
 PRE_TOOL = "pre_tool"  # a tool call about to run (only the multi-user guard listens)
+NOTICE = "notice"  # an event that only carries the ids (Qwen's Notification, Gemini's routine PreCompress)
 
 WRAPPER_NAME = "leanctx-hook"
 MCP_SERVER = "leanctx"  # the MCP server's default name in the hosts' configs (`init --mcp-name`)
@@ -159,6 +160,10 @@ class Agent:
     strict_json: ClassVar[bool] = True
     #: with strict_json: the host still accepts a leading UTF-8 byte order mark
     json_bom_ok: ClassVar[bool] = True
+    #: with strict_json: the host still accepts comments (only trailing commas break it)
+    json_comments_ok: ClassVar[bool] = False
+    #: the host takes a hook's stderr as its answer when stdout is empty: the hook stays silent there
+    stderr_is_output: ClassVar[bool] = False
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)
@@ -211,6 +216,17 @@ class Agent:
         return self.config_dir(home).is_dir() or any(shutil.which(b) for b in self.binaries)
 
     # -- what ----------------------------------------------------------------------------
+    def read_tool(self, server: str = MCP_SERVER) -> str:
+        """The name this host gives our ctx_read tool in hook payloads and matchers."""
+        return read_tool(server)
+
+    def is_read_tool(self, tool_name: object) -> bool:
+        return is_read_tool(tool_name)
+
+    def read_rule_note(self, server: str = MCP_SERVER) -> str:
+        """What the read rule must add for this host's model to reach ctx_read ('' = nothing)."""
+        return ""
+
     def event(self, name: str) -> EventSpec | None:
         """The spec of an event we may wire, in any profile."""
         extra = tuple(e for e in (self.guard_event, self.read_gate_event) if e is not None)
@@ -235,7 +251,7 @@ class Agent:
         elif read_gate and self.read_gate_event is not None:
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:
-                spec = EventSpec(spec.name, spec.kind, matcher=read_tool(mcp_name))
+                spec = EventSpec(spec.name, spec.kind, matcher=self.read_tool(mcp_name))
             wired.append((spec, ("--read-gate",)))
         return wired
 

@@ -96,6 +96,8 @@ def strict_json_problem(agent: Agent, home: Path, path: Path, data: bytes | None
         return None  # not JSONC either: init refuses the file and doctor's config check fails it
     if agent.json_bom_ok:
         spots = [spot for spot in spots if spot[0] != "byte order mark"]
+    if agent.json_comments_ok:
+        spots = [spot for spot in spots if spot[0] != "comment"]
     if not spots:
         return None
     named = _spots_text(spots)

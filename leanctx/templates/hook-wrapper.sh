@@ -9,6 +9,16 @@ if [ -z "${LEANCTX_HOME:-}" ]; then
     LEANCTX_HOME=@DATA_DIR@
     export LEANCTX_HOME
 fi
+case " @STDERR_IS_OUTPUT@ " in
+    *" ${1:-} "*)  # this host takes a hook's stderr as its answer: ours goes to the hook log
+        exec 2>/dev/null
+        leanctx_umask=$(umask)
+        umask 077
+        mkdir -p "$LEANCTX_HOME/logs"
+        command exec 2>>"$LEANCTX_HOME/logs/hooks.log"
+        umask "$leanctx_umask"
+        ;;
+esac
 if [ ! -x "$LEANCTX_PYTHON" ]; then
     echo "leanctx: hook skipped: the Python that installed leanctx is gone ($LEANCTX_PYTHON); reinstall leanctx and run 'leanctx init', or run 'leanctx uninstall'" >&2
     exit 0
