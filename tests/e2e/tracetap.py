@@ -128,6 +128,7 @@ def check_replay(trace: list[dict], hh, expected: list[str], name: str, *, host:
     if keep:
         clean = sanitize(trace, {str(hh.proj): "/home/user/proj", str(hh.home): "/home/user",
                                  str(hh.root): "/home/user/run",
+                                 sys.executable: "/usr/bin/python3",  # Gemini's BeforeTool names the MCP command
                                  # Claude Code's per-project folder name spells the path with dashes
                                  re.sub(r"[^A-Za-z0-9]", "-", str(hh.proj)): "-home-user-proj"})
         with open(os.path.join(keep, f"{name}.jsonl"), "w") as f:
