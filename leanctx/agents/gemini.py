@@ -56,7 +56,6 @@ class Gemini(GeminiShapeAgent):
     context_events = ("SessionStart", "BeforeAgent")
     config_home = ".gemini"
     rules_file = "GEMINI.md"
-    json_comments_ok = True
     stderr_is_output = True
     broken_settings_effect = "it refuses to start (exit 52) until this file is fixed"
 

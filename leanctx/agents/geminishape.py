@@ -21,6 +21,8 @@ class GeminiShapeAgent(ClaudeShapeAgent):
 
     mcp_type = None  # `mcpServers.<name> = {command, args}`: no transport key
     timeout_unit_ms = True
+    json_comments_ok = True  # comment-json: comments pass, a trailing comma or a byte order mark does not
+    json_bom_ok = False  # verified: Gemini 0.61 exits 52, Qwen 0.15 renames the file
     #: what the host does to a settings file it cannot parse (for doctor's warning)
     broken_settings_effect: str = ""
 

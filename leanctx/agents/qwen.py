@@ -27,7 +27,6 @@ class Qwen(GeminiShapeAgent):
     events = CLAUDE_STYLE_EVENTS + (EventSpec("Notification", NOTICE),)
     config_home, config_env = ".qwen", "QWEN_HOME"
     rules_file = "QWEN.md"
-    json_comments_ok = True
     broken_settings_effect = "it renames this file to settings.json.corrupted.<ms> and starts without any of its settings"
 
     def read_rule_note(self, server: str = MCP_SERVER) -> str:

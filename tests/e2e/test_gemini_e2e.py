@@ -87,15 +87,19 @@ def test_gemini_session_id_stub_new_session_doctor_uninstall(gemini_cli, host_ho
     assert not (hh.home / ".gemini" / "GEMINI.md").exists()
 
 
-def test_gemini_refuses_a_settings_file_with_a_trailing_comma_and_init_says_so(gemini_cli, host_home, lean, run_host):
-    """Verified here: a trailing comma stops Gemini (exit 52); init wires the file as it is, keeps
-    the comma (never rewrites what the user wrote), and warns with the fix (exit 1)."""
+@pytest.mark.parametrize(("bad", "spot"), [
+    (b'{\n  "security": {"auth": {"selectedType": "gemini-api-key"}},\n}\n', "the trailing comma at line"),
+    (b'\xef\xbb\xbf{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n', "the byte order mark at the start"),
+], ids=["trailing comma", "byte order mark"])
+def test_gemini_refuses_a_settings_file_init_warns_about(gemini_cli, host_home, lean, run_host, bad, spot):
+    """Verified here: a trailing comma or a byte order mark stops Gemini (exit 52); init wires the
+    file as it is, keeps what the user wrote, and warns with the fix (exit 1)."""
     hh = host_home
     settings = hh.home / ".gemini" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text('{\n  "security": {"auth": {"selectedType": "gemini-api-key"}},\n}\n')
+    settings.write_bytes(bad)
     init = lean.run("init", "--agent", "gemini", ok=False)
-    assert init.returncode == 1 and "refuses to start (exit 52)" in init.stderr and "the trailing comma at line" in init.stderr
+    assert init.returncode == 1 and "refuses to start (exit 52)" in init.stderr and spot in init.stderr
     env = hostcli.base_env(hh.home, {"GEMINI_API_KEY": "fake-key", "GEMINI_CLI_TRUST_WORKSPACE": "true",
                                      "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:9"})
     cp, _ = run_host([gemini_cli, "-p", "hi"], cwd=hh.proj, env=env)

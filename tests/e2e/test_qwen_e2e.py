@@ -110,3 +110,17 @@ def test_qwen_rewrites_the_settings_file_and_uninstall_still_takes_only_ours(qwe
     text = settings.read_text()
     assert "leanctx" not in text and "// the user's own settings" in text
     assert jsonc.loads(text) == jsonc.loads(USER_SETTINGS)  # the user's settings plus Qwen's "$version": 4
+
+
+def test_qwen_renames_a_settings_file_with_a_byte_order_mark_and_init_says_so(qwen_cli, host_home, lean, run_host):
+    """Verified here: Qwen renames a settings.json it cannot parse (a BOM is enough) to
+    `settings.json.corrupted.<ms>` and runs without it; init warns before that happens (exit 1)."""
+    hh = host_home
+    settings = hh.home / ".qwen" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_bytes(b"\xef\xbb\xbf" + USER_SETTINGS.encode())
+    init = lean.run("init", "--agent", "qwen", ok=False)
+    assert init.returncode == 1 and "renames this file to settings.json.corrupted" in init.stderr
+    env = hostcli.base_env(hh.home, {"OPENAI_API_KEY": "sk-fake", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_MODEL": "m"})
+    run_host([qwen_cli, "-p", "hi"], cwd=hh.proj, env=env)
+    assert not settings.exists() and [p.name.split(".")[2] for p in settings.parent.glob("settings.json.corrupted.*")] == ["corrupted"]

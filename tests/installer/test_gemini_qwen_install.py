@@ -96,6 +96,18 @@ def test_trailing_comma_is_flagged_with_what_the_host_does(home: Path, host: str
 
 
 @pytest.mark.parametrize("host", ["gemini", "qwen"])
+def test_byte_order_mark_is_flagged(home: Path, host: str) -> None:
+    """Verified on both CLIs: a settings.json starting with a BOM stops Gemini (exit 52) and is
+    renamed away by Qwen. init keeps the user's bytes and says so."""
+    path = settings(home, host)
+    path.parent.mkdir()
+    path.write_bytes(b'\xef\xbb\xbf{"ui": {}}\n')
+    proc = run_cli("init", "--agent", host)
+    assert proc.returncode == 1 and "the byte order mark at the start of the file" in proc.stderr
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf") and b"leanctx-hook" in path.read_bytes()
+
+
+@pytest.mark.parametrize("host", ["gemini", "qwen"])
 def test_unparseable_settings_are_left_untouched(home: Path, host: str) -> None:
     path = settings(home, host)
     path.parent.mkdir()
