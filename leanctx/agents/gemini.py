@@ -36,7 +36,7 @@ from leanctx.agents.base import (
     _str,
     env_dir,
 )
-from leanctx.agents.geminishape import GeminiShapeAgent
+from leanctx.agents.geminishape import GeminiShapeAgent, disabled_ours
 
 
 class Gemini(GeminiShapeAgent):
@@ -62,6 +62,17 @@ class Gemini(GeminiShapeAgent):
     def config_dir(self, home: Path) -> Path:
         # GEMINI_CLI_HOME stands for the home folder, not the config folder
         return env_dir("GEMINI_CLI_HOME", home) / self.config_home
+
+    def hooks_switched_off(self, settings: dict) -> str | None:
+        # `hooksConfig.enabled: false` runs no hook (verified on 0.61); `hooksConfig.disabled`
+        # lists hooks by name or command that are skipped (bundle source)
+        config = settings.get("hooksConfig")
+        if not isinstance(config, dict):
+            return None
+        if config.get("enabled") is False:
+            return '"hooksConfig": {"enabled": false} turns off every hook, leanctx\'s included'
+        off = disabled_ours(config.get("disabled"))
+        return f'"hooksConfig.disabled" lists leanctx\'s hook(s): {", ".join(off)}' if off else None
 
     def read_tool(self, server: str = MCP_SERVER) -> str:
         return f"mcp_{server}_ctx_read"

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import ClaudeShapeAgent
+from leanctx.agents.base import ClaudeShapeAgent, is_our_command
 
 
 class GeminiShapeAgent(ClaudeShapeAgent):
@@ -41,3 +41,32 @@ class GeminiShapeAgent(ClaudeShapeAgent):
 
     def unparseable_effect(self, path: Path, home: Path) -> str:
         return self.broken_settings_effect or super().unparseable_effect(path, home)
+
+    def hooks_switched_off(self, settings: dict) -> str | None:
+        """Why this settings document keeps our hooks from running (None: it does not)."""
+        return None
+
+    def load_problems(self, home: Path, project: Path | None, read) -> list[dict]:
+        """A switch in any settings file the host reads at this level that turns our hooks off."""
+        from leanctx.installer import jsonc
+        from leanctx.installer.hostload import where
+
+        paths = [self.user_config_path(home)] + ([self.project_config_path(project)] if project is not None else [])
+        out = []
+        for path in paths:
+            data = read(path)
+            try:
+                value = jsonc.loads(data.decode("utf-8-sig")) if data else None
+            except (UnicodeDecodeError, jsonc.JsoncError):
+                continue  # the syntax check names that file already
+            reason = self.hooks_switched_off(value) if isinstance(value, dict) else None
+            if reason:
+                out.append({"name": f"{self.name} hooks enabled", "path": path, "reason": reason,
+                            "fix": f"remove that setting from {where(path, home, None)}"})
+        return out
+
+
+def disabled_ours(names: object) -> list[str]:
+    """Our commands in a host's list of disabled hook names/commands."""
+    return [n for n in names if is_our_command(n)] if isinstance(names, list) else []
+

@@ -29,6 +29,12 @@ class Qwen(GeminiShapeAgent):
     rules_file = "QWEN.md"
     broken_settings_effect = "it renames this file to settings.json.corrupted.<ms> and starts without any of its settings"
 
+    def hooks_switched_off(self, settings: dict) -> str | None:
+        # Claude Code's switch, which Qwen reads too (bundle source); `--bare` does the same per run
+        if settings.get("disableAllHooks") is True:
+            return '"disableAllHooks": true turns off every hook, leanctx\'s included'
+        return None
+
     def read_rule_note(self, server: str = MCP_SERVER) -> str:
         tool = self.read_tool(server)
         return (

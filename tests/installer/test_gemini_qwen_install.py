@@ -135,3 +135,24 @@ def test_qwen_rewrite_then_uninstall_takes_only_our_entries(home: Path) -> None:
     assert "leanctx" not in text and "// my theme" in text
     assert jsonc.loads(text) == {"$version": 4, "ui": {"theme": "GitHub"}, "mcpServers": {"mine": {"command": "mine-server"}}}
     assert re.search(r'\n {4}"ui"', text)  # the host's layout stays
+
+
+@pytest.mark.parametrize(("host", "switch", "said"), [
+    ("gemini", {"hooksConfig": {"enabled": False}}, '"hooksConfig": {"enabled": false} turns off every hook'),
+    ("gemini", {"hooksConfig": {"disabled": ["~/.local/share/leanctx/bin/leanctx-hook gemini BeforeAgent"]}},
+     '"hooksConfig.disabled" lists leanctx\'s hook(s)'),
+    ("qwen", {"disableAllHooks": True}, '"disableAllHooks": true turns off every hook'),
+])
+def test_a_switch_that_turns_our_hooks_off_is_named(home: Path, tmp_path: Path, host: str, switch: dict, said: str) -> None:
+    """init warns (exit 1) and doctor fails while the host's own switch keeps every hook off."""
+    path = settings(home, host)
+    path.parent.mkdir()
+    path.write_text(json.dumps(switch))
+    proc = run_cli("init", "--agent", host)
+    assert proc.returncode == 1 and said in proc.stderr, proc.stderr
+    assert json.loads(path.read_text()).items() >= switch.items()  # the user's switch is theirs: kept
+    assert run_cli("doctor", "--agent", host).returncode != 0
+    proj = tmp_path / "proj"
+    (proj / f".{host}").mkdir(parents=True)
+    (proj / f".{host}" / "settings.json").write_text(json.dumps(switch))
+    assert said in run_cli("init", "--agent", host, "--project", str(proj)).stderr
