@@ -97,14 +97,10 @@ class Gemini(GeminiShapeAgent):
         return fastjson.dumps({"decision": "deny", "reason": reason})
 
     def check_output(self, event: str, stdout: str) -> str | None:
-        if not stdout.strip():
+        value = _json_object(stdout) if event == self.guard_event.name and stdout.strip() else None
+        if isinstance(value, dict) and value.get("decision") == "deny" and isinstance(value.get("reason"), str):
             return None
-        value = _json_object(stdout)
-        if isinstance(value, str):
-            return value
-        if event == self.guard_event.name and value.get("decision") == "deny" and isinstance(value.get("reason"), str):
-            return None
-        return super().check_output(event, stdout)
+        return super().check_output(event, stdout)  # the context answers are Claude Code's
 
 
 AGENT = Gemini()

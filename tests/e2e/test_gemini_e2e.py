@@ -19,6 +19,7 @@ import pytest
 from tests.e2e import hostcli, tracetap
 from tests.e2e.conftest import _cli
 from tests.e2e.fake_gemini_chat import FakeGeminiChat, call, gemini_tool_results
+from tests.e2e.settings_home import BIG, wire
 
 pytestmark = pytest.mark.e2e
 
@@ -50,16 +51,7 @@ def run_gemini(gemini_cli, hh, lean, run_host, script, prompt="read big.py"):
 
 def test_gemini_session_id_stub_new_session_doctor_uninstall(gemini_cli, host_home, lean, run_host):
     hh = host_home
-    content = "".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(200))
-    (hh.proj / "big.py").write_text(content)
-    settings = hh.home / ".gemini" / "settings.json"
-    settings.parent.mkdir()
-    settings.write_text(USER_SETTINGS)
-    original = settings.read_bytes()
-    lean.run("init", "--agent", "gemini")
-    wired = settings.read_bytes()
-    assert b"// the user's own settings" in wired
-    tap = tracetap.install_tap(settings, hh.root, agent="gemini")
+    settings, original, wired, tap = wire(hh, lean, "gemini", USER_SETTINGS)
 
     sid, results = run_gemini(gemini_cli, hh, lean, run_host, [call(READ, {"path": "big.py"}), call(READ, {"path": "big.py"}), "done"])
     assert [name for name, _ in results] == [READ, READ]
@@ -76,7 +68,7 @@ def test_gemini_session_id_stub_new_session_doctor_uninstall(gemini_cli, host_ho
     sid2, results = run_gemini(gemini_cli, hh, lean, run_host, [call(READ, {"path": "big.py"}), "done"])
     assert sid2 != sid and "def function_199" in results[0][1]  # a new session gets the content
     assert lean.records("gemini").keys() == {sid, sid2}
-    trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="gemini", call_ids=False)
+    trace = tracetap.to_trace(tap, hh.proj, {"big.py": BIG}, agent="gemini", call_ids=False)
     tracetap.check_replay(trace, hh, ["full", "stub", "full"], "gemini-two-sessions", host="Gemini CLI", source=__file__)
 
     settings.write_bytes(wired)  # the tap was our test's own hook; Gemini itself did not rewrite the file

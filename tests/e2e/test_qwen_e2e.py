@@ -18,6 +18,7 @@ from leanctx.installer import jsonc
 from tests.e2e import hostcli, tracetap
 from tests.e2e.conftest import _cli
 from tests.e2e.fake_gemini_chat import FakeGeminiChat, call, chat_tool_results
+from tests.e2e.settings_home import BIG, wire
 
 pytestmark = pytest.mark.e2e
 
@@ -53,16 +54,8 @@ def run_qwen(qwen_cli, hh, lean, run_host, script, prompt="read big.py"):
 
 def test_qwen_session_id_stub_new_session_doctor_uninstall(qwen_cli, host_home, lean, run_host):
     hh = host_home
-    content = "".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(200))
-    (hh.proj / "big.py").write_text(content)
-    settings = hh.home / ".qwen" / "settings.json"
-    settings.parent.mkdir()
-    settings.write_text(USER_SETTINGS)
-    original = settings.read_bytes()
-    lean.run("init", "--agent", "qwen")
-    wired = settings.read_bytes()
+    settings, original, wired, tap = wire(hh, lean, "qwen", USER_SETTINGS)
     assert f'"select:{READ}"' in (hh.home / ".qwen" / "QWEN.md").read_text()
-    tap = tracetap.install_tap(settings, hh.root, agent="qwen")
     tapped = settings.read_bytes()
 
     first, second = call(READ, {"path": "big.py"}), call(READ, {"path": "big.py"})
@@ -81,7 +74,7 @@ def test_qwen_session_id_stub_new_session_doctor_uninstall(qwen_cli, host_home, 
     again = call(READ, {"path": "big.py"})
     sid2, results = run_qwen(qwen_cli, hh, lean, run_host, [SEARCH, again, "done"])
     assert sid2 != sid and "def function_199" in results[again["id"]]  # a new session gets the content
-    trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="qwen", call_ids=False)
+    trace = tracetap.to_trace(tap, hh.proj, {"big.py": BIG}, agent="qwen", call_ids=False)
     tracetap.check_replay(trace, hh, ["full", "stub", "full"], "qwen-two-sessions", host="Qwen Code", source=__file__)
 
     assert settings.read_bytes() == tapped  # a file with "$version" is not rewritten by Qwen
