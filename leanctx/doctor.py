@@ -143,6 +143,9 @@ def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
             problem = f"exit code {proc.returncode}: {proc.stderr.decode('utf-8', 'replace').strip()[-200:]}"
         else:
             problem = agent.check_output(event, stdout)
+        if problem is None and agent.stderr_is_output and proc.stderr.strip():
+            text = proc.stderr.decode("utf-8", "replace").strip()[-200:]
+            problem = f"wrote to stderr, which {agent.display_name} takes as the hook's answer: {text}"
         normalized = agent.normalize(event, payload)
         conv = normalized.conversation_id
         if problem is None and conv and normalized.kind != "pre_tool":  # the guard publishes nothing

@@ -238,7 +238,7 @@ def test_doctor_suggests_the_codex_mcp_startup_grace(home: Path, data_dir: Path)
 # -- project installs (--project) and nothing installed ----------------------------------------
 
 
-@pytest.mark.parametrize("name", ["claude", "codex"])
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "qwen"])
 def test_doctor_project_passes_after_a_project_only_install(home: Path, data_dir: Path, tmp_path: Path, name: str) -> None:
     project = (tmp_path / "repo").resolve()
     project.mkdir()
@@ -259,6 +259,24 @@ def test_doctor_project_passes_after_a_project_only_install(home: Path, data_dir
     # --agent all in the project: the same verdict, other hosts only noted
     assert run_cli("doctor", "--project", str(project), env=env).returncode == 0
     assert not wrapper.wrapper_path(data_dir).exists()  # project files need none: no wrapper check
+
+
+def test_doctor_fails_a_gemini_hook_that_writes_stderr(home: Path, tmp_path: Path) -> None:
+    """Gemini takes a hook's stderr as its answer when stdout is empty: a `leanctx-hook` on PATH
+    that talks there is a failure for Gemini (its own smoke message says why)."""
+    project = (tmp_path / "repo").resolve()
+    project.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    noisy = bin_dir / "leanctx-hook"
+    noisy.write_text(f"#!/bin/sh\necho 'some warning' >&2\nexec {sys.executable} -c 'from leanctx.hooks import run; run()' \"$@\"\n")
+    noisy.chmod(0o755)
+    env = dict(scripts_on_path(), PATH=f"{bin_dir}:{scripts_on_path()['PATH']}")
+    assert run_cli("init", "--agent", "gemini", "--project", str(project), env=env).returncode == 0
+    code, report = doctor_json("--agent", "gemini", "--project", str(project), env=env)
+    smoke = checks_by_name(report["agents"][0])["smoke BeforeAgent"]
+    assert code == 1 and smoke["status"] == "fail"
+    assert smoke["detail"] == "wrote to stderr, which Gemini CLI takes as the hook's answer: some warning"
 
 
 def test_doctor_without_project_points_at_the_project_install(home: Path, tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ AGENT_MODULES: dict[str, str] = {
     "codex": "leanctx.agents.codex",
     "cursor": "leanctx.agents.cursor",
     "codebuddy": "leanctx.agents.codebuddy",
+    "gemini": "leanctx.agents.gemini",
+    "qwen": "leanctx.agents.qwen",
 }
 
 

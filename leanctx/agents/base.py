@@ -32,6 +32,7 @@ SUBAGENT_STOP = "subagent_stop"
 SESSION_END = "session_end"
 REPLY = "reply"  # an event carrying the assistant's reply text (Cursor afterAgentResponse)
 PRE_TOOL = "pre_tool"  # a tool call about to run (only the multi-user guard listens)
+NOTICE = "notice"  # an event that only carries the ids (Qwen's Notification, Gemini's routine PreCompress)
 
 WRAPPER_NAME = "leanctx-hook"
 MCP_SERVER = "leanctx"  # the MCP server's default name in the hosts' configs (`init --mcp-name`)
@@ -133,7 +134,7 @@ def env_dir(var: str, default: Path) -> Path:
     return Path(value) if value else default
 
 
-def _str(payload: dict, *keys: str) -> str | None:
+def str_field(payload: dict, *keys: str) -> str | None:
     """First non-empty string among `keys` (hosts disagree on names and send nulls)."""
     for key in keys:
         value = payload.get(key)
@@ -162,6 +163,10 @@ class Agent:
     strict_json: ClassVar[bool] = True
     #: with strict_json: the host still accepts a leading UTF-8 byte order mark
     json_bom_ok: ClassVar[bool] = True
+    #: with strict_json: the host still accepts comments (only trailing commas break it)
+    json_comments_ok: ClassVar[bool] = False
+    #: the host takes a hook's stderr as its answer when stdout is empty: the hook stays silent there
+    stderr_is_output: ClassVar[bool] = False
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)
@@ -208,6 +213,17 @@ class Agent:
         return self.config_dir(home).is_dir() or any(shutil.which(b) for b in self.binaries)
 
     # -- what ----------------------------------------------------------------------------
+    def read_tool(self, server: str = MCP_SERVER) -> str:
+        """The name this host gives our ctx_read tool in hook payloads and matchers."""
+        return read_tool(server)
+
+    def is_read_tool(self, tool_name: object) -> bool:
+        return is_read_tool(tool_name)
+
+    def read_rule_note(self, server: str = MCP_SERVER) -> str:
+        """What the read rule must add for this host's model to reach ctx_read ('' = nothing)."""
+        return ""
+
     def event(self, name: str) -> EventSpec | None:
         """The spec of an event we may wire, in any profile."""
         extra = tuple(e for e in (self.guard_event, self.read_gate_event) if e is not None)
@@ -232,7 +248,7 @@ class Agent:
         elif read_gate and self.read_gate_event is not None:
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:
-                spec = EventSpec(spec.name, spec.kind, matcher=read_tool(mcp_name))
+                spec = EventSpec(spec.name, spec.kind, matcher=self.read_tool(mcp_name))
             wired.append((spec, ("--read-gate",)))
         return wired
 
@@ -268,26 +284,26 @@ class Agent:
         """Turn the host's stdin payload into one HookEvent (missing/ill-typed fields -> None)."""
         spec = self.event(event)
         kind = spec.kind if spec else event
-        session_id = _str(payload, "session_id", "sessionId")
+        session_id = str_field(payload, "session_id", "sessionId")
         return HookEvent(
             agent=self.name,
             event=event,
             kind=kind,
-            conversation_id=_str(payload, "conversation_id") or session_id,
+            conversation_id=str_field(payload, "conversation_id") or session_id,
             session_id=session_id,
-            transcript_path=_str(payload, "transcript_path", "transcriptPath"),
-            cwd=_str(payload, "cwd"),
+            transcript_path=str_field(payload, "transcript_path", "transcriptPath"),
+            cwd=str_field(payload, "cwd"),
             workspace_roots=_roots(payload),
-            subagent_id=_str(payload, "agent_id", "agentId", "subagent_id"),
-            subagent_type=_str(payload, "agent_type", "agentType", "subagent_type"),
-            subagent_transcript_path=_str(payload, "agent_transcript_path"),
-            source=_str(payload, "source"),
-            turn_id=_str(payload, "turn_id"),
-            prompt=_str(payload, "prompt"),
-            reply=_str(payload, "last_assistant_message"),
-            tool_name=_str(payload, "tool_name", "toolName"),
+            subagent_id=str_field(payload, "agent_id", "agentId", "subagent_id"),
+            subagent_type=str_field(payload, "agent_type", "agentType", "subagent_type"),
+            subagent_transcript_path=str_field(payload, "agent_transcript_path"),
+            source=str_field(payload, "source"),
+            turn_id=str_field(payload, "turn_id"),
+            prompt=str_field(payload, "prompt"),
+            reply=str_field(payload, "last_assistant_message"),
+            tool_name=str_field(payload, "tool_name", "toolName"),
             tool_input=_tool_input(payload),
-            tool_use_id=_str(payload, "tool_use_id", "toolUseId"),
+            tool_use_id=str_field(payload, "tool_use_id", "toolUseId"),
         )
 
     def output(self, event: HookEvent) -> str:

@@ -75,7 +75,7 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
         mcp_path, fmt, _ = agent.mcp_config(home, project)
     except ConfigError:
         return found
-    if mcp and fmt == "json":
+    if mcp and fmt == "json" and mcp_path != json_files[0][1]:  # Gemini, Qwen: one settings file holds both
         json_files.append(("mcp config is strict JSON", mcp_path))
     for name, path in json_files:
         problem = strict_json_problem(agent, home, path, read(path), name)
@@ -89,7 +89,8 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
 # Hosts whose own settings can turn our part off: the module judging them (`load_problems`, and
 # optionally `doctor_checks`). Host modules only describe hosts; reading a host's settings to
 # judge them is installer and doctor work, so it lives in the installer package.
-HOST_CHECKS = {"claude": "leanctx.installer.claude_checks", "codex": "leanctx.installer.codex_checks"}
+HOST_CHECKS = {"claude": "leanctx.installer.claude_checks", "codex": "leanctx.installer.codex_checks",
+               "gemini": "leanctx.installer.gemini_checks", "qwen": "leanctx.installer.gemini_checks"}
 
 
 def host_checks(agent: Agent, kind: str, *args: object) -> list[dict]:
@@ -113,6 +114,8 @@ def strict_json_problem(agent: Agent, home: Path, path: Path, data: bytes | None
         return None  # not JSONC either: init refuses the file and doctor's config check fails it
     if agent.json_bom_ok:
         spots = [spot for spot in spots if spot[0] != "byte order mark"]
+    if agent.json_comments_ok:
+        spots = [spot for spot in spots if spot[0] != "comment"]
     if not spots:
         return None
     named = _spots_text(spots)

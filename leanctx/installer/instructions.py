@@ -77,8 +77,11 @@ def _body(spec: Text, project: Path | None = None, server: str = MCP_SERVER) -> 
     return front, body.lstrip("\n")
 
 
-def render(spec: Text, path: Path, kind: str, project: Path | None = None, server: str = MCP_SERVER) -> str:
+def render(spec: Text, path: Path, kind: str, project: Path | None = None, server: str = MCP_SERVER, note: str = "") -> str:
+    """The text as installed; `note` is what this host's model needs on top (how it reaches the tool)."""
     front, body = _body(spec, project, server)
+    if note:
+        body = body.rstrip() + "\n\n" + note.rstrip() + "\n"
     if kind == "block":
         return f"{spec.marker}\n{body.rstrip()}\n{spec.end_marker}\n"
     if path.suffix == ".mdc":  # a Cursor rule: always applied
@@ -140,12 +143,13 @@ def plan(
         return plan_removal(agent, part_name(spec), target, data_dir, lambda text, record: _removed(spec, kind, text, record), again)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else ""
+    note = agent.read_rule_note(server) if spec is CTX_READ else ""
     if kind == "file":
         if old is not None and spec.marker not in text:
             raise ConfigError(f"{path}: exists and is not leanctx's; move it away and run init again")
-        new = render(spec, path, kind, project, server).encode("utf-8")
+        new = render(spec, path, kind, project, server, note).encode("utf-8")
     else:
-        new = _with_block(spec, text, render(spec, path, kind, project, server)).encode("utf-8")
+        new = _with_block(spec, text, render(spec, path, kind, project, server, note)).encode("utf-8")
     if new == old:
         return already_there(agent, part_name(spec), target, data_dir, old)
     files.check_writable(target.real)

@@ -35,7 +35,15 @@ def render(data_dir: Path, python: str | None = None, src: Path | None = None) -
         .replace("@PYTHON@", shlex.quote(python or sys.executable))
         .replace("@SRC@", shlex.quote(str(src or package_root())))
         .replace("@DATA_DIR@", shlex.quote(str(data_dir)))
+        .replace("@STDERR_IS_OUTPUT@", " ".join(quiet_agents()))
     )
+
+
+def quiet_agents() -> list[str]:
+    """Hosts that read a hook's stderr as its answer (Gemini CLI): the wrapper writes nothing there."""
+    from leanctx import agents
+
+    return [a.name for a in agents.all_agents() if a.stderr_is_output]
 
 
 def command(wrapper: Path, agent: str, event: str, flags: tuple[str, ...] = ()) -> str:

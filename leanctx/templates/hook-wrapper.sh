@@ -9,8 +9,22 @@ if [ -z "${LEANCTX_HOME:-}" ]; then
     LEANCTX_HOME=@DATA_DIR@
     export LEANCTX_HOME
 fi
+leanctx_skip() {  # one line about a skipped hook: stderr, or the hook log for a host that reads stderr
+    if [ -n "${LEANCTX_QUIET_STDERR:-}" ]; then
+        (umask 077 && mkdir -p "$LEANCTX_HOME/logs" && printf '%s\n' "$1" >>"$LEANCTX_HOME/logs/hooks.log") 2>/dev/null
+    else
+        printf '%s\n' "$1" >&2
+    fi
+}
+case " @STDERR_IS_OUTPUT@ " in
+    *" ${1:-} "*)  # this host takes a hook's stderr as its answer (Gemini CLI): nothing goes there
+        LEANCTX_QUIET_STDERR=1
+        export LEANCTX_QUIET_STDERR
+        exec 2>/dev/null
+        ;;
+esac
 if [ ! -x "$LEANCTX_PYTHON" ]; then
-    echo "leanctx: hook skipped: the Python that installed leanctx is gone ($LEANCTX_PYTHON); reinstall leanctx and run 'leanctx init', or run 'leanctx uninstall'" >&2
+    leanctx_skip "leanctx: hook skipped: the Python that installed leanctx is gone ($LEANCTX_PYTHON); reinstall leanctx and run 'leanctx init', or run 'leanctx uninstall'"
     exit 0
 fi
 exec "$LEANCTX_PYTHON" -I -S -c '
@@ -19,7 +33,17 @@ sys.path.insert(0, sys.argv.pop(1))
 try:
     from leanctx.hooks import run
 except BaseException as exc:
-    sys.stderr.write("leanctx: hook skipped: cannot import leanctx (%s); run: leanctx doctor\n" % exc)
+    import os
+    line = "leanctx: hook skipped: cannot import leanctx (%s); run: leanctx doctor\n" % exc
+    try:
+        if os.environ.get("LEANCTX_QUIET_STDERR"):
+            os.makedirs(os.path.join(os.environ["LEANCTX_HOME"], "logs"), 0o700, exist_ok=True)
+            with open(os.path.join(os.environ["LEANCTX_HOME"], "logs", "hooks.log"), "a") as log:
+                log.write(line)
+        else:
+            sys.stderr.write(line)
+    except BaseException:
+        pass
     raise SystemExit(0)
 run()
 ' "$LEANCTX_SRC" "$@"

@@ -25,13 +25,13 @@ DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
 
 
 def test_registry_lists_every_module() -> None:
-    assert agents.names() == ["claude", "codex", "cursor", "codebuddy"]
+    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
     with pytest.raises(agents.UnknownAgent) as info:
         agents.get("vscode")
-    assert "known agents: claude, codex, cursor, codebuddy" in str(info.value)
+    assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen" in str(info.value)
 
 
 @pytest.mark.parametrize("name", agents.names())
@@ -39,7 +39,7 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
     """hosts.md §1.1: the id-carrying events, the compaction event, the stop event."""
     kinds = {spec.kind for spec in agents.get(name).events}
     assert {SESSION_START, PROMPT, PRE_COMPACT, STOP, SESSION_END} <= kinds
-    if name != "codebuddy":  # CodeBuddy documents no subagent events
+    if name not in ("codebuddy", "gemini"):  # CodeBuddy documents no subagent events, Gemini CLI has none
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)
@@ -52,10 +52,12 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
         ("codex", ".codex/hooks.json", ".codex/hooks.json"),
         ("cursor", ".cursor/hooks.json", ".cursor/hooks.json"),
         ("codebuddy", ".codebuddy/settings.json", ".codebuddy/settings.local.json"),
+        ("gemini", ".gemini/settings.json", ".gemini/settings.json"),
+        ("qwen", ".qwen/settings.json", ".qwen/settings.json"),
     ],
 )
 def test_config_paths(name: str, user: str, project: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR"):
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR", "GEMINI_CLI_HOME", "QWEN_HOME"):
         monkeypatch.delenv(var, raising=False)
     agent = agents.get(name)
     assert agent.user_config_path(tmp_path) == tmp_path / user
@@ -63,7 +65,8 @@ def test_config_paths(name: str, user: str, project: str, tmp_path: Path, monkey
 
 
 @pytest.mark.parametrize(("name", "var", "file"), [("claude", "CLAUDE_CONFIG_DIR", "settings.json"), ("codex", "CODEX_HOME", "hooks.json"),
-                                                   ("codebuddy", "CODEBUDDY_CONFIG_DIR", "settings.json")])
+                                                   ("codebuddy", "CODEBUDDY_CONFIG_DIR", "settings.json"), ("qwen", "QWEN_HOME", "settings.json"),
+                                                   ("gemini", "GEMINI_CLI_HOME", ".gemini/settings.json")])
 def test_host_config_dir_override(name: str, var: str, file: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(var, str(tmp_path / "elsewhere"))
     assert agents.get(name).user_config_path(tmp_path / "home") == tmp_path / "elsewhere" / file

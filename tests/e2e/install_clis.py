@@ -18,8 +18,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = REPO / ".ci" / "cache"
-PINNED = {"@anthropic-ai/claude-code": "2.1.197", "@openai/codex": "0.171.0", "@continuedev/cli": "1.5.47"}
-BINARIES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "cn": "@continuedev/cli"}
+PINNED = {
+    "@anthropic-ai/claude-code": "2.1.197",
+    "@openai/codex": "0.171.0",
+    "@continuedev/cli": "1.5.47",
+    "@google/gemini-cli": "0.61.0",
+    "@qwen-code/qwen-code": "0.15.10",
+}
+BINARIES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "cn": "@continuedev/cli",
+    "gemini": "@google/gemini-cli",
+    "qwen": "@qwen-code/qwen-code",
+}
 
 
 def installed_version(package: str) -> str | None:

@@ -32,34 +32,45 @@ with open(log, "a") as f:
 READ_TOOL = "mcp__leanctx__ctx_read"
 
 
-def install_tap(config: Path, root: Path) -> Path:
-    """Add the tap to a host's hooks file, after leanctx's entries: ~/.claude/settings.json or
-    $CODEX_HOME/hooks.json (both hosts use the same shape and event names). Returns the log path.
+def install_tap(config: Path, root: Path, agent: str = "claude") -> Path:
+    """Add the tap to a host's hooks file, after leanctx's entries: ~/.claude/settings.json,
+    $CODEX_HOME/hooks.json, ~/.gemini or ~/.qwen settings.json (all Claude-shaped; each host's own
+    event names, from its agent module). Returns the log path.
     In Codex the tap is not trusted: run it with --dangerously-bypass-hook-trust."""
-    from leanctx.agents.base import CLAUDE_STYLE_EVENTS
+    from leanctx import agents
+    from leanctx.installer import jsonc
 
+    host = agents.get(agent)
     script, log = root / "tap.py", root / "tap.jsonl"
     script.write_text(TAP_SRC)
-    doc = json.loads(config.read_text())
-    _add_tap(doc.setdefault("hooks", {}), tuple(e.name for e in CLAUDE_STYLE_EVENTS), script, log)
+    doc = jsonc.loads(config.read_text())  # the user's comments go: the test restores the file after
+    _add_tap(doc.setdefault("hooks", {}), tuple(e.name for e in host.events), script, log,
+             host.read_gate_event.name, host.read_tool())
     config.write_text(json.dumps(doc, indent=2) + "\n")
     return log
 
 
-def _add_tap(hooks: dict, events: tuple, script: Path, log: Path) -> None:
-    """One tap group per event (and PreToolUse for ctx_read), after what is there; idempotent."""
-    for event in events + ("PreToolUse",):
+def _add_tap(hooks: dict, events: tuple, script: Path, log: Path, read_event: str = "PreToolUse",
+             read_tool: str = READ_TOOL) -> None:
+    """One tap group per event (and the pre-tool event for ctx_read), after what is there; idempotent."""
+    for event in events + (read_event,):
         command = f"{sys.executable} {script} {event} {log}"
         groups = hooks.setdefault(event, [])
         if any(h.get("command") == command for g in groups for h in g.get("hooks", [])):
             continue
         group: dict = {"hooks": [{"type": "command", "command": command}]}
-        if event == "PreToolUse":
-            group["matcher"] = READ_TOOL
+        if event == read_event:
+            group["matcher"] = read_tool
         groups.append(group)
 
 
-def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude") -> list[dict]:
+def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude", call_ids: bool = True) -> list[dict]:
+    """`call_ids`: the host sends the pre-tool hook's `tool_use_id` to the MCP server too (Claude
+    Code, Codex); Qwen's is its own and reaches no MCP server, Gemini has none."""
+    from leanctx import agents
+
+    host = agents.get(agent)
+    read_event = host.read_gate_event.name
     entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     entries.sort(key=lambda e: e["t"])
     trace: list[dict] = [{"op": "root", "path": str(proj)}]
@@ -78,11 +89,11 @@ def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude"
                           "env": {"CLAUDE_CODE_SESSION_ID": sid} if agent == "claude" and sid else {}})
         h = hosts[e["host"]]
         trace.append({"op": "hook", "host": h, "event": e["event"], "payload": p})
-        if e["event"] == "PreToolUse" and p.get("tool_name") == READ_TOOL:
+        if e["event"] == read_event and host.is_read_tool(p.get("tool_name")):
             args = p.get("tool_input") or {}
             trace.append({"op": "read", "host": h, "conv": p.get("session_id"), "sub": p.get("agent_id"),
                           "path": args.get("path"), "start": args.get("start_line"), "end": args.get("end_line"),
-                          "fresh": bool(args.get("fresh")), "call_id": p.get("tool_use_id")})
+                          "fresh": bool(args.get("fresh")), "call_id": p.get("tool_use_id") if call_ids else None})
     return trace
 
 
@@ -117,6 +128,7 @@ def check_replay(trace: list[dict], hh, expected: list[str], name: str, *, host:
     if keep:
         clean = sanitize(trace, {str(hh.proj): "/home/user/proj", str(hh.home): "/home/user",
                                  str(hh.root): "/home/user/run",
+                                 sys.executable: "/usr/bin/python3",  # Gemini's BeforeTool names the MCP command
                                  # Claude Code's per-project folder name spells the path with dashes
                                  re.sub(r"[^A-Za-z0-9]", "-", str(hh.proj)): "-home-user-proj"})
         with open(os.path.join(keep, f"{name}.jsonl"), "w") as f:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from leanctx import hooks
+from leanctx import agents, hooks
 from leanctx.hooks.publish import read_json, record_path
 from leanctx.installer import wrapper
 from tests.conftest import PAYLOADS, REPO
@@ -20,7 +20,11 @@ from tests.conftest import PAYLOADS, REPO
 DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
 RECORDED = [
     ("claude", p.stem, p) for p in sorted((PAYLOADS / "claude").glob("*.json")) if p.stem not in ("PreToolUse", "PostToolUse")
-] + [("codex", p.stem, p) for p in sorted((PAYLOADS / "codex").glob("*.json"))]
+] + [("codex", p.stem, p) for p in sorted((PAYLOADS / "codex").glob("*.json"))] + [
+    # recorded from Gemini CLI 0.61.0 and Qwen Code 0.15.10: every event we wire, its variants too
+    (host, p.stem.split(".")[0], p) for host in ("gemini", "qwen") for p in sorted((PAYLOADS / host).glob("*.json"))
+    if agents.get(host).event(p.stem.split(".")[0]) in agents.get(host).events
+]
 DOCUMENTED_CASES = [("cursor", p.stem, p) for p in sorted((DOCUMENTED / "cursor").glob("*.json"))] + [
     ("codebuddy", p.stem, p) for p in sorted((DOCUMENTED / "codebuddy").glob("*.json"))
 ]

@@ -1,0 +1,53 @@
+"""What Gemini CLI and its fork Qwen Code share (hosts-gemini-qwen-copilot-opencode.md §1-2).
+
+Both keep hooks and MCP servers in one `settings.json` (`~/.<host>/settings.json` and the
+project's `.<host>/settings.json`), MCP entries without a `type`, a handler `timeout` in
+milliseconds (verified in runs: a Claude-style `10` kills the hook after 10 ms), and an
+instructions file in the config folder and at the project root (`GEMINI.md` / `QWEN.md`) that
+every session loads. Their event names and answer forms differ: each host module sets those.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+from leanctx.agents.base import ClaudeShapeAgent, is_our_command
+
+
+class GeminiShapeAgent(ClaudeShapeAgent):
+    """Gemini CLI's settings layout; a host module adds its folder, events and answer forms."""
+
+    mcp_type = None  # `mcpServers.<name> = {command, args}`: no transport key
+    timeout_unit_ms = True
+    json_comments_ok = True  # comment-json: comments pass, a trailing comma or a byte order mark does not
+    json_bom_ok = False  # verified: Gemini 0.61 exits 52, Qwen 0.15 renames the file
+    #: what the host does to a settings file it cannot parse (for doctor's warning)
+    broken_settings_effect: str = ""
+
+    def project_config_path(self, project: Path) -> Path:
+        return project / self.config_home / self.settings_file
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        # the MCP servers live in the same settings file as the hooks (a part of their own)
+        path = self.user_config_path(home) if project is None else self.project_config_path(project)
+        return path, "json", ("mcpServers",)
+
+    def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        # no skills folder the host reads by itself: the bot's protocol is a marked block in the
+        # instructions file every session loads, beside the read rule
+        return self.rules_path(home, project)
+
+    def unparseable_effect(self, path: Path, home: Path) -> str:
+        return self.broken_settings_effect or super().unparseable_effect(path, home)
+
+    def hooks_switched_off(self, settings: dict) -> str | None:
+        """Why this settings document keeps our hooks from running (None: it does not)."""
+        return None
+
+
+def disabled_ours(names: object) -> list[str]:
+    """Our commands in a host's list of disabled hook names/commands."""
+    return [n for n in names if is_our_command(n)] if isinstance(names, list) else []
+
