@@ -230,9 +230,12 @@ class Agent:
         wired = [(spec, ("--bot",) if bot and spec.kind in bot_kinds else ()) for spec in self.events]
         if bot:
             wired += [(spec, ("--bot",)) for spec in self.bot_events]
+        # one pre-tool entry does both jobs when the gate listens on the guard's event (Claude
+        # Code); a host with a separate MCP pre-call event (Copilot) gets the two entries
+        shared = self.guard_event is not None and self.read_gate_event is not None and self.guard_event.name == self.read_gate_event.name
         if guard and self.guard_event is not None:
-            wired.append((self.guard_event, ("--guard", "--read-gate") if read_gate and self.read_gate_event else ("--guard",)))
-        elif read_gate and self.read_gate_event is not None:
+            wired.append((self.guard_event, ("--guard", "--read-gate") if read_gate and shared else ("--guard",)))
+        if read_gate and self.read_gate_event is not None and not (guard and shared):
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:
                 spec = EventSpec(spec.name, spec.kind, matcher=read_tool(mcp_name))
@@ -302,6 +305,11 @@ class Agent:
     def guard_output(self, event: str, reason: str) -> str:
         """What to print to deny a tool call with `reason` shown to the model."""
         raise NotImplementedError
+
+    def read_gate_output(self, event: HookEvent) -> str:
+        """What to print after the read gate noted a ctx_read call: hosts that let a hook add to
+        the MCP request's `_meta` (Copilot) get the call's id handed on to our server there."""
+        return self.no_opinion(event.event)
 
     def check_output(self, event: str, stdout: str) -> str | None:
         """None when `stdout` is a valid answer for `event`, else the reason it is not."""

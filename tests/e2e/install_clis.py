@@ -18,8 +18,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = REPO / ".ci" / "cache"
-PINNED = {"@anthropic-ai/claude-code": "2.1.197", "@openai/codex": "0.171.0"}
-BINARIES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+PINNED = {
+    "@anthropic-ai/claude-code": "2.1.197",
+    "@openai/codex": "0.171.0",
+    "@github/copilot": "1.0.102",
+}
+BINARIES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "copilot": "@github/copilot",
+}
 
 
 def installed_version(package: str) -> str | None:
