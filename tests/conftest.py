@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 PAYLOADS = REPO / "tests" / "fixtures" / "payloads"
 
 HOST_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR", "XDG_DATA_HOME", "LEANCTX_DISABLED",
-            "CURSOR_TRANSCRIPT_PATH", "CLAUDE_CODE_SESSION_ID", "LEANCTX_HOME")
+            "CURSOR_TRANSCRIPT_PATH", "CLAUDE_CODE_SESSION_ID", "LEANCTX_HOME", "COPILOT_HOME")
 
 
 @pytest.fixture

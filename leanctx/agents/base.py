@@ -159,6 +159,8 @@ class Agent:
     strict_json: ClassVar[bool] = True
     #: with strict_json: the host still accepts a leading UTF-8 byte order mark
     json_bom_ok: ClassVar[bool] = True
+    #: the host reads its MCP file as JSONC even where its hooks file is strict (Copilot)
+    mcp_jsonc_ok: ClassVar[bool] = False
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)

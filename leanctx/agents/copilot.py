@@ -81,6 +81,9 @@ class Copilot(Agent):
     # no matchers in this dialect: the gate sees every MCP call and notes only our ctx_read
     read_gate_event = EventSpec("preMcpToolCall", PRE_TOOL)
     hooks_file = "leanctx.json"
+    # verified on 1.0.102: a hooks file with a comment and trailing commas never runs, while
+    # mcp-config.json with both still starts its servers
+    mcp_jsonc_ok = True
 
     # -- where ---------------------------------------------------------------------------
     def config_dir(self, home: Path) -> Path:

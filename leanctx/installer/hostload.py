@@ -75,7 +75,7 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
         mcp_path, fmt, _ = agent.mcp_config(home, project)
     except ConfigError:
         return found
-    if mcp and fmt == "json":
+    if mcp and fmt == "json" and not agent.mcp_jsonc_ok:
         json_files.append(("mcp config is strict JSON", mcp_path))
     for name, path in json_files:
         problem = strict_json_problem(agent, home, path, read(path), name)
