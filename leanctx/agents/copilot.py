@@ -25,12 +25,16 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
   the exact per-call identity Claude Code gives with `claudecode/toolUseId`;
 - the MCP server is a child of the same native `copilot` process as the hooks, with
   `COPILOT_AGENT_SESSION_ID` in its environment;
+- a subagent (`task` tool) runs in the same process and MCP connection, but its hooks
+  (userPromptSubmitted, preMcpToolCall, agentStop) carry its own `sessionId` and an `agentId`:
+  the call id keeps its reads apart from its parent's;
+- a hooks file with a comment or trailing comma never runs; mcp-config.json with both works;
 - project hooks (`.github/hooks/*.json`) run only in a trusted folder, silently skipped
   otherwise (doctor says so for project installs).
 From the SDK typings and changelog only (not fired in a run): `preCompact` ("runs before
-conversation context is compacted"), subagent tool hooks carrying the child's `sessionId`
-and `agentId`; the instruction files `~/.copilot/copilot-instructions.md` and
-`.github/copilot-instructions.md` (the CLI's own list of instruction locations).
+conversation context is compacted"); the instruction files `~/.copilot/copilot-instructions.md`
+and `.github/copilot-instructions.md` and the project MCP file `.github/mcp.json` (the CLI's
+bundled JS: its list of instruction locations, its `.vscode/mcp.json` migration note).
 """
 
 from __future__ import annotations

@@ -188,3 +188,41 @@ def test_copilot_guard_denies_in_copilots_own_form_and_bot_context_reaches_the_m
     assert "Denied by preToolUse hook" in out and "bob's secret" not in out, out
     assert "my name is Ana" in json.dumps(bodies[0]), "the bot's rehydrated thread did not reach the model at session start"
     lean.assert_no_hook_errors()
+
+
+SUB_MARK = "SUBAGENT-TASK: read big.py with ctx_read, twice."
+
+
+def is_subagent(body: dict) -> bool:
+    """A request of the subagent: its conversation starts with the task prompt as a user message
+    (the parent's holds the prompt only inside its `task` call's arguments)."""
+    return any(isinstance(i, dict) and i.get("role") == "user" and SUB_MARK in json.dumps(i) for i in body.get("input") or [])
+
+
+def test_copilot_subagent_gets_only_its_own_stubs_through_per_call_identity(copilot_cli, copilot_home, lean, run_host):
+    """The subagent runs in the same Copilot process and MCP connection as its parent. Its
+    preMcpToolCall hook names its own session and the model's call id, which our gate hands on
+    in `_meta`: so it gets content for what only the parent read, then a stub for what it read
+    itself, and the parent keeps its own stub. (Without the id both sub reads would be withheld.)"""
+    hh = copilot_home
+    content = (hh.proj / "big.py").read_text()
+    lean.run("init", "--agent", "copilot")
+    p_first, p_last, s_first, s_second = read_call(), read_call(), read_call(), read_call()
+    spawn = function_call("task", {"name": "reader", "description": "read big file", "agent_type": "general-purpose",
+                                   "prompt": SUB_MARK, "mode": "sync"})
+    parent = iter([p_first, spawn, p_last, "done"])
+    sub = iter([s_first, s_second, "sub: done"])
+
+    def route(body: dict):
+        return next(sub, "sub: done") if is_subagent(body) else next(parent, "done")
+
+    _, bodies, session = run_copilot(copilot_cli, hh, run_host, [route] * 12)
+    out = outputs_by_call(bodies)
+    assert set(out) >= {p_first["call_id"], s_first["call_id"], s_second["call_id"], p_last["call_id"]}, sorted(out)
+    assert "def function_199" in out[p_first["call_id"]]
+    assert "def function_199" in out[s_first["call_id"]], "the subagent got a stub for bytes only its parent holds"
+    assert out[s_second["call_id"]].startswith("[unchanged]"), out[s_second["call_id"]][:200]
+    assert out[p_last["call_id"]].startswith("[unchanged]"), out[p_last["call_id"]][:200]
+    lean.assert_no_hook_errors()
+    trace = copilot_trace(hh.tap_log, hh.proj, {"big.py": content})
+    tracetap.check_replay(trace, hh, ["full", "full", "stub", "stub"], "copilot-subagent", host="GitHub Copilot CLI", source=__file__)
