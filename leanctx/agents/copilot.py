@@ -17,6 +17,9 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
 - any non-zero exit of preToolUse denies the tool, and plain stdout on permissionRequest
   denies it too: our runner always exits 0, we wire no permissionRequest, and on preToolUse
   and preMcpToolCall we print nothing or one JSON object;
+- agentStop carries no reply: the bot profile takes the last main-agent `assistant.message`
+  from the tail of the transcript it names (`~/.copilot/session-state/<id>/events.jsonl`),
+  which Copilot may not have written yet when the hook starts;
 - `{"additionalContext": X}` on sessionStart / userPromptSubmitted reaches the model;
   `{"permissionDecision": "deny", "permissionDecisionReason": R}` on preToolUse denies;
 - preMcpToolCall gets the model's `toolCallId` with `serverName`/`toolName`, and its
@@ -29,12 +32,12 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
   (userPromptSubmitted, preMcpToolCall, agentStop) carry its own `sessionId` and an `agentId`:
   the call id keeps its reads apart from its parent's;
 - a hooks file with a comment or trailing comma never runs; mcp-config.json with both works;
-- project hooks (`.github/hooks/*.json`) run only in a trusted folder, silently skipped
-  otherwise (doctor says so for project installs).
+- project hooks (`.github/hooks/*.json`) run only in a trusted folder (`--trust-folder`, or
+  trusted once interactively), silently skipped otherwise (doctor says so for project installs);
+  trusted, `.github/mcp.json` starts our server and `.github/copilot-instructions.md` reaches
+  the model, as `~/.copilot/copilot-instructions.md` does at user level.
 From the SDK typings and changelog only (not fired in a run): `preCompact` ("runs before
-conversation context is compacted"); the instruction files `~/.copilot/copilot-instructions.md`
-and `.github/copilot-instructions.md` and the project MCP file `.github/mcp.json` (the CLI's
-bundled JS: its list of instruction locations, its `.vscode/mcp.json` migration note).
+conversation context is compacted"); the skills folders (`~/.copilot/skills`, `.github/skills`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ CALL_ID_META = "leanctx/callId"
 _MAX_CALL_ID = 200  # as publish.MAX_CALL_ID: a longer id is never noted, so never handed on
 _CONTEXT_EVENTS = ("sessionStart", "userPromptSubmitted")
 _SOURCES = {"new": "startup"}  # Copilot's fresh session is Claude's "startup"
+_TAIL_BYTES = 256 * 1024  # how far back from the transcript's end the last reply is looked for
+REPLY_WAIT_S = 2.0  # how long agentStop waits for Copilot to write the turn to its transcript
 
 
 class Copilot(Agent):
@@ -156,6 +161,8 @@ class Copilot(Agent):
             normalized.tool_name = f"mcp__{server}__{tool}" if server and tool else None
             normalized.tool_input = payload.get("arguments") if isinstance(payload.get("arguments"), dict) else None
             normalized.tool_use_id = _str(payload, "toolCallId")
+        if event == "agentStop" and normalized.transcript_path and not normalized.subagent_id:
+            normalized.reply = last_reply(normalized.transcript_path, payload.get("timestamp"))
         return normalized
 
     def context_output(self, event: str, text: str) -> str:
@@ -216,6 +223,69 @@ class Copilot(Agent):
         elif kind == PRE_TOOL:
             payload.update(toolName="view", toolArgs={"path": os.path.join(cwd, "README.md")})
         return payload
+
+
+def last_reply(path: str, stamp: object) -> str | None:
+    """The main agent's last reply text from Copilot's transcript (`events.jsonl`, one event a
+    line; agentStop carries no reply of its own). Copilot writes the transcript behind its
+    hooks (verified: a hook may run before the reply, or the file, is on disk), so the reply counts only once
+    the line announcing this very agentStop (`hook.start` with the payload's `timestamp`) is
+    there: what precedes it is this turn's. Waited for up to REPLY_WAIT_S, else None (never an
+    older turn's reply). Only a regular file is read, without blocking, and only its tail."""
+    import stat
+    import time
+
+    if isinstance(stamp, bool) or not isinstance(stamp, int):
+        return None
+    marker = b'"hookType":"agentStop"'
+    stamp_text = b'"timestamp":%d' % stamp
+    deadline = time.monotonic() + REPLY_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            # the session's folder is there, its transcript not yet (Copilot writes it lazily)
+            if not os.path.isdir(os.path.dirname(path)) or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+            continue
+        except (OSError, ValueError, TypeError):
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            os.lseek(fd, max(0, info.st_size - _TAIL_BYTES), os.SEEK_SET)
+            tail = os.read(fd, _TAIL_BYTES)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        lines = tail.split(b"\n")
+        mine = [i for i, line in enumerate(lines) if marker in line and stamp_text in line]
+        if mine:
+            return _reply_before(lines[: mine[-1]])
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
+
+
+def _reply_before(lines: list) -> str | None:
+    from leanctx.hooks import fastjson
+
+    for line in reversed(lines):
+        if b'"assistant.message"' not in line:
+            continue
+        try:
+            entry = fastjson.loads(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(entry, dict) or entry.get("type") != "assistant.message" or entry.get("agentId"):
+            continue  # a subagent's messages sit in its parent's transcript with their agentId
+        data = entry.get("data")
+        if isinstance(data, dict) and not data.get("parentToolCallId") and isinstance(data.get("content"), str) and data["content"].strip():
+            return data["content"]
+    return None
 
 
 AGENT = Copilot()

@@ -147,6 +147,73 @@ def test_guard_denies_in_copilots_form(home: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0 and answer["permissionDecision"] == "deny" and "bob" in answer["permissionDecisionReason"]
 
 
+def transcript_line(content: str, **top: object) -> str:
+    return json.dumps({"type": "assistant.message", "data": {"content": content, "toolRequests": []}, **top}) + "\n"
+
+
+def stop_line(stamp: int) -> str:
+    """Copilot's own line for an agentStop hook it is about to run (compact JSON, as it writes it)."""
+    return json.dumps({"type": "hook.start", "data": {"hookType": "agentStop", "input": {"timestamp": stamp}}},
+                      separators=(",", ":")) + "\n"
+
+
+STAMP = payload("copilot", "agentStop")["timestamp"]
+
+
+def test_reply_comes_from_the_transcript_tail(tmp_path: Path) -> None:
+    """agentStop names the transcript but carries no reply: the last main-agent message with text
+    before Copilot's line for this very agentStop."""
+    path = tmp_path / "events.jsonl"
+    path.write_text("x" * 300_000 + "\n" + transcript_line("the answer") + transcript_line("")
+                    + transcript_line("sub: done", agentId="sub-1") + '{"type": "session.shutdown"}\n{broken\n'
+                    + stop_line(STAMP) + transcript_line("a later turn"))
+    body = dict(payload("copilot", "agentStop"), transcriptPath=str(path))
+    assert COPILOT.normalize("agentStop", body).reply == "the answer"
+    assert COPILOT.normalize("agentStop", dict(body, agentId="sub-1")).reply is None  # a subagent's stop: not the user's reply
+    assert COPILOT.normalize("sessionEnd", dict(body)).reply is None
+
+
+def test_reply_waits_for_copilot_to_write_the_turn(tmp_path: Path) -> None:
+    """The hook may start before Copilot wrote the turn: the reply is taken once this stop's line
+    is there, never an older turn's reply in its place."""
+    import threading
+
+    path = tmp_path / "events.jsonl"
+    path.write_text(transcript_line("the previous turn") + stop_line(STAMP - 5000))
+    body = dict(payload("copilot", "agentStop"), transcriptPath=str(path))
+    writer = threading.Timer(0.3, lambda: path.open("a").write(transcript_line("this turn") + stop_line(STAMP)))
+    writer.start()
+    try:
+        assert COPILOT.normalize("agentStop", body).reply == "this turn"
+    finally:
+        writer.join()
+    path.unlink()  # not even created yet when the hook starts
+    writer = threading.Timer(0.3, lambda: path.write_text(transcript_line("this turn") + stop_line(STAMP)))
+    writer.start()
+    try:
+        assert COPILOT.normalize("agentStop", body).reply == "this turn"
+    finally:
+        writer.join()
+    path.write_text(transcript_line("the previous turn") + stop_line(STAMP - 5000))
+    assert COPILOT.normalize("agentStop", body).reply is None  # never written: nothing, not the old reply
+
+
+@pytest.mark.parametrize("kind", ["missing", "fifo", "folder", "binary", "no stamp"])
+def test_reply_from_a_hostile_transcript_path_is_none_and_never_blocks(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "events.jsonl"
+    body = dict(payload("copilot", "agentStop"), transcriptPath=str(path))
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it for reading would block a plain open() forever
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "binary":
+        path.write_bytes(b"\xff\xfe\x00" * 1000 + b'"assistant.message"\xff\n' + stop_line(STAMP).encode())
+    elif kind == "no stamp":
+        path.write_text(transcript_line("x") + stop_line(STAMP))
+        body["timestamp"] = "soon"
+    assert COPILOT.normalize("agentStop", body).reply is None
+
+
 # -- the hooks file of ours, through the real command ---------------------------------------------------------
 
 USER_HOOKS = '{\n  "version": 1,\n  "hooks": {"sessionStart": [{"type": "command", "bash": "echo mine", "timeoutSec": 5}]}\n}\n'

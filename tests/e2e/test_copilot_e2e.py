@@ -130,6 +130,7 @@ def test_copilot_publishes_its_session_stubs_the_second_read_and_uninstalls_byte
     out = outputs_by_call(bodies)
     assert "def function_199" in out[first["call_id"]] and len(out[first["call_id"]]) >= len(content), out[first["call_id"]][:300]
     assert out[second["call_id"]].startswith("[unchanged]") and "big.py" in out[second["call_id"]], out[second["call_id"]][:300]
+    assert "Read source files with the `ctx_read` tool" in json.dumps(bodies[0]), "~/.copilot/copilot-instructions.md unread"
     lean.assert_no_hook_errors()
 
     # the record names the session Copilot itself reported, its transcript (agentStop) and workspace
@@ -187,6 +188,8 @@ def test_copilot_guard_denies_in_copilots_own_form_and_bot_context_reaches_the_m
     out = outputs_by_call(bodies)[peek["call_id"]]
     assert "Denied by preToolUse hook" in out and "bob's secret" not in out, out
     assert "my name is Ana" in json.dumps(bodies[0]), "the bot's rehydrated thread did not reach the model at session start"
+    assert "first turn done" in json.dumps(bodies[0]), "the reply (from Copilot's transcript) was not recorded"
+    assert "leanctx-conversation-state" in json.dumps(bodies[0]), "Copilot does not offer the skill in ~/.copilot/skills"
     lean.assert_no_hook_errors()
 
 
@@ -226,3 +229,32 @@ def test_copilot_subagent_gets_only_its_own_stubs_through_per_call_identity(copi
     lean.assert_no_hook_errors()
     trace = copilot_trace(hh.tap_log, hh.proj, {"big.py": content})
     tracetap.check_replay(trace, hh, ["full", "full", "stub", "stub"], "copilot-subagent", host="GitHub Copilot CLI", source=__file__)
+
+
+def test_copilot_project_install_runs_only_in_a_trusted_folder(copilot_cli, host_home, lean, run_host):
+    """`init --project`: `.github/hooks/leanctx.json`, `.github/mcp.json` and the read rule in
+    `.github/copilot-instructions.md`. Copilot skips project hooks in a folder it does not trust
+    (nothing published, as doctor's note says); trusted (`--trust-folder`), the hooks publish, the
+    MCP server serves and the rule reaches the model. Uninstall leaves the project as it was."""
+    hh = host_home
+    (hh.proj / "big.py").write_text("".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(50)))
+    before = {p: p.read_bytes() for p in hh.proj.rglob("*") if p.is_file()}
+    init = lean.run("init", "--agent", "copilot", "--project", str(hh.proj))
+    assert "trusted" in init.stderr
+    assert (hh.proj / ".github" / "hooks" / "leanctx.json").is_file() and (hh.proj / ".github" / "mcp.json").is_file()
+    # project files name the console script found on PATH (and its default data dir), never a path of this machine
+    path = {"PATH": f"{Path(sys.executable).parent}:{hostcli.base_env(hh.home)['PATH']}", **lean.host_env}
+    run_copilot(copilot_cli, hh, run_host, ["done"], prompt="hi", env_extra=path)
+    assert lean.records("copilot") == {}, "Copilot ran project hooks in a folder it does not trust"
+
+    first, second = read_call(), read_call()
+    _, bodies, session = run_copilot(copilot_cli, hh, run_host, [first, second, "done"], "--trust-folder", env_extra=path)
+    out = outputs_by_call(bodies)
+    assert "def function_49" in out[first["call_id"]] and out[second["call_id"]].startswith("[unchanged]"), out
+    assert lean.only_record("copilot")["conversation_id"] == session
+    assert "Read source files with the `ctx_read` tool" in json.dumps(bodies[0]), \
+        "the read rule in .github/copilot-instructions.md did not reach the model"
+    lean.assert_no_hook_errors()
+    lean.run("uninstall", "--agent", "copilot", "--project", str(hh.proj))
+    assert {p: p.read_bytes() for p in hh.proj.rglob("*") if p.is_file()} == before
+    assert not (hh.proj / ".github").exists()
