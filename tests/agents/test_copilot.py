@@ -284,3 +284,16 @@ def test_project_install_says_copilot_needs_a_trusted_folder(home: Path, data_di
     assert "trusted" in checks["copilot trusts the project folder"]["detail"]
     assert run_cli("uninstall", "--agent", "copilot", "--project", str(proj)).returncode == 0
     assert snapshot(proj) == {}
+
+
+def test_comment_in_our_hooks_file_is_flagged_since_copilot_skips_the_file(home: Path, data_dir: Path) -> None:
+    """Verified on 1.0.102: a hooks file with a comment or trailing comma never runs."""
+    path = home / ".copilot" / "hooks" / "leanctx.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  // mine\n  "version": 1,\n  "hooks": {}\n}\n')
+    proc = run_cli("init", "--agent", "copilot")
+    assert proc.returncode == 1 and "it silently skips this whole file" in proc.stderr and "line 2" in proc.stderr
+    assert "// mine" in path.read_text()
+    report = json.loads(run_cli("doctor", "--agent", "copilot", "--json").stdout)
+    failing = [c["name"] for a in report["agents"] for c in a["checks"] if c["status"] == "fail"]
+    assert "config is strict JSON" in failing
