@@ -92,6 +92,7 @@ class HookEvent:
         "tool_name",
         "tool_input",
         "tool_use_id",
+        "timestamp",  # the host's own time of the event, as it sent it (Copilot: epoch ms)
     )
     __slots__ = ("agent", "event", "kind") + FIELDS
 
@@ -307,6 +308,12 @@ class Agent:
     def guard_output(self, event: str, reason: str) -> str:
         """What to print to deny a tool call with `reason` shown to the model."""
         raise NotImplementedError
+
+    def reply_text(self, event: HookEvent) -> str | None:
+        """The assistant's reply a stop event stands for (the bot profile records it). Most hosts
+        send it in the payload; one that only names its transcript (Copilot) reads it there, and
+        only the bot profile pays for that."""
+        return event.reply
 
     def read_gate_output(self, event: HookEvent) -> str:
         """What to print after the read gate noted a ctx_read call: hosts that let a hook add to

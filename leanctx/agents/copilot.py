@@ -17,7 +17,7 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
 - any non-zero exit of preToolUse denies the tool, and plain stdout on permissionRequest
   denies it too: our runner always exits 0, we wire no permissionRequest, and on preToolUse
   and preMcpToolCall we print nothing or one JSON object;
-- agentStop carries no reply: the bot profile takes the last main-agent `assistant.message`
+- agentStop carries no reply: the bot profile (only it) takes the last main-agent `assistant.message`
   from the tail of the transcript it names (`~/.copilot/session-state/<id>/events.jsonl`),
   which Copilot may not have written yet when the hook starts;
 - `{"additionalContext": X}` on sessionStart / userPromptSubmitted reaches the model;
@@ -161,9 +161,14 @@ class Copilot(Agent):
             normalized.tool_name = f"mcp__{server}__{tool}" if server and tool else None
             normalized.tool_input = payload.get("arguments") if isinstance(payload.get("arguments"), dict) else None
             normalized.tool_use_id = _str(payload, "toolCallId")
-        if event == "agentStop" and normalized.transcript_path and not normalized.subagent_id:
-            normalized.reply = last_reply(normalized.transcript_path, payload.get("timestamp"))
+        stamp = payload.get("timestamp")
+        normalized.timestamp = stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else None
         return normalized
+
+    def reply_text(self, event: HookEvent) -> str | None:
+        if event.event != "agentStop" or event.subagent_id or not event.transcript_path:
+            return None
+        return last_reply(event.transcript_path, event.timestamp)
 
     def context_output(self, event: str, text: str) -> str:
         if event not in _CONTEXT_EVENTS:
@@ -237,8 +242,7 @@ def last_reply(path: str, stamp: object) -> str | None:
 
     if isinstance(stamp, bool) or not isinstance(stamp, int):
         return None
-    marker = b'"hookType":"agentStop"'
-    stamp_text = b'"timestamp":%d' % stamp
+    stamp_text = b"%d" % stamp
     deadline = time.monotonic() + REPLY_WAIT_S
     while True:
         try:
@@ -262,7 +266,7 @@ def last_reply(path: str, stamp: object) -> str | None:
         finally:
             os.close(fd)
         lines = tail.split(b"\n")
-        mine = [i for i, line in enumerate(lines) if marker in line and stamp_text in line]
+        mine = [i for i, line in enumerate(lines) if b"hook.start" in line and b'"agentStop"' in line and stamp_text in line]
         if mine:
             return _reply_before(lines[: mine[-1]])
         if time.monotonic() >= deadline:

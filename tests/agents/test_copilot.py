@@ -160,6 +160,13 @@ def stop_line(stamp: int) -> str:
 STAMP = payload("copilot", "agentStop")["timestamp"]
 
 
+def reply(body: dict) -> str | None:
+    """What the bot profile records for this agentStop (the plain profile never reads the transcript)."""
+    ev = COPILOT.normalize("agentStop", body)
+    assert ev.reply is None
+    return COPILOT.reply_text(ev)
+
+
 def test_reply_comes_from_the_transcript_tail(tmp_path: Path) -> None:
     """agentStop names the transcript but carries no reply: the last main-agent message with text
     before Copilot's line for this very agentStop."""
@@ -168,9 +175,9 @@ def test_reply_comes_from_the_transcript_tail(tmp_path: Path) -> None:
                     + transcript_line("sub: done", agentId="sub-1") + '{"type": "session.shutdown"}\n{broken\n'
                     + stop_line(STAMP) + transcript_line("a later turn"))
     body = dict(payload("copilot", "agentStop"), transcriptPath=str(path))
-    assert COPILOT.normalize("agentStop", body).reply == "the answer"
-    assert COPILOT.normalize("agentStop", dict(body, agentId="sub-1")).reply is None  # a subagent's stop: not the user's reply
-    assert COPILOT.normalize("sessionEnd", dict(body)).reply is None
+    assert reply(body) == "the answer"
+    assert reply(dict(body, agentId="sub-1")) is None  # a subagent's stop: not the user's reply
+    assert COPILOT.reply_text(COPILOT.normalize("sessionEnd", dict(body))) is None
 
 
 def test_reply_waits_for_copilot_to_write_the_turn(tmp_path: Path) -> None:
@@ -184,18 +191,18 @@ def test_reply_waits_for_copilot_to_write_the_turn(tmp_path: Path) -> None:
     writer = threading.Timer(0.3, lambda: path.open("a").write(transcript_line("this turn") + stop_line(STAMP)))
     writer.start()
     try:
-        assert COPILOT.normalize("agentStop", body).reply == "this turn"
+        assert reply(body) == "this turn"
     finally:
         writer.join()
     path.unlink()  # not even created yet when the hook starts
     writer = threading.Timer(0.3, lambda: path.write_text(transcript_line("this turn") + stop_line(STAMP)))
     writer.start()
     try:
-        assert COPILOT.normalize("agentStop", body).reply == "this turn"
+        assert reply(body) == "this turn"
     finally:
         writer.join()
     path.write_text(transcript_line("the previous turn") + stop_line(STAMP - 5000))
-    assert COPILOT.normalize("agentStop", body).reply is None  # never written: nothing, not the old reply
+    assert reply(body) is None  # never written: nothing, not the old reply
 
 
 @pytest.mark.parametrize("kind", ["missing", "fifo", "folder", "binary", "no stamp"])
@@ -211,7 +218,7 @@ def test_reply_from_a_hostile_transcript_path_is_none_and_never_blocks(tmp_path:
     elif kind == "no stamp":
         path.write_text(transcript_line("x") + stop_line(STAMP))
         body["timestamp"] = "soon"
-    assert COPILOT.normalize("agentStop", body).reply is None
+    assert reply(body) is None
 
 
 # -- the hooks file of ours, through the real command ---------------------------------------------------------
