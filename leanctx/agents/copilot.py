@@ -36,8 +36,11 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
   trusted once interactively), silently skipped otherwise (doctor says so for project installs);
   trusted, `.github/mcp.json` starts our server and `.github/copilot-instructions.md` reaches
   the model, as `~/.copilot/copilot-instructions.md` does at user level.
-From the SDK typings and changelog only (not fired in a run): `preCompact` ("runs before
-conversation context is compacted"); the skills folders (`~/.copilot/skills`, `.github/skills`).
+- `/compact` in a resumed session (`copilot -p /compact --continue`) fires preCompact
+  (`sessionId`, `transcriptPath`, `trigger: "manual"`); a resumed session without it keeps its
+  history, so its reads may be stubs.
+From the CLI's docs only: automatic (background) compaction firing preCompact too; the project
+skills folder `.github/skills` (`~/.copilot/skills` is verified).
 """
 
 from __future__ import annotations

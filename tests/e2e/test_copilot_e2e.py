@@ -25,7 +25,7 @@ from tests.e2e.test_codex_cache_e2e import outputs_by_call
 pytestmark = pytest.mark.e2e
 
 TOOL = "leanctx-ctx_read"  # Copilot's name for <server>/<tool> towards the model
-TAP_EVENTS = ("sessionStart", "userPromptSubmitted", "agentStop", "sessionEnd", "preMcpToolCall", "preToolUse")
+TAP_EVENTS = ("sessionStart", "userPromptSubmitted", "preCompact", "agentStop", "sessionEnd", "preMcpToolCall", "preToolUse")
 USER_SETTINGS = '// my Copilot settings\n{\n  "banner": "never", // keep it quiet\n}\n'
 
 
@@ -258,3 +258,24 @@ def test_copilot_project_install_runs_only_in_a_trusted_folder(copilot_cli, host
     lean.run("uninstall", "--agent", "copilot", "--project", str(hh.proj))
     assert {p: p.read_bytes() for p in hh.proj.rglob("*") if p.is_file()} == before
     assert not (hh.proj / ".github").exists()
+
+
+def test_copilot_after_compact_the_next_read_is_full(copilot_cli, copilot_home, lean, run_host):
+    """`/compact` in a resumed session fires preCompact (sessionId, transcriptPath, trigger
+    "manual"): the conversation's counter moves and the next read of a file it held is full again."""
+    hh = copilot_home
+    content = (hh.proj / "big.py").read_text()
+    lean.run("init", "--agent", "copilot")
+    first, second, third = read_call(), read_call(), read_call()
+    _, bodies, session = run_copilot(copilot_cli, hh, run_host, [first, second, "done"])
+    out = outputs_by_call(bodies)
+    assert "def function_199" in out[first["call_id"]] and out[second["call_id"]].startswith("[unchanged]")
+    cp, _, again = run_copilot(copilot_cli, hh, run_host, ["Summary: big.py was read."], "--continue", prompt="/compact")
+    assert again == session and "Compacted" in cp.stdout, cp.stdout
+    rec = lean.only_record("copilot")
+    assert rec["compactions"] >= 1 and rec["last_event"] == "preCompact", rec
+    _, bodies, _ = run_copilot(copilot_cli, hh, run_host, [third, "done"], "--continue", prompt="read big.py again")
+    assert "def function_199" in outputs_by_call(bodies)[third["call_id"]], "a stub was served after Copilot compacted"
+    lean.assert_no_hook_errors()
+    trace = copilot_trace(hh.tap_log, hh.proj, {"big.py": content})
+    tracetap.check_replay(trace, hh, ["full", "stub", "full"], "copilot-compaction", host="GitHub Copilot CLI", source=__file__)
