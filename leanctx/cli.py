@@ -152,7 +152,8 @@ class _HookCommand(click.Command):
             if agent.guard_event is not None:
                 rows.append(("", f"with --guard: {agent.guard_event.name}"))
             if agent.read_gate_event is not None:
-                rows.append(("", f"with --read-gate: {agent.read_gate_event.name} (matcher {agent.read_gate_event.matcher})"))
+                gate = agent.read_gate_event
+                rows.append(("", f"with --read-gate: {gate.name}" + (f" (matcher {gate.matcher})" if gate.matcher else "")))
         with formatter.section("Agents and events"):
             formatter.write_dl(rows)
         with formatter.section("Flags"):

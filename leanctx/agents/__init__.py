@@ -19,6 +19,7 @@ AGENT_MODULES: dict[str, str] = {
     "codebuddy": "leanctx.agents.codebuddy",
     "gemini": "leanctx.agents.gemini",
     "qwen": "leanctx.agents.qwen",
+    "copilot": "leanctx.agents.copilot",
 }
 
 

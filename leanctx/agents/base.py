@@ -96,6 +96,7 @@ class HookEvent:
         "tool_name",
         "tool_input",
         "tool_use_id",
+        "timestamp",  # the host's own time of the event, as it sent it (Copilot: epoch ms)
     )
     __slots__ = ("agent", "event", "kind") + FIELDS
 
@@ -167,6 +168,8 @@ class Agent:
     json_comments_ok: ClassVar[bool] = False
     #: the host takes a hook's stderr as its answer when stdout is empty: the hook stays silent there
     stderr_is_output: ClassVar[bool] = False
+    #: the host reads its MCP file as JSONC even where its hooks file is strict (Copilot)
+    mcp_jsonc_ok: ClassVar[bool] = False
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)
@@ -243,9 +246,12 @@ class Agent:
         wired = [(spec, ("--bot",) if bot and spec.kind in bot_kinds else ()) for spec in self.events]
         if bot:
             wired += [(spec, ("--bot",)) for spec in self.bot_events]
+        # one pre-tool entry does both jobs when the gate listens on the guard's event (Claude
+        # Code); a host with a separate MCP pre-call event (Copilot) gets the two entries
+        shared = self.guard_event is not None and self.read_gate_event is not None and self.guard_event.name == self.read_gate_event.name
         if guard and self.guard_event is not None:
-            wired.append((self.guard_event, ("--guard", "--read-gate") if read_gate and self.read_gate_event else ("--guard",)))
-        elif read_gate and self.read_gate_event is not None:
+            wired.append((self.guard_event, ("--guard", "--read-gate") if read_gate and shared else ("--guard",)))
+        if read_gate and self.read_gate_event is not None and not (guard and shared):
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:
                 spec = EventSpec(spec.name, spec.kind, matcher=self.read_tool(mcp_name))
@@ -321,6 +327,17 @@ class Agent:
     def guard_output(self, event: str, reason: str) -> str:
         """What to print to deny a tool call with `reason` shown to the model."""
         raise NotImplementedError
+
+    def reply_text(self, event: HookEvent) -> str | None:
+        """The assistant's reply a stop event stands for (the bot profile records it). Most hosts
+        send it in the payload; one that only names its transcript (Copilot) reads it there, and
+        only the bot profile pays for that."""
+        return event.reply
+
+    def read_gate_output(self, event: HookEvent) -> str:
+        """What to print after the read gate noted a ctx_read call: hosts that let a hook add to
+        the MCP request's `_meta` (Copilot) get the call's id handed on to our server there."""
+        return self.no_opinion(event.event)
 
     def check_output(self, event: str, stdout: str) -> str | None:
         """None when `stdout` is a valid answer for `event`, else the reason it is not."""

@@ -40,10 +40,12 @@ log = logging.getLogger("leanctx.mcp")
 # The host's id for the tool call being served, handed from the tools/call handler to the
 # ctx_read tool when the SDK's own path serves it. Both hosts send the id their pre-tool hook
 # gets as `tool_use_id` (verified: Claude Code 2.1.197 `_meta["claudecode/toolUseId"]`, Codex
-# 0.171.0 `_meta["callId"]`). A key another host means differently is harmless: an id only
-# counts when our read gate noted it in a record of this connection's own host process.
+# 0.171.0 `_meta["callId"]`); Copilot CLI 1.0.102 sends what our preMcpToolCall read gate hands
+# it (`_meta["leanctx/callId"]`, its `toolCallId`; agents/copilot.py). A key another host means
+# differently is harmless: an id only counts when our read gate noted it in a record of this
+# connection's own host process.
 _CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("leanctx_call_id", default=None)
-CALL_ID_META_KEYS = ("claudecode/toolUseId", "callId")
+CALL_ID_META_KEYS = ("claudecode/toolUseId", "callId", "leanctx/callId")
 
 SERVER_NAME = "leanctx"
 SPAWN_WAIT_S = 3.0  # how long a tool call waits for a daemon it just started

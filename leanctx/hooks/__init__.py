@@ -89,15 +89,16 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
             return agent.no_opinion(event_name)
     event = agent.normalize(event_name, payload)
     if event.kind == "pre_tool":
+        noted = None
         if "--read-gate" in flags and agent.is_read_tool(event.tool_name):
             from leanctx.hooks.publish import note_read_call
 
-            note_read_call(data_dir, event)
+            noted = note_read_call(data_dir, event)
         if "--guard" in flags:
             from leanctx.hooks.guard import check
 
             return check(agent, event)
-        return agent.no_opinion(event.event)
+        return agent.read_gate_output(event) if noted else agent.no_opinion(event.event)
     publish(data_dir, event)
     if "--bot" in flags:
         from leanctx.hooks.bot import on_event

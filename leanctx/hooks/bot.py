@@ -44,6 +44,7 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
         if result.get("answered"):
             return agent.context_output(event.event, protocol.answer_context(result["answered"])) or None
         return None
-    if event.kind in (STOP, REPLY) and event.reply and not event.subagent_id:
-        api.reply(event.reply, user, session_id=session)
+    reply = agent.reply_text(event) if event.kind in (STOP, REPLY) and not event.subagent_id else None
+    if reply:
+        api.reply(reply, user, session_id=session)
     return None

@@ -75,7 +75,7 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
         mcp_path, fmt, _ = agent.mcp_config(home, project)
     except ConfigError:
         return found
-    if mcp and fmt == "json" and mcp_path != json_files[0][1]:  # Gemini, Qwen: one settings file holds both
+    if mcp and fmt == "json" and mcp_path != json_files[0][1] and not agent.mcp_jsonc_ok:  # Gemini, Qwen: one settings file holds both
         json_files.append(("mcp config is strict JSON", mcp_path))
     for name, path in json_files:
         problem = strict_json_problem(agent, home, path, read(path), name)
@@ -90,7 +90,8 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
 # optionally `doctor_checks`). Host modules only describe hosts; reading a host's settings to
 # judge them is installer and doctor work, so it lives in the installer package.
 HOST_CHECKS = {"claude": "leanctx.installer.claude_checks", "codex": "leanctx.installer.codex_checks",
-               "gemini": "leanctx.installer.gemini_checks", "qwen": "leanctx.installer.gemini_checks"}
+               "gemini": "leanctx.installer.gemini_checks", "qwen": "leanctx.installer.gemini_checks",
+               "copilot": "leanctx.installer.copilot_checks"}
 
 
 def host_checks(agent: Agent, kind: str, *args: object) -> list[dict]:

@@ -24,6 +24,7 @@ PINNED = {
     "@continuedev/cli": "1.5.47",
     "@google/gemini-cli": "0.61.0",
     "@qwen-code/qwen-code": "0.15.10",
+    "@github/copilot": "1.0.102",
 }
 BINARIES = {
     "claude": "@anthropic-ai/claude-code",
@@ -31,6 +32,7 @@ BINARIES = {
     "cn": "@continuedev/cli",
     "gemini": "@google/gemini-cli",
     "qwen": "@qwen-code/qwen-code",
+    "copilot": "@github/copilot",
 }
 
 

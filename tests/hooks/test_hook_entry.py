@@ -313,7 +313,9 @@ def test_hook_help_lists_every_agent_event_and_flag_without_reading_stdin(home: 
         if agent.guard_event is not None:
             assert f"with --guard: {agent.guard_event.name}" in text
         if agent.read_gate_event is not None:
-            assert f"with --read-gate: {agent.read_gate_event.name} (matcher {agent.read_gate_event.matcher})" in text
+            gate = agent.read_gate_event
+            assert f"with --read-gate: {gate.name}" + (f" (matcher {gate.matcher})" if gate.matcher else "") in text
+            assert "matcher None" not in text
     for flag, meaning in hooks.FLAGS.items():
         assert f"{flag} {meaning}" in text
 

@@ -1,0 +1,280 @@
+"""GitHub Copilot CLI: a hooks file of ours, `~/.copilot/hooks/leanctx.json` (user), or
+`<project>/.github/hooks/leanctx.json`; MCP in `~/.copilot/mcp-config.json` / `.github/mcp.json`.
+
+Copilot loads every `*.json` in its hooks folders: `{"version": 1, "hooks": {"<event>":
+[{"type": "command", "bash": "<cmd>", "timeoutSec": N}]}}`; a broken file is skipped alone, the
+others still run. We write the camelCase dialect deliberately: only it has `preMcpToolCall` (our
+per-call identity, below), `agentStop` carries `transcriptPath`, and the payloads are Copilot's
+own. (The PascalCase/Claude dialect gives snake_case payloads but no MCP hook, and its
+PermissionRequest payload stays camelCase anyway.) Copilot's config folder is `$COPILOT_HOME`
+or `~/.copilot` (its bundled JS: `configDir ?? COPILOT_HOME ?? ~/.copilot`).
+
+Facts we rely on, verified on 1.0.102 in runs (shared/reference/hosts-gemini-qwen-copilot-
+opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/payloads/copilot/):
+- events: sessionStart(`source` new|resume) → userPromptSubmitted → preToolUse →
+  preMcpToolCall → agentStop(`transcriptPath`) → sessionEnd; every payload has `sessionId`
+  and `cwd`, none an event name; pre/postToolUse carry no call id;
+- any non-zero exit of preToolUse denies the tool, and plain stdout on permissionRequest
+  denies it too: our runner always exits 0, we wire no permissionRequest, and on preToolUse
+  and preMcpToolCall we print nothing or one JSON object;
+- agentStop carries no reply: the bot profile (only it) takes the last main-agent `assistant.message`
+  from the tail of the transcript it names (`~/.copilot/session-state/<id>/events.jsonl`),
+  which Copilot may not have written yet when the hook starts;
+- `{"additionalContext": X}` on sessionStart / userPromptSubmitted reaches the model;
+  `{"permissionDecision": "deny", "permissionDecisionReason": R}` on preToolUse denies;
+- preMcpToolCall gets the model's `toolCallId` with `serverName`/`toolName`, and its
+  `{"metaToUse": {...}}` is merged into the MCP request's `_meta` (Copilot keeps its own
+  progressToken): our read gate notes the call and hands its id to our MCP server there,
+  the exact per-call identity Claude Code gives with `claudecode/toolUseId`;
+- the MCP server is a child of the same native `copilot` process as the hooks, with
+  `COPILOT_AGENT_SESSION_ID` in its environment;
+- a subagent (`task` tool) runs in the same process and MCP connection, but its hooks
+  (userPromptSubmitted, preMcpToolCall, agentStop) carry its own `sessionId` and an `agentId`:
+  the call id keeps its reads apart from its parent's;
+- a hooks file with a comment or trailing comma never runs; mcp-config.json with both works;
+- project hooks (`.github/hooks/*.json`) run only in a trusted folder (`--trust-folder`, or
+  trusted once interactively), silently skipped otherwise (doctor says so for project installs);
+  trusted, `.github/mcp.json` starts our server and `.github/copilot-instructions.md` reaches
+  the model, as `~/.copilot/copilot-instructions.md` does at user level.
+- `/compact` in a resumed session (`copilot -p /compact --continue`) fires preCompact
+  (`sessionId`, `transcriptPath`, `trigger: "manual"`); a resumed session without it keeps its
+  history, so its reads may be stubs.
+From the CLI's docs only: automatic (background) compaction firing preCompact too; the project
+skills folder `.github/skills` (`~/.copilot/skills` is verified).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+from leanctx import fastjson
+from leanctx.agents.base import (
+    PRE_COMPACT,
+    PRE_TOOL,
+    PROMPT,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    Agent,
+    EventSpec,
+    HookEvent,
+    json_object,
+    str_field,
+    env_dir,
+)
+
+#: the `_meta` key our read gate hands the call id to the MCP server under (mcpserver.CALL_ID_META_KEYS)
+CALL_ID_META = "leanctx/callId"
+_MAX_CALL_ID = 200  # as publish.MAX_CALL_ID: a longer id is never noted, so never handed on
+_CONTEXT_EVENTS = ("sessionStart", "userPromptSubmitted")
+_SOURCES = {"new": "startup"}  # Copilot's fresh session is Claude's "startup"
+_TAIL_BYTES = 256 * 1024  # how far back from the transcript's end the last reply is looked for
+REPLY_WAIT_S = 2.0  # how long agentStop waits for Copilot to write the turn to its transcript
+
+
+class Copilot(Agent):
+    name = "copilot"
+    display_name = "GitHub Copilot CLI"
+    binaries = ("copilot",)
+    checked_against = "GitHub Copilot CLI 1.0.102 (real CLI, end-to-end tests)"
+    new_file_keys = {"version": 1}
+    events = (
+        EventSpec("sessionStart", SESSION_START),
+        EventSpec("userPromptSubmitted", PROMPT),
+        EventSpec("preCompact", PRE_COMPACT),
+        EventSpec("agentStop", STOP),
+        EventSpec("sessionEnd", SESSION_END),
+    )
+    guard_event = EventSpec("preToolUse", PRE_TOOL)
+    # no matchers in this dialect: the gate sees every MCP call and notes only our ctx_read
+    read_gate_event = EventSpec("preMcpToolCall", PRE_TOOL)
+    hooks_file = "leanctx.json"
+    # verified on 1.0.102: a hooks file with a comment and trailing commas never runs, while
+    # mcp-config.json with both still starts its servers
+    mcp_jsonc_ok = True
+
+    # -- where ---------------------------------------------------------------------------
+    def config_dir(self, home: Path) -> Path:
+        return env_dir("COPILOT_HOME", home / ".copilot")
+
+    def user_config_path(self, home: Path) -> Path:
+        return self.config_dir(home) / "hooks" / self.hooks_file
+
+    def project_config_path(self, project: Path) -> Path:
+        return project / ".github" / "hooks" / self.hooks_file
+
+    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        if project is None:
+            return self.config_dir(home) / "copilot-instructions.md", "block"
+        return project / ".github" / "copilot-instructions.md", "block"
+
+    def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        base = self.config_dir(home) if project is None else project / ".github"
+        return base / "skills" / "leanctx-conversation-state" / "SKILL.md", "file"
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        if project is not None:
+            # the CLI's own migration note: "migrate to .mcp.json or .github/mcp.json"; .github/
+            # keeps Claude Code's `.mcp.json` entry (another shape) out of the way
+            return project / ".github" / "mcp.json", "json", ("mcpServers",)
+        return self.config_dir(home) / "mcp-config.json", "json", ("mcpServers",)
+
+    def mcp_entry(self, command: str, args: list[str]) -> dict:
+        return {"type": "local", "command": command, "args": args, "tools": ["*"]}
+
+    def unparseable_effect(self, path: Path, home: Path) -> str:
+        # verified on 1.0.102: a broken hooks file or mcp-config.json is skipped without a word
+        return "it silently skips this whole file"
+
+    # -- what ----------------------------------------------------------------------------
+    def hook_group(self, command: str, spec: EventSpec) -> dict:
+        return {"type": "command", "bash": command, "timeoutSec": self.timeout}
+
+    def group_commands(self, group: object) -> list[str]:
+        if not isinstance(group, dict):
+            return []
+        return [group[k] for k in ("bash", "powershell", "command") if isinstance(group.get(k), str)]
+
+    # -- payloads ------------------------------------------------------------------------
+    def normalize(self, event: str, payload: dict) -> HookEvent:
+        normalized = super().normalize(event, payload)
+        if not normalized.cwd:
+            normalized.cwd = str_field(payload, "workingDirectory")
+        if normalized.source in _SOURCES:
+            normalized.source = _SOURCES[normalized.source]
+        normalized.prompt = str_field(payload, "prompt") if event == "userPromptSubmitted" else None
+        if event == "preMcpToolCall":
+            # preToolUse calls our tool `leanctx-ctx_read`; here server and tool come apart
+            server, tool = str_field(payload, "serverName"), str_field(payload, "toolName")
+            normalized.tool_name = f"mcp__{server}__{tool}" if server and tool else None
+            normalized.tool_input = payload.get("arguments") if isinstance(payload.get("arguments"), dict) else None
+            normalized.tool_use_id = str_field(payload, "toolCallId")
+        stamp = payload.get("timestamp")
+        normalized.timestamp = stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else None
+        return normalized
+
+    def reply_text(self, event: HookEvent) -> str | None:
+        if event.event != "agentStop" or event.subagent_id or not event.transcript_path:
+            return None
+        return last_reply(event.transcript_path, event.timestamp)
+
+    def context_output(self, event: str, text: str) -> str:
+        if event not in _CONTEXT_EVENTS:
+            return ""
+        return fastjson.dumps({"additionalContext": text})
+
+    def guard_output(self, event: str, reason: str) -> str:
+        return fastjson.dumps({"permissionDecision": "deny", "permissionDecisionReason": reason})
+
+    def read_gate_output(self, event: HookEvent) -> str:
+        call_id = event.tool_use_id
+        if event.event != "preMcpToolCall" or not isinstance(call_id, str) or not 0 < len(call_id) <= _MAX_CALL_ID:
+            return self.no_opinion(event.event)
+        return fastjson.dumps({"metaToUse": {CALL_ID_META: call_id}})
+
+    def check_output(self, event: str, stdout: str) -> str | None:
+        if not stdout.strip():
+            return None
+        value = json_object(stdout)
+        if isinstance(value, str):
+            return value  # plain text: on permissionRequest Copilot would deny the tool
+        if event in _CONTEXT_EVENTS and set(value) == {"additionalContext"} and isinstance(value["additionalContext"], str):
+            return None
+        if event == "preToolUse" and value.get("permissionDecision") == "deny" and isinstance(value.get("permissionDecisionReason"), str):
+            return None
+        meta = value.get("metaToUse")
+        if event == "preMcpToolCall" and set(value) == {"metaToUse"} and isinstance(meta, dict) and set(meta) == {CALL_ID_META}:
+            return None
+        return f"not an answer {self.display_name} takes for {event}: {stdout[:80]!r}"
+
+    def synthetic_payload(self, event: str, cwd: str) -> dict:
+        session = "leanctx-doctor-00000000-0000-0000-0000-000000000000"
+        payload: dict[str, Any] = {"sessionId": session, "timestamp": 1796104220622, "cwd": cwd}
+        spec = self.event(event)
+        kind = spec.kind if spec else ""
+        if kind == SESSION_START:
+            payload.update(source="new", initialPrompt="leanctx doctor smoke test")
+        elif kind == PROMPT:
+            payload["prompt"] = "leanctx doctor smoke test"
+        elif kind == STOP:
+            home = os.path.expanduser("~")
+            payload.update(transcriptPath=os.path.join(home, ".copilot", "session-state", session, "events.jsonl"),
+                           stopReason="end_turn", stop_hook_active=False)
+        elif kind == SESSION_END:
+            payload["reason"] = "complete"
+        elif kind == PRE_COMPACT:
+            payload["trigger"] = "manual"
+        elif event == "preMcpToolCall":
+            payload.update(toolCallId="call_leanctx_doctor", serverName="leanctx", toolName="ctx_read",
+                           arguments={"path": os.path.join(cwd, "README.md")})
+        elif kind == PRE_TOOL:
+            payload.update(toolName="view", toolArgs={"path": os.path.join(cwd, "README.md")})
+        return payload
+
+
+def last_reply(path: str, stamp: object) -> str | None:
+    """The main agent's last reply text from Copilot's transcript (`events.jsonl`, one event a
+    line; agentStop carries no reply of its own). Copilot writes the transcript behind its
+    hooks (verified: a hook may run before the reply, or the file, is on disk), so the reply counts only once
+    the line announcing this very agentStop (`hook.start` with the payload's `timestamp`) is
+    there: what precedes it is this turn's. Waited for up to REPLY_WAIT_S, else None (never an
+    older turn's reply). Only a regular file is read, without blocking, and only its tail."""
+    import stat
+    import time
+
+    if isinstance(stamp, bool) or not isinstance(stamp, int):
+        return None
+    stamp_text = b"%d" % stamp
+    deadline = time.monotonic() + REPLY_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            # the session's folder is there, its transcript not yet (Copilot writes it lazily)
+            if not os.path.isdir(os.path.dirname(path)) or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+            continue
+        except (OSError, ValueError, TypeError):
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            os.lseek(fd, max(0, info.st_size - _TAIL_BYTES), os.SEEK_SET)
+            tail = os.read(fd, _TAIL_BYTES)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        lines = tail.split(b"\n")
+        mine = [i for i, line in enumerate(lines) if b"hook.start" in line and b'"agentStop"' in line and stamp_text in line]
+        if mine:
+            return _reply_before(lines[: mine[-1]])
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
+
+
+def _reply_before(lines: list) -> str | None:
+    for line in reversed(lines):
+        if b'"assistant.message"' not in line:
+            continue
+        try:
+            entry = fastjson.loads(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(entry, dict) or entry.get("type") != "assistant.message" or entry.get("agentId"):
+            continue  # a subagent's messages sit in its parent's transcript with their agentId
+        data = entry.get("data")
+        if isinstance(data, dict) and not data.get("parentToolCallId") and isinstance(data.get("content"), str) and data["content"].strip():
+            return data["content"]
+    return None
+
+
+AGENT = Copilot()
