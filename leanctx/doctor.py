@@ -213,18 +213,30 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     checks: list[dict] = result["checks"]
     missing = False
     try:
-        target = files.resolve_target(path, home, project)
-        data = files.read_bytes(target.real)
-        if data is None:
-            missing = True
-            raise ConfigError(f"{display(path, home)} does not exist")
-        value = hookconfig.parse(path, files.decode(path, data)).value
+        if agent.hook_file_mode is not None:  # OpenCode's plugin, Cline's hook files
+            from leanctx.installer import hookfiles
+
+            value, held = hookfiles.read_wired(agent, home, project)
+            path = agent.hook_folder(home, project)
+            result["config_path"] = display(path, home)
+            if not held:
+                missing = True
+                raise ConfigError(f"{display(path, home)} holds no hook file of leanctx's")
+            parsed = f"{', '.join(p.name for p in held)} in {display(path, home)}"
+        else:
+            target = files.resolve_target(path, home, project)
+            data = files.read_bytes(target.real)
+            if data is None:
+                missing = True
+                raise ConfigError(f"{display(path, home)} does not exist")
+            value = hookconfig.parse(path, files.decode(path, data)).value
+            parsed = f"{display(path, home)} parses"
     except ConfigError as exc:
         status = FAIL if explicit or not missing else INFO  # there but unusable (a FIFO, a loop): a failure
         checks.append(_check("config", status, str(exc), fix))
         result["ok"] = status != FAIL
         return result
-    checks.append(_check("config", OK, f"{display(path, home)} parses"))
+    checks.append(_check("config", OK, parsed))
     wired = wired_commands(agent, value)
     result["installed"] = bool(wired)
     if not wired and not explicit:

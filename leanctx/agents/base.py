@@ -16,6 +16,7 @@ import os
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook ~3 ms
 
 if TYPE_CHECKING:  # the hook path must not pay for typing/pathlib/dataclasses imports
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any, ClassVar
 
@@ -165,6 +166,12 @@ class Agent:
     guard_event: ClassVar[EventSpec | None] = None
     #: the pre-tool event, narrowed to our ctx_read, that notes who is about to read (None: none)
     read_gate_event: ClassVar[EventSpec | None] = None
+    #: the host runs hooks from whole files of ours (OpenCode's plugin, Cline's executable files)
+    #: rather than from entries in a config: `hook_folder`/`hook_files` say which, with this mode
+    #: (`installer/hookfiles.py` writes them); None: hooks are entries in `user_config_path`
+    hook_file_mode: ClassVar[int | None] = None
+    #: where the MCP entry keeps its environment (OpenCode: "environment")
+    mcp_env_key: ClassVar[str] = "env"
 
     # -- where ---------------------------------------------------------------------------
     def config_dir(self, home: Path) -> Path:
@@ -175,6 +182,19 @@ class Agent:
 
     def project_config_path(self, project: Path) -> Path | None:
         return None
+
+    def hook_folder(self, home: Path, project: Path | None) -> Path:
+        """With `hook_file_mode`: the folder the host loads our hook files from."""
+        raise NotImplementedError
+
+    def hook_files(self, wired: dict[str, str], mark: Callable[[dict[str, str]], str]) -> dict[str, str]:
+        """With `hook_file_mode`: {file name: text} running `wired` ({event: hook command}); each
+        file holds the line `mark(events it runs)` in a comment, so init/doctor can read it back."""
+        raise NotImplementedError
+
+    def hook_file_names(self) -> tuple[str, ...]:
+        """With `hook_file_mode`: every file name `hook_files` may use, in any profile."""
+        raise NotImplementedError
 
     def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
         """Where the bot profile's instructions for the model go, and how: "file" (a whole file
@@ -481,3 +501,20 @@ class ClaudeShapeAgent(Agent):
         elif kind == PRE_TOOL:
             payload.update(tool_name="Read", tool_input={"file_path": os.path.join(cwd, "README.md")}, tool_use_id="toolu_doctor")
         return payload
+
+
+class FileHookAgent(Agent):
+    """A host whose hooks are files of ours in a folder (see `hook_file_mode`). The first file
+    stands for "the hook config" in messages; doctor reads the wired commands back as
+    {event: [{"command": …}]}."""
+
+    def user_config_path(self, home: Path) -> Path:
+        return self.hook_folder(home, None) / self.hook_file_names()[0]
+
+    def project_config_path(self, project: Path) -> Path:
+        return self.hook_folder(project, project) / self.hook_file_names()[0]
+
+    def group_commands(self, group: object) -> list[str]:
+        if isinstance(group, dict) and isinstance(group.get("command"), str):
+            return [group["command"]]
+        return []

@@ -71,7 +71,7 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
     """Every reason `agent` will not load what init wires at this level (user, or `project`)."""
     found: list[LoadProblem] = []
     try:
-        json_files = [("config is strict JSON", config_path(agent, home, project))]
+        json_files = [] if agent.hook_file_mode is not None else [("config is strict JSON", config_path(agent, home, project))]
         mcp_path, fmt, _ = agent.mcp_config(home, project)
     except ConfigError:
         return found

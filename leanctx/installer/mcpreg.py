@@ -52,8 +52,17 @@ def wanted_entry(agent: Agent, data_dir: Path | None = None, project: Path | Non
     hooks (`leanctx-hook` on PATH) use the host's environment the same way."""
     entry = agent.mcp_entry(*server_command(project))
     if project is None and data_dir is not None and Path(data_dir) != paths.default_data_dir():
-        entry["env"] = {"LEANCTX_HOME": str(data_dir)}
+        entry[agent.mcp_env_key] = {"LEANCTX_HOME": str(data_dir)}
     return entry
+
+
+def launch(entry: dict) -> tuple[object, object, object]:
+    """(command, args, env) of a server entry in either shape: `{command, args, env}`, or
+    OpenCode's `{command: [program, *args], environment}`."""
+    command = entry.get("command")
+    if isinstance(command, list):
+        return (command[0] if command else None), command[1:], entry.get("environment")
+    return command, entry.get("args"), entry.get("env")
 
 
 def is_ours(entry: object) -> bool:
@@ -61,7 +70,7 @@ def is_ours(entry: object) -> bool:
     whatever the host did to the file's formatting; one with other environment is the user's."""
     if not isinstance(entry, dict):
         return False
-    command, args, env = entry.get("command"), entry.get("args"), entry.get("env")
+    command, args, env = launch(entry)
     if not isinstance(command, str) or env not in (None, {}) and (not isinstance(env, dict) or set(env) != {"LEANCTX_HOME"}):
         return False
     return args == ["-m", "leanctx", "mcp"] or (args == ["mcp"] and Path(command).name == "leanctx")

@@ -18,8 +18,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = REPO / ".ci" / "cache"
-PINNED = {"@anthropic-ai/claude-code": "2.1.197", "@openai/codex": "0.171.0"}
-BINARIES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+PINNED = {
+    "@anthropic-ai/claude-code": "2.1.197",
+    "@openai/codex": "0.171.0",
+    "opencode-ai": "1.18.33",
+    "cline": "3.0.65",
+}
+BINARIES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "opencode": "opencode-ai",
+    "cline": "cline",
+}
 
 
 def installed_version(package: str) -> str | None:
