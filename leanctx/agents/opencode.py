@@ -5,7 +5,7 @@ into its own process. Our plugin (`templates/opencode-plugin.js`) runs the leanc
 for the events wired here, with the plugin's own arguments as JSON on stdin: bus events as
 `{event: {type, properties: {sessionID, info: {id, directory, parentID}}}}`, `chat.message` as
 `{input: {sessionID}, output: {parts}}`, `tool.execute.before` as `{input: {tool, sessionID,
-callID}, output: {args}}`, plus `directory` (the plugin's ctx.directory) and `hook_event_name`.
+callID}, output: {args}}`, plus `cwd` (the plugin's ctx.directory) and `hook_event_name`.
 Verified on 1.18.33 in real runs (reference hosts-gemini-qwen-copilot-opencode.md §4 and
 tests/e2e/test_opencode_e2e.py): session.created, chat.message, session.idle fire in `opencode
 run`; the MCP server and the plugin share the `opencode` process (MCP env `OPENCODE_PID`), and
@@ -107,7 +107,7 @@ class OpenCode(FileHookAgent):
         info = _dict(props.get("info"))
         hook_input = _dict(payload.get("input"))
         session = _text(props.get("sessionID")) or _text(info.get("id")) or _text(hook_input.get("sessionID"))
-        cwd = _text(info.get("directory")) or _text(payload.get("directory"))
+        cwd = _text(payload.get("cwd")) or _text(info.get("directory"))  # the plugin's ctx.directory
         parts = _dict(payload.get("output")).get("parts")
         texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
         args = _dict(payload.get("output")).get("args")
@@ -154,7 +154,7 @@ class OpenCode(FileHookAgent):
 
     def synthetic_payload(self, event: str, cwd: str) -> dict:
         session = "ses_leanctxdoctor0000000000000"
-        payload: dict[str, Any] = {"hook_event_name": event, "directory": cwd}
+        payload: dict[str, Any] = {"hook_event_name": event, "cwd": cwd}
         if event.startswith("session."):
             props: dict[str, Any] = {"sessionID": session}
             if event == "session.created":

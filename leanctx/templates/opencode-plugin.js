@@ -56,7 +56,7 @@ export const LeanctxPlugin = async (ctx) => {
     try {
       const command = HOOKS[name];
       if (typeof command !== "string") return {};
-      return answer(await run(command, { hook_event_name: name, directory, ...body }));
+      return answer(await run(command, { hook_event_name: name, cwd: directory, ...body }));
     } catch (e) {
       return {};
     }
