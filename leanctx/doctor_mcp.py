@@ -30,6 +30,9 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
     from leanctx.doctor import init_fix
 
     fix = init_fix(agent, project)
+    if agent.mcp_config(home, project) is None:
+        return [{"name": "mcp server", "status": "info", "fix": None,
+                 "detail": f"{agent.display_name} reads MCP servers only from its user-level settings: run leanctx doctor without --project"}]
     try:
         name = mcpreg.chosen_name(agent, home, data_dir, project)  # `init --mcp-name` is remembered
         entry = mcpreg.registered(agent, home, project, name)

@@ -18,6 +18,7 @@ AGENT_MODULES: dict[str, str] = {
     "cursor": "leanctx.agents.cursor",
     "codebuddy": "leanctx.agents.codebuddy",
     "opencode": "leanctx.agents.opencode",
+    "cline": "leanctx.agents.cline",
 }
 
 

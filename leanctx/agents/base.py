@@ -206,8 +206,9 @@ class Agent:
         """Where the read rule (use ctx_read) goes, and how ("file" or "block"); None: nowhere."""
         return None
 
-    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
-        """(file, "json"|"toml", key of the servers table) where this host registers MCP servers."""
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]] | None:
+        """(file, "json"|"toml", key of the servers table) where this host registers MCP servers;
+        None when it reads them from no file at that level (Cline: user level only)."""
         raise NotImplementedError
 
     def mcp_entry(self, command: str, args: list[str]) -> dict:

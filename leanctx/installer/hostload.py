@@ -72,7 +72,7 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
     found: list[LoadProblem] = []
     try:
         json_files = [] if agent.hook_file_mode is not None else [("config is strict JSON", config_path(agent, home, project))]
-        mcp_path, fmt, _ = agent.mcp_config(home, project)
+        mcp_path, fmt, _ = agent.mcp_config(home, project) or (None, None, None)
     except ConfigError:
         return found
     if mcp and fmt == "json":

@@ -82,6 +82,8 @@ def part_name(name: str) -> str:
 
 def recorded_names(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> list[str]:
     """The server names this agent's install registered in that file, from its manifest."""
+    if agent.mcp_config(home, project) is None:
+        return []
     path = files.resolve_target(agent.mcp_config(home, project)[0], home, project).real
     record = manifest.load(data_dir, path)
     if record is None or record.parts is None:
@@ -105,6 +107,8 @@ def _toml(path: Path, text: str) -> tomlkit.TOMLDocument:
 
 def registered(agent: Agent, home: Path, project: Path | None, name: str = SERVER) -> dict | None:
     """The entry named `name` as the host will read it now, or None."""
+    if agent.mcp_config(home, project) is None:
+        return None
     path, fmt, key = agent.mcp_config(home, project)
     data = files.read_bytes(files.resolve_target(path, home, project).real)
     if data is None:
@@ -126,6 +130,8 @@ def _refuse_foreign(path: Path, name: str, entry: object) -> None:
 
 
 def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
+    if agent.mcp_config(home, project) is None:  # the host reads MCP servers from no file at this level
+        return None
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
     entry = wanted_entry(agent, data_dir, project)
@@ -185,6 +191,8 @@ def _register_json(target: files.Target, key: tuple, name: str, entry: dict) -> 
 
 def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
     """Take our entry named `name` out; an entry we cannot prove ours (by its command) stays."""
+    if agent.mcp_config(home, project) is None:
+        return None
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
 
