@@ -12,6 +12,7 @@ The `--json` report is stable (schema 1); see the README for its fields.
 from __future__ import annotations
 
 import json
+import shlex
 import os
 import subprocess
 import tempfile
@@ -216,9 +217,9 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         if agent.hook_file_mode is not None:  # OpenCode's plugin, Cline's hook files
             from leanctx.installer import hookfiles
 
-            value, held = hookfiles.read_wired(agent, home, project)
             path = agent.hook_folder(home, project)
             result["config_path"] = display(path, home)
+            value, held = hookfiles.read_wired(agent, home, project)
             if not held:
                 missing = True
                 raise ConfigError(f"{display(path, home)} holds no hook file of leanctx's")
@@ -238,6 +239,8 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         return result
     checks.append(_check("config", OK, parsed))
     wired = wired_commands(agent, value)
+    files_run = {event: Path(group["file"]) for event, groups in value.get("hooks", {}).items() for group in groups
+                 if isinstance(group, dict) and group.get("executable")} if agent.hook_file_mode is not None else {}
     result["installed"] = bool(wired)
     if not wired and not explicit:
         checks.append(_check("events", INFO, "detected, but leanctx is not wired here", fix))
@@ -265,7 +268,9 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         else:
             checks.append(_check(f"event {spec.name}", OK, "wired to our wrapper"))
             if runnable:
-                checks.append(smoke(agent, spec.name, want, project if project is not None else home))
+                # a hook file the host executes itself (Cline's) is smoke-run as the host runs it
+                ran = shlex.quote(str(files_run[spec.name])) if spec.name in files_run else want
+                checks.append(smoke(agent, spec.name, ran, project if project is not None else home))
     for problem in hostload.problems(agent, home, project, hostload.disk_reader(home, project)):
         checks.append(_check(problem.name, FAIL if problem.severity == hostload.FAIL else INFO,
                              f"{agent.display_name} will not load {display(problem.path, home)}: {problem.reason}"

@@ -141,6 +141,8 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
         done = [d for d in (apply_with_retry(c, apply_uninstall if c.removal else apply_install, data_dir) for c in hooks) if d]
         written = [d for d in done if not d.record_only]
         where = display(written[0].path if written else done[0].path if done else _config(agent, home, project), home)
+        if agent.hook_file_mode is not None and len(agent.hook_file_names()) > 1:  # Cline: one file per event
+            where = display(agent.hook_folder(home, project), home)
         verb = "wired" if written else "already wired"
         say(f"{agent.display_name}: {verb} {len(profile.events(agent))} events ({profile.name} profile) in {where}")
         if trust_change is not None:
@@ -152,6 +154,9 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
             done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
             if done_other is not None and not done_other.record_only:
                 say(f"  {'took our part out of' if other.removal else 'updated'} {display(done_other.path, home)}")
+        if profile.guard and agent.guard_event is None:
+            click.echo(f"WARNING: {agent.display_name} cannot deny a single tool call, so --guard adds nothing there: "
+                       "do not rely on it for a multi-user bot on this host", err=True)
         if profile.bot and agent.instructions_path(home, project) is None:
             say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
 

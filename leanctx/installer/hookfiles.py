@@ -83,12 +83,20 @@ def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None,
             raise _foreign(target.path)
         new = want[name].encode("utf-8")
         again = lambda name=name: _plan_one(agent, home, data_dir, project, profile, name)  # noqa: E731
-        if new == old:
+        if new == old and not _lost_exec_bit(agent, target):
             changes.append(already_there(agent, HOOKS, target, data_dir, old))
             continue
         files.check_writable(target.real)
         changes.append(Change(agent, target, old, new, replan=again, stale=old is not None, mode=agent.hook_file_mode or 0o600))
     return [c for c in changes if c is not None]
+
+
+def _lost_exec_bit(agent: Agent, target: files.Target) -> bool:
+    """A hook file the host executes (Cline's) that is no longer executable: init rewrites it."""
+    import os
+
+    executable = bool(agent.hook_file_mode and agent.hook_file_mode & 0o100)
+    return executable and os.path.exists(target.real) and not os.access(target.real, os.X_OK)
 
 
 def _plan_one(agent: Agent, home: Path, data_dir: Path, project: Path | None, profile: Profile, name: str) -> Change | None:
@@ -119,10 +127,9 @@ def plan_uninstall(agent: Agent, home: Path, data_dir: Path, project: Path | Non
 
 
 def read_wired(agent: Agent, home: Path, project: Path | None) -> tuple[dict, list[Path]]:
-    """({"hooks": {event: [{"command": …}]}}, the files holding them) as the host will load them
-    now, for doctor; a file of ours that the host cannot run (Cline's, not executable) raises."""
-    import os
-
+    """({"hooks": {event: [{"command", "file", "executable"}]}}, the files holding them) as the
+    host will load them now, for doctor; a file of ours the host cannot run (Cline's, not
+    executable) raises."""
     folder = agent.hook_folder(home, project)
     hooks: dict[str, list[dict]] = {}
     found: list[Path] = []
@@ -131,9 +138,10 @@ def read_wired(agent: Agent, home: Path, project: Path | None) -> tuple[dict, li
         old, ours = _read_ours(target)
         if ours is None:
             continue
-        if agent.hook_file_mode and agent.hook_file_mode & 0o100 and not os.access(target.real, os.X_OK):
+        if _lost_exec_bit(agent, target):
             raise ConfigError(f"{target.path}: is not executable, so {agent.display_name} will not run it (chmod +x)")
         found.append(target.path)
+        executable = bool(agent.hook_file_mode and agent.hook_file_mode & 0o100)
         for event, command in ours.items():
-            hooks.setdefault(event, []).append({"command": command})
+            hooks.setdefault(event, []).append({"command": command, "file": str(target.path), "executable": executable})
     return {"hooks": hooks}, found

@@ -253,6 +253,8 @@ def apply_install(change: Change, data_dir: Path) -> None:
         if change.old is not None:
             files.backup(data_dir, real, change.old)
         dirs = files.atomic_write(real, change.new or b"", change.old, new_file_mode=change.mode)
+        if change.mode & 0o111:  # a file the host executes stays executable (atomic_write keeps the old bits)
+            os.chmod(real, os.stat(real).st_mode & 0o7777 | change.mode & 0o111)
         record.installed_sha256 = _sha(change.new)
         record.created += [list(c) for c in change.created if list(c) not in record.created]
         record.created_dirs += [str(d) for d in dirs]

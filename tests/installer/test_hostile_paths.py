@@ -30,6 +30,10 @@ CONFIGS = [
     ("opencode", ".config/opencode/plugins/leanctx.js"),
     ("opencode", ".config/opencode/opencode.json"),
     ("opencode", ".config/opencode/AGENTS.md"),
+    ("cline", ".cline/hooks/TaskStart"),
+    ("cline", ".cline/hooks/SessionShutdown"),
+    ("cline", ".cline/data/settings/cline_mcp_settings.json"),
+    ("cline", ".cline/rules/leanctx-ctx-read.md"),
 ]
 
 
@@ -140,7 +144,8 @@ def test_a_file_where_a_config_folder_should_be(home: Path, data_dir: Path) -> N
     assert (home / ".claude").read_text() == "not a folder"
 
 
-@pytest.mark.parametrize("name,folder", [("claude", ".claude"), ("codex", ".codex"), ("opencode", ".config/opencode/plugins")])
+@pytest.mark.parametrize("name,folder", [("claude", ".claude"), ("codex", ".codex"), ("opencode", ".config/opencode/plugins"),
+                                         ("cline", ".cline/hooks")])
 def test_config_folder_symlinked_outside_home_is_refused(home: Path, data_dir: Path, tmp_path: Path, name: str, folder: str) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
