@@ -131,6 +131,16 @@ def env_dir(var: str, default: Path) -> Path:
     return Path(value) if value else default
 
 
+def as_dict(value: object) -> dict:
+    """`value` if it is a JSON object, else {} (payload fields hosts send ill-typed)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_text(value: object) -> str | None:
+    """`value` if it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
 def _str(payload: dict, *keys: str) -> str | None:
     """First non-empty string among `keys` (hosts disagree on names and send nulls)."""
     for key in keys:

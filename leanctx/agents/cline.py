@@ -33,6 +33,8 @@ from leanctx.agents.base import (
     STOP,
     EventSpec,
     FileHookAgent,
+    as_dict,
+    as_text,
     HookEvent,
     _roots,
     env_dir,
@@ -45,14 +47,6 @@ HOOK_FILE = """#!/bin/sh
 {command} 2>/dev/null
 exit 0
 """
-
-
-def _dict(value: object) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 class Cline(FileHookAgent):
@@ -107,13 +101,13 @@ class Cline(FileHookAgent):
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         spec = self.event(event)
-        root = _text(_dict(payload.get("sessionContext")).get("rootSessionId"))
+        root = as_text(as_dict(payload.get("sessionContext")).get("rootSessionId"))
         roots = _roots(payload)
-        cwd = roots[0] if roots else _text(_dict(payload.get("workspaceInfo")).get("rootPath"))
-        agent_id = _text(payload.get("agent_id"))
-        parent = _text(payload.get("parent_agent_id"))
-        turn = _dict(payload.get("turn"))
-        prompt = _dict(payload.get("userPromptSubmit")).get("prompt")
+        cwd = roots[0] if roots else as_text(as_dict(payload.get("workspaceInfo")).get("rootPath"))
+        agent_id = as_text(payload.get("agent_id"))
+        parent = as_text(payload.get("parent_agent_id"))
+        turn = as_dict(payload.get("turn"))
+        prompt = as_dict(payload.get("userPromptSubmit")).get("prompt")
         return HookEvent(
             agent=self.name,
             event=event,
@@ -124,9 +118,9 @@ class Cline(FileHookAgent):
             workspace_roots=roots or ([cwd] if cwd else []),
             subagent_id=agent_id if parent else None,  # a spawned agent runs inside the root session
             source="resume" if event == "TaskResume" else "startup" if event == "TaskStart" else None,
-            turn_id=_text(payload.get("taskId")),
-            prompt=_text(prompt) or _text(payload.get("prompt")),
-            reply=_text(turn.get("outputText")),
+            turn_id=as_text(payload.get("taskId")),
+            prompt=as_text(prompt) or as_text(payload.get("prompt")),
+            reply=as_text(turn.get("outputText")),
         )
 
     def synthetic_payload(self, event: str, cwd: str) -> dict:

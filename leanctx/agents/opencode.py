@@ -31,20 +31,14 @@ from leanctx.agents.base import (
     STOP,
     EventSpec,
     FileHookAgent,
+    as_dict,
+    as_text,
     HookEvent,
     env_dir,
 )
 
 PLUGIN = "leanctx.js"
 CONFIG_FILES = ("opencode.json", "opencode.jsonc")
-
-
-def _dict(value: object) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 class OpenCode(FileHookAgent):
@@ -102,15 +96,15 @@ class OpenCode(FileHookAgent):
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         spec = self.event(event)
-        bus = _dict(payload.get("event"))
-        props = _dict(bus.get("properties"))
-        info = _dict(props.get("info"))
-        hook_input = _dict(payload.get("input"))
-        session = _text(props.get("sessionID")) or _text(info.get("id")) or _text(hook_input.get("sessionID"))
-        cwd = _text(payload.get("cwd")) or _text(info.get("directory"))  # the plugin's ctx.directory
-        parts = _dict(payload.get("output")).get("parts")
+        bus = as_dict(payload.get("event"))
+        props = as_dict(bus.get("properties"))
+        info = as_dict(props.get("info"))
+        hook_input = as_dict(payload.get("input"))
+        session = as_text(props.get("sessionID")) or as_text(info.get("id")) or as_text(hook_input.get("sessionID"))
+        cwd = as_text(payload.get("cwd")) or as_text(info.get("directory"))  # the plugin's ctx.directory
+        parts = as_dict(payload.get("output")).get("parts")
         texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
-        args = _dict(payload.get("output")).get("args")
+        args = as_dict(payload.get("output")).get("args")
         return HookEvent(
             agent=self.name,
             event=event,
@@ -121,9 +115,9 @@ class OpenCode(FileHookAgent):
             workspace_roots=[cwd] if cwd else [],
             source="startup" if event == "session.created" else None,
             prompt="\n".join(texts) or None,
-            tool_name=_text(hook_input.get("tool")),
+            tool_name=as_text(hook_input.get("tool")),
             tool_input=args if isinstance(args, dict) else None,
-            tool_use_id=_text(hook_input.get("callID")),
+            tool_use_id=as_text(hook_input.get("callID")),
         )
 
     def context_output(self, event: str, text: str) -> str:

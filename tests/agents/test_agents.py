@@ -42,7 +42,7 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
     assert {SESSION_START, PROMPT, PRE_COMPACT, STOP} <= kinds
     if name != "opencode":  # OpenCode's plugin events have no session end
         assert SESSION_END in kinds
-    if name not in ("codebuddy", "opencode"):  # CodeBuddy documents no subagent events; OpenCode has none
+    if name not in ("codebuddy", "opencode", "cline"):  # none documented (CodeBuddy), none at all (OpenCode, Cline)
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)

@@ -92,6 +92,7 @@ __all__ = [
     "default_classify",
     "function_outputs",
     "chat_tool_outputs",
+    "chat_results",
     "is_subagent",
     "is_compaction",
     "turn_metadata",
@@ -201,6 +202,23 @@ def chat_tool_outputs(body: dict) -> dict:
                 content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
             out[msg["tool_call_id"]] = content if isinstance(content, str) else json.dumps(content)
     return out
+
+
+def chat_results(srv: "FakeOpenAI") -> dict:
+    """tool_call_id -> tool result text over every Chat Completions request `srv` received; an MCP
+    result handed over as its JSON (Cline does) is reduced to its text content."""
+    found: dict = {}
+    for body in srv.requests:
+        if isinstance(body, dict):
+            found.update(chat_tool_outputs(body))
+    for call_id, text in found.items():
+        try:
+            result = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(result, dict) and isinstance(result.get("content"), list):
+            found[call_id] = "".join(c.get("text", "") for c in result["content"] if isinstance(c, dict))
+    return found
 
 
 def _chat_message(items: list) -> tuple[str, list]:
@@ -355,6 +373,9 @@ def _make_handler(srv: FakeOpenAI):
             if (body.get("stream_options") or {}).get("include_usage"):
                 chunk(None, None, usage)
             chunks.append(b"data: [DONE]\n\n")
+            self._send_sse(chunks)
+
+        def _send_sse(self, chunks: list) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
@@ -420,13 +441,6 @@ def _make_handler(srv: FakeOpenAI):
                                     "output_index": idx, "arguments": it.get("arguments", "")}))
                 ev.append(_sse({"type": "response.output_item.done", "output_index": idx, "item": it}))
             ev.append(_sse({"type": "response.completed", "response": self._response_obj(full, model, "completed", rid)}))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("cache-control", "no-cache")
-            self.send_header("connection", "close")
-            self.end_headers()
-            self.wfile.write(b"".join(ev))
-            self.wfile.flush()
-            self.close_connection = True
+            self._send_sse(ev)
 
     return Handler

@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e import hostcli, tracetap
 from tests.e2e.conftest import _cli
-from tests.e2e.fake_openai import FakeOpenAI, chat_tool_outputs, function_call
+from tests.e2e.fake_openai import FakeOpenAI, chat_results, function_call
 
 pytestmark = pytest.mark.e2e
 
@@ -93,39 +93,12 @@ def session_ids(stdout: str) -> set:
     return found
 
 
-def to_trace(log, proj, files: dict) -> list:
-    """The tap log as a replay trace: the payloads our plugin forwarded, and each ctx_read with
-    the session that made it (OpenCode's own word: the tool call's sessionID)."""
-    entries = sorted((json.loads(line) for line in log.read_text().splitlines() if line.strip()), key=lambda e: e["t"])
-    trace: list = [{"op": "root", "path": str(proj)}]
-    trace += [{"op": "write", "path": rel, "text": text} for rel, text in files.items()]
-    hosts: dict = {}
-    last = entries[0]["t"] if entries else 0.0
-    for e in entries:
-        if e["t"] > last:
-            trace.append({"op": "tick", "s": round(e["t"] - last, 3)})
-            last = e["t"]
-        if e["host"] not in hosts:
-            hosts[e["host"]] = f"h{len(hosts) + 1}"
-            trace.append({"op": "host", "host": hosts[e["host"]], "agent": "opencode", "gate": False, "env": {}})
-        host, p = hosts[e["host"]], e["payload"]
-        if e["event"] == "read":
-            args = p.get("args") or {}
-            trace.append({"op": "read", "host": host, "conv": p["input"]["sessionID"], "sub": None, "path": args.get("path"),
-                          "start": args.get("start_line"), "end": args.get("end_line"), "fresh": bool(args.get("fresh")),
-                          "call_id": p["input"].get("callID")})
-        else:
-            trace.append({"op": "hook", "host": host, "event": e["event"], "payload": p})
-    return trace
-
-
-def tool_outputs(srv) -> dict:
-    """call id -> tool result text, over every request the fake received."""
-    found: dict = {}
-    for body in srv.requests:
-        if isinstance(body, dict):
-            found.update(chat_tool_outputs(body))
-    return found
+def read_of(entry: dict):
+    """A tap entry that is a ctx_read, in OpenCode's words (the tool call's sessionID and callID)."""
+    if entry["event"] != "read":
+        return None
+    p = entry["payload"]
+    return {"conv": p["input"]["sessionID"], "args": p.get("args") or {}, "call_id": p["input"].get("callID")}
 
 
 def run_opencode(cli, hh, lean, run_host, prompt: str, *extra: str):
@@ -165,7 +138,7 @@ def test_opencode_plugin_publishes_the_session_and_second_read_is_a_stub(opencod
         cp = run_opencode(opencode_cli, hh, lean, run_host, "read big.py twice")
         reported = session_ids(cp.stdout)
         assert len(reported) == 1, cp.stdout[-2000:]
-        out = tool_outputs(srv)
+        out = chat_results(srv)
         assert offered and all(offered), "OpenCode did not offer leanctx_ctx_read to the model"
         assert "def function_199" in out[first["call_id"]], out
         assert out[second["call_id"]].startswith("[unchanged]"), out[second["call_id"]][:300]
@@ -179,9 +152,9 @@ def test_opencode_plugin_publishes_the_session_and_second_read_is_a_stub(opencod
         # a second `opencode run` is a new session and a new process: content again
         cp2 = run_opencode(opencode_cli, hh, lean, run_host, "read big.py again")
         assert session_ids(cp2.stdout) - reported, "the second run reused the session"
-        assert "def function_199" in tool_outputs(srv)[again["call_id"]]
+        assert "def function_199" in chat_results(srv)[again["call_id"]]
         assert len(lean.records("opencode")) == 2
-    trace = to_trace(tap_log, hh.proj, {"big.py": content})
+    trace = tracetap.tap_trace(tap_log, hh.proj, {"big.py": content}, "opencode", read_of)
     tracetap.check_replay(trace, hh, ["full", "stub", "full"], "opencode-two-sessions", host="OpenCode", source=__file__)
     code, report = lean.doctor("opencode")
     assert code == 0 and report["agents"][0]["ok"], json.dumps(report, indent=1)[-3000:]
@@ -212,7 +185,7 @@ def test_opencode_project_install_runs_from_the_project_and_uninstall_restores(o
         env = dict(oc_env(hh, lean), PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
         cp, _ = run_host([opencode_cli, "run", "read a.txt", "--format", "json"], cwd=hh.proj, env=env, timeout=TIMEOUT)
         assert cp.returncode == 0, cp.stderr[-3000:]
-        assert "hello from the project" in tool_outputs(srv)[read["call_id"]]
+        assert "hello from the project" in chat_results(srv)[read["call_id"]]
     rec = lean.only_record("opencode")
     assert rec["conversation_id"] in session_ids(cp.stdout)
     lean.run("uninstall", "--agent", "opencode", "--project", str(hh.proj))
