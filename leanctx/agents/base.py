@@ -292,6 +292,11 @@ class Agent:
         return []
 
     # -- payloads ------------------------------------------------------------------------
+    def hook_event(self, event: str, **fields: object) -> HookEvent:
+        """A HookEvent of this host for `event`, its kind looked up (hosts with their own payloads)."""
+        spec = self.event(event)
+        return HookEvent(agent=self.name, event=event, kind=spec.kind if spec else event, **fields)
+
     def normalize(self, event: str, payload: dict) -> HookEvent:
         """Turn the host's stdin payload into one HookEvent (missing/ill-typed fields -> None)."""
         spec = self.event(event)

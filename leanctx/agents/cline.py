@@ -33,9 +33,9 @@ from leanctx.agents.base import (
     STOP,
     EventSpec,
     FileHookAgent,
+    HookEvent,
     as_dict,
     as_text,
-    HookEvent,
     _roots,
     env_dir,
 )
@@ -100,7 +100,6 @@ class Cline(FileHookAgent):
         return {"type": "stdio", "command": command, "args": args, "disabled": False}
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
-        spec = self.event(event)
         root = as_text(as_dict(payload.get("sessionContext")).get("rootSessionId"))
         roots = _roots(payload)
         cwd = roots[0] if roots else as_text(as_dict(payload.get("workspaceInfo")).get("rootPath"))
@@ -108,10 +107,8 @@ class Cline(FileHookAgent):
         parent = as_text(payload.get("parent_agent_id"))
         turn = as_dict(payload.get("turn"))
         prompt = as_dict(payload.get("userPromptSubmit")).get("prompt")
-        return HookEvent(
-            agent=self.name,
-            event=event,
-            kind=spec.kind if spec else event,
+        return self.hook_event(
+            event,
             conversation_id=root,
             session_id=root,
             cwd=cwd,

@@ -31,9 +31,9 @@ from leanctx.agents.base import (
     STOP,
     EventSpec,
     FileHookAgent,
+    HookEvent,
     as_dict,
     as_text,
-    HookEvent,
     env_dir,
 )
 
@@ -95,7 +95,6 @@ class OpenCode(FileHookAgent):
         return {"type": "local", "command": [command, *args], "enabled": True}
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
-        spec = self.event(event)
         bus = as_dict(payload.get("event"))
         props = as_dict(bus.get("properties"))
         info = as_dict(props.get("info"))
@@ -105,10 +104,8 @@ class OpenCode(FileHookAgent):
         parts = as_dict(payload.get("output")).get("parts")
         texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
         args = as_dict(payload.get("output")).get("args")
-        return HookEvent(
-            agent=self.name,
-            event=event,
-            kind=spec.kind if spec else event,
+        return self.hook_event(
+            event,
             conversation_id=session,
             session_id=session,
             cwd=cwd,

@@ -99,19 +99,6 @@ def cline_env(hh, lean) -> dict:
     return hostcli.base_env(hh.home, lean.host_env)
 
 
-def task_ids(stdout: str) -> set:
-    """The task ids Cline itself printed (`--json`: its hook events name them)."""
-    found = set()
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("taskId"), str):
-            found.add(event["taskId"])
-    return found
-
-
 def install_tap(hh) -> object:
     folder = hh.home / "Documents" / "Cline" / "Hooks"
     folder.mkdir(parents=True)
@@ -202,7 +189,7 @@ def test_cline_hook_files_publish_the_session_and_second_read_is_a_stub(cline_cl
         rec = lean.only_record("cline")
         sessions = sorted(os.listdir(hh.home / ".cline" / "data" / "sessions"))
         assert rec["conversation_id"] == rec["session_id"] and rec["conversation_id"] in sessions, (rec, sessions)
-        assert rec["turn_id"] in task_ids(cp.stdout) and rec["last_event"] == "TaskComplete"
+        assert rec["turn_id"] in hostcli.printed_ids(cp.stdout, "taskId") and rec["last_event"] == "TaskComplete"
         assert rec["cwd"] == str(hh.proj) and rec["host"]["name"] == "cline"
         assert probe.starts(), "the user's own MCP server was not started beside ours"
         lean.assert_no_hook_errors()
@@ -235,6 +222,6 @@ def test_cline_project_hooks_run_from_the_project(cline_cli, cline_home, lean, r
         assert cp.returncode == 0, cp.stderr[-3000:]
     rec = lean.only_record("cline")
     assert rec["conversation_id"] == sorted(os.listdir(hh.home / ".cline" / "data" / "sessions"))[0]
-    assert rec["turn_id"] in task_ids(cp.stdout)
+    assert rec["turn_id"] in hostcli.printed_ids(cp.stdout, "taskId")
     lean.run("uninstall", "--agent", "cline", "--project", str(hh.proj))
     assert not (hh.proj / ".cline").exists()

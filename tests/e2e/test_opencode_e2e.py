@@ -80,19 +80,6 @@ def oc_env(hh, lean) -> dict:
     })
 
 
-def session_ids(stdout: str) -> set:
-    """The session ids OpenCode itself printed (`--format json`: one event per line)."""
-    found = set()
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("sessionID"), str):
-            found.add(event["sessionID"])
-    return found
-
-
 def read_of(entry: dict):
     """A tap entry that is a ctx_read, in OpenCode's words (the tool call's sessionID and callID)."""
     if entry["event"] != "read":
@@ -136,7 +123,7 @@ def test_opencode_plugin_publishes_the_session_and_second_read_is_a_stub(opencod
         assert (plugins / "leanctx.js").exists()
         assert "// the user's own settings" in config.read_text()
         cp = run_opencode(opencode_cli, hh, lean, run_host, "read big.py twice")
-        reported = session_ids(cp.stdout)
+        reported = hostcli.printed_ids(cp.stdout, "sessionID")
         assert len(reported) == 1, cp.stdout[-2000:]
         out = chat_results(srv)
         assert offered and all(offered), "OpenCode did not offer leanctx_ctx_read to the model"
@@ -151,7 +138,7 @@ def test_opencode_plugin_publishes_the_session_and_second_read_is_a_stub(opencod
         lean.assert_no_hook_errors()
         # a second `opencode run` is a new session and a new process: content again
         cp2 = run_opencode(opencode_cli, hh, lean, run_host, "read big.py again")
-        assert session_ids(cp2.stdout) - reported, "the second run reused the session"
+        assert hostcli.printed_ids(cp2.stdout, "sessionID") - reported, "the second run reused the session"
         assert "def function_199" in chat_results(srv)[again["call_id"]]
         assert len(lean.records("opencode")) == 2
     trace = tracetap.tap_trace(tap_log, hh.proj, {"big.py": content}, "opencode", read_of)
@@ -187,7 +174,7 @@ def test_opencode_project_install_runs_from_the_project_and_uninstall_restores(o
         assert cp.returncode == 0, cp.stderr[-3000:]
         assert "hello from the project" in chat_results(srv)[read["call_id"]]
     rec = lean.only_record("opencode")
-    assert rec["conversation_id"] in session_ids(cp.stdout)
+    assert rec["conversation_id"] in hostcli.printed_ids(cp.stdout, "sessionID")
     lean.run("uninstall", "--agent", "opencode", "--project", str(hh.proj))
     assert project_config.read_bytes() == before
     # .opencode/ also holds what OpenCode itself put there (.gitignore, package.json): only our plugin goes
