@@ -12,6 +12,7 @@ The `--json` report is stable (schema 1); see the README for its fields.
 from __future__ import annotations
 
 import json
+import shlex
 import os
 import subprocess
 import tempfile
@@ -216,19 +217,33 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     checks: list[dict] = result["checks"]
     missing = False
     try:
-        target = files.resolve_target(path, home, project)
-        data = files.read_bytes(target.real)
-        if data is None:
-            missing = True
-            raise ConfigError(f"{display(path, home)} does not exist")
-        value = hookconfig.parse(path, files.decode(path, data)).value
+        if agent.hook_file_mode is not None:  # OpenCode's plugin, Cline's hook files
+            from leanctx.installer import hookfiles
+
+            path = agent.hook_folder(home, project)
+            result["config_path"] = display(path, home)
+            value, held = hookfiles.read_wired(agent, home, project)
+            if not held:
+                missing = True
+                raise ConfigError(f"{display(path, home)} holds no hook file of leanctx's")
+            parsed = f"{', '.join(p.name for p in held)} in {display(path, home)}"
+        else:
+            target = files.resolve_target(path, home, project)
+            data = files.read_bytes(target.real)
+            if data is None:
+                missing = True
+                raise ConfigError(f"{display(path, home)} does not exist")
+            value = hookconfig.parse(path, files.decode(path, data)).value
+            parsed = f"{display(path, home)} parses"
     except ConfigError as exc:
         status = FAIL if explicit or not missing else INFO  # there but unusable (a FIFO, a loop): a failure
         checks.append(_check("config", status, str(exc), fix))
         result["ok"] = status != FAIL
         return result
-    checks.append(_check("config", OK, f"{display(path, home)} parses"))
+    checks.append(_check("config", OK, parsed))
     wired = wired_commands(agent, value)
+    files_run = {event: Path(group["file"]) for event, groups in value.get("hooks", {}).items() for group in groups
+                 if isinstance(group, dict) and group.get("executable")} if agent.hook_file_mode is not None else {}
     result["installed"] = bool(wired)
     if not wired and not explicit:
         checks.append(_check("events", INFO, "detected, but leanctx is not wired here", fix))
@@ -256,7 +271,9 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         else:
             checks.append(_check(f"event {spec.name}", OK, "wired to our wrapper"))
             if runnable:
-                checks.append(smoke(agent, spec.name, want, project if project is not None else home))
+                # a hook file the host executes itself (Cline's) is smoke-run as the host runs it
+                ran = shlex.quote(str(files_run[spec.name])) if spec.name in files_run else want
+                checks.append(smoke(agent, spec.name, ran, project if project is not None else home))
     for problem in hostload.problems(agent, home, project, hostload.disk_reader(home, project)):
         checks.append(_check(problem.name, FAIL if problem.severity == hostload.FAIL else INFO,
                              f"{agent.display_name} will not load {display(problem.path, home)}: {problem.reason}"

@@ -30,6 +30,9 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
     from leanctx.doctor import init_fix
 
     fix = init_fix(agent, project)
+    if agent.mcp_config(home, project) is None:
+        return [{"name": "mcp server", "status": "info", "fix": None,
+                 "detail": f"{agent.display_name} reads MCP servers only from its user-level settings: run leanctx doctor without --project"}]
     try:
         name = mcpreg.chosen_name(agent, home, data_dir, project)  # `init --mcp-name` is remembered
         entry = mcpreg.registered(agent, home, project, name)
@@ -47,11 +50,12 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
     want = mcpreg.wanted_entry(agent, data_dir, project)
     if entry != want:
         return [{"name": "mcp server", "status": "fail", "detail": f"the entry in {path} differs from this installation's: {entry}", "fix": fix}]
-    missing = path_check([str(entry.get("command"))], path)
+    command, args, env = mcpreg.launch(entry)
+    missing = path_check([str(command)], path)
     if missing:
         return [missing]
     out = [{"name": "mcp server", "status": "ok", "detail": f"registered as {name!r} in {path}", "fix": None}]
-    out.extend(round_trip(entry["command"], list(entry.get("args") or []), entry.get("env") or {}))
+    out.extend(round_trip(str(command), list(args or []), env or {}))
     return out
 
 

@@ -20,6 +20,8 @@ AGENT_MODULES: dict[str, str] = {
     "gemini": "leanctx.agents.gemini",
     "qwen": "leanctx.agents.qwen",
     "copilot": "leanctx.agents.copilot",
+    "opencode": "leanctx.agents.opencode",
+    "cline": "leanctx.agents.cline",
 }
 
 

@@ -19,6 +19,7 @@ from leanctx import fastjson
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs the hook ~3 ms
 
 if TYPE_CHECKING:  # the hook path must not pay for typing/pathlib/dataclasses imports
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any, ClassVar
 
@@ -135,6 +136,16 @@ def env_dir(var: str, default: Path) -> Path:
     return Path(value) if value else default
 
 
+def as_dict(value: object) -> dict:
+    """`value` if it is a JSON object, else {} (payload fields hosts send ill-typed)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_text(value: object) -> str | None:
+    """`value` if it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
 def str_field(payload: dict, *keys: str) -> str | None:
     """First non-empty string among `keys` (hosts disagree on names and send nulls)."""
     for key in keys:
@@ -176,6 +187,12 @@ class Agent:
     guard_event: ClassVar[EventSpec | None] = None
     #: the pre-tool event, narrowed to our ctx_read, that notes who is about to read (None: none)
     read_gate_event: ClassVar[EventSpec | None] = None
+    #: the host runs hooks from whole files of ours (OpenCode's plugin, Cline's executable files)
+    #: rather than from entries in a config: `hook_folder`/`hook_files` say which, with this mode
+    #: (`installer/hookfiles.py` writes them); None: hooks are entries in `user_config_path`
+    hook_file_mode: ClassVar[int | None] = None
+    #: where the MCP entry keeps its environment (OpenCode: "environment")
+    mcp_env_key: ClassVar[str] = "env"
 
     # -- where ---------------------------------------------------------------------------
     def config_dir(self, home: Path) -> Path:
@@ -187,6 +204,19 @@ class Agent:
     def project_config_path(self, project: Path) -> Path | None:
         return None
 
+    def hook_folder(self, home: Path, project: Path | None) -> Path:
+        """With `hook_file_mode`: the folder the host loads our hook files from."""
+        raise NotImplementedError
+
+    def hook_files(self, wired: dict[str, str], mark: Callable[[dict[str, str]], str]) -> dict[str, str]:
+        """With `hook_file_mode`: {file name: text} running `wired` ({event: hook command}); each
+        file holds the line `mark(events it runs)` in a comment, so init/doctor can read it back."""
+        raise NotImplementedError
+
+    def hook_file_names(self) -> tuple[str, ...]:
+        """With `hook_file_mode`: every file name `hook_files` may use, in any profile."""
+        raise NotImplementedError
+
     def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
         """Where the bot profile's instructions for the model go, and how: "file" (a whole file
         of ours, e.g. a skill) or "block" (a marked block in the host's shared instructions file).
@@ -197,8 +227,9 @@ class Agent:
         """Where the read rule (use ctx_read) goes, and how ("file" or "block"); None: nowhere."""
         return None
 
-    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
-        """(file, "json"|"toml", key of the servers table) where this host registers MCP servers."""
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]] | None:
+        """(file, "json"|"toml", key of the servers table) where this host registers MCP servers;
+        None when it reads them from no file at that level (Cline: user level only)."""
         raise NotImplementedError
 
     def mcp_entry(self, command: str, args: list[str]) -> dict:
@@ -286,6 +317,11 @@ class Agent:
         Claude Code's). None: a host we do not publish for; the hook then does nothing."""
         return self, event
 
+    def hook_event(self, event: str, **fields: object) -> HookEvent:
+        """A HookEvent of this host for `event`, its kind looked up (hosts with their own payloads)."""
+        spec = self.event(event)
+        return HookEvent(agent=self.name, event=event, kind=spec.kind if spec else event, **fields)
+
     def normalize(self, event: str, payload: dict) -> HookEvent:
         """Turn the host's stdin payload into one HookEvent (missing/ill-typed fields -> None)."""
         spec = self.event(event)
@@ -299,7 +335,7 @@ class Agent:
             session_id=session_id,
             transcript_path=str_field(payload, "transcript_path", "transcriptPath"),
             cwd=str_field(payload, "cwd"),
-            workspace_roots=_roots(payload),
+            workspace_roots=workspace_roots_of(payload),
             subagent_id=str_field(payload, "agent_id", "agentId", "subagent_id"),
             subagent_type=str_field(payload, "agent_type", "agentType", "subagent_type"),
             subagent_transcript_path=str_field(payload, "agent_transcript_path"),
@@ -369,7 +405,7 @@ def json_object(stdout: str) -> dict | str:
     return value if isinstance(value, dict) else "stdout JSON is not an object"
 
 
-def _roots(payload: dict) -> list[str]:
+def workspace_roots_of(payload: dict) -> list[str]:
     roots = payload.get("workspace_roots") or payload.get("workspaceRoots")
     if isinstance(roots, list):
         return [r for r in roots if isinstance(r, str) and r]
@@ -509,3 +545,20 @@ class ClaudeShapeAgent(Agent):
         elif kind == PRE_TOOL:
             payload.update(tool_name="Read", tool_input={"file_path": os.path.join(cwd, "README.md")}, tool_use_id="toolu_doctor")
         return payload
+
+
+class FileHookAgent(Agent):
+    """A host whose hooks are files of ours in a folder (see `hook_file_mode`). The first file
+    stands for "the hook config" in messages; doctor reads the wired commands back as
+    {event: [{"command": …}]}."""
+
+    def user_config_path(self, home: Path) -> Path:
+        return self.hook_folder(home, None) / self.hook_file_names()[0]
+
+    def project_config_path(self, project: Path) -> Path:
+        return self.hook_folder(project, project) / self.hook_file_names()[0]
+
+    def group_commands(self, group: object) -> list[str]:
+        if isinstance(group, dict) and isinstance(group.get("command"), str):
+            return [group["command"]]
+        return []

@@ -50,8 +50,8 @@ def _print_diffs(changes: list[Change], home: Path) -> None:
 def _plan_init(
     selected: list[Agent], home: Path, data_dir: Path, project: Path | None, trust: bool, profile: Profile, mcp: bool,
     mcp_name: str | None = None,
-) -> list[tuple[Agent, Change | None, Change | None, list[Change]]]:
-    """(agent, hooks change, Codex trust change, other changes) per agent; raises before any write.
+) -> list[tuple[Agent, list[Change], Change | None, list[Change]]]:
+    """(agent, hooks changes, Codex trust change, other changes) per agent; raises before any write.
 
     The other changes: the bot profile's instructions, the MCP server entry and its read rule
     (each installed or taken out, so the run states the whole profile). The server keeps the
@@ -64,12 +64,12 @@ def _plan_init(
     for agent in selected:
         name = mcpreg.chosen_name(agent, home, data_dir, project, mcp_name)
         agent_profile = replace(profile, mcp_name=name)
-        change = plan_install(agent, home, data_dir, project, agent_profile)
+        hooks = _plan_hooks(agent, home, data_dir, project, agent_profile)
         trust_change = None
         if trust and agent.name == "codex":
             from leanctx.installer.trust import plan_trust
 
-            hooks_text = (change.new if change else files.read_bytes(_config(agent, home, project)) or b"").decode("utf-8")
+            hooks_text = (hooks[0].new if hooks else files.read_bytes(_config(agent, home, project)) or b"").decode("utf-8")
             trust_change = plan_trust(agent, home, data_dir, project, hooks_text)
         others = [
             instructions.plan(agent, home, data_dir, project, want=profile.bot),
@@ -77,8 +77,18 @@ def _plan_init(
             mcpreg.plan_register(agent, home, data_dir, project, name) if mcp else None,
             instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ, server=name),
         ]
-        planned.append((agent, change, trust_change, [c for c in others if c is not None]))
+        planned.append((agent, hooks, trust_change, [c for c in others if c is not None]))
     return planned
+
+
+def _plan_hooks(agent: Agent, home: Path, data_dir: Path, project: Path | None, profile: Profile) -> list[Change]:
+    """Our hook entries in the host's config, or our hook files (OpenCode's plugin, Cline's files)."""
+    if agent.hook_file_mode is not None:
+        from leanctx.installer import hookfiles
+
+        return hookfiles.plan_install(agent, home, data_dir, project, profile)
+    change = plan_install(agent, home, data_dir, project, profile)
+    return [change] if change is not None else []
 
 
 def run_init(
@@ -103,7 +113,7 @@ def run_init(
     try:
         if dry_run:
             planned = _plan_init(selected, home, data_dir, project, trust, profile, mcp, mcp_name)
-            changes = [c for c in [_wrapper_change(data_dir, project)] + [c for _, hooks, trusts, others in planned for c in [hooks, trusts, *others]] if c and not c.record_only]
+            changes = [c for c in [_wrapper_change(data_dir, project)] + [c for _, hooks, trusts, others in planned for c in [*hooks, trusts, *others]] if c and not c.record_only]
             _print_diffs(changes, home)
             return _warn_not_loaded(selected, home, project, mcp, hostload.planned_reader(home, project, changes), dry_run=True)
         with files.install_lock(data_dir):
@@ -127,20 +137,26 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
     wrapper_change = _wrapper_change(data_dir, project)
     if wrapper_change:  # first, so no host ever calls a missing wrapper
         apply_install(wrapper_change, data_dir)
-    for agent, change, trust_change, others in planned:
-        done = apply_with_retry(change, apply_install, data_dir) if change else None
-        where = display(done.path if done else _config(agent, home, project), home)
-        verb = "wired" if done and not done.record_only else "already wired"
+    for agent, hooks, trust_change, others in planned:
+        done = [d for d in (apply_with_retry(c, apply_uninstall if c.removal else apply_install, data_dir) for c in hooks) if d]
+        written = [d for d in done if not d.record_only]
+        where = display(written[0].path if written else done[0].path if done else _config(agent, home, project), home)
+        if agent.hook_file_mode is not None and len(agent.hook_file_names()) > 1:  # Cline: one file per event
+            where = display(agent.hook_folder(home, project), home)
+        verb = "wired" if written else "already wired"
         say(f"{agent.display_name}: {verb} {len(profile.events(agent))} events ({profile.name} profile) in {where}")
         if trust_change is not None:
             apply_with_retry(trust_change, apply_install, data_dir)
             say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")
-        elif agent.name == "codex" and done and not trust:
+        elif agent.name == "codex" and written and not trust:
             say(f"  {CODEX_TRUST_HINT}")
         for other in others:
             done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
             if done_other is not None and not done_other.record_only:
                 say(f"  {'took our part out of' if other.removal else 'updated'} {display(done_other.path, home)}")
+        if profile.guard and agent.guard_event is None:
+            click.echo(f"WARNING: {agent.display_name} cannot deny a single tool call, so --guard adds nothing there: "
+                       "do not rely on it for a multi-user bot on this host", err=True)
         if profile.bot and agent.instructions_path(home, project) is None:
             say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
 
@@ -229,7 +245,12 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
         ):
             if other is not None:
                 planned.append((agent, other))
-        planned.append((agent, plan_uninstall(agent, home, data_dir, project)))
+        if agent.hook_file_mode is not None:
+            from leanctx.installer import hookfiles
+
+            planned += [(agent, c) for c in hookfiles.plan_uninstall(agent, home, data_dir, project)]
+        else:
+            planned.append((agent, plan_uninstall(agent, home, data_dir, project)))
     return planned
 
 

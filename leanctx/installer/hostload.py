@@ -71,11 +71,12 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
     """Every reason `agent` will not load what init wires at this level (user, or `project`)."""
     found: list[LoadProblem] = []
     try:
-        json_files = [("config is strict JSON", config_path(agent, home, project))]
-        mcp_path, fmt, _ = agent.mcp_config(home, project)
+        json_files = [] if agent.hook_file_mode is not None else [("config is strict JSON", config_path(agent, home, project))]
+        mcp_path, fmt, _ = agent.mcp_config(home, project) or (None, None, None)
     except ConfigError:
         return found
-    if mcp and fmt == "json" and mcp_path != json_files[0][1] and not agent.mcp_jsonc_ok:  # Gemini, Qwen: one settings file holds both
+    # Gemini, Qwen: one settings file holds both; Copilot reads its MCP file as JSONC
+    if mcp and fmt == "json" and all(mcp_path != p for _n, p in json_files) and not agent.mcp_jsonc_ok:
         json_files.append(("mcp config is strict JSON", mcp_path))
     for name, path in json_files:
         problem = strict_json_problem(agent, home, path, read(path), name)

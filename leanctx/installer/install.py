@@ -39,6 +39,7 @@ class Change:
     record_only: bool = False  # the file stays as it is; only the manifest learns or forgets the part
     note: str | None = None  # why a removal leaves the file as it is
     stale: bool = False  # the file already held an (older) entry of ours: its bytes are no clean baseline
+    mode: int = 0o600  # a new file's permission bits (hook files a host executes: 0o755)
 
     @property
     def path(self) -> Path:
@@ -251,7 +252,9 @@ def apply_install(change: Change, data_dir: Path) -> None:
     if not change.record_only:
         if change.old is not None:
             files.backup(data_dir, real, change.old)
-        dirs = files.atomic_write(real, change.new or b"", change.old)
+        dirs = files.atomic_write(real, change.new or b"", change.old, new_file_mode=change.mode)
+        if change.mode & 0o111:  # a file the host executes stays executable (atomic_write keeps the old bits)
+            os.chmod(real, os.stat(real).st_mode & 0o7777 | change.mode & 0o111)
         record.installed_sha256 = _sha(change.new)
         record.created += [list(c) for c in change.created if list(c) not in record.created]
         record.created_dirs += [str(d) for d in dirs]

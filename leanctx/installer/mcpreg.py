@@ -51,8 +51,17 @@ def wanted_entry(agent: Agent, data_dir: Path | None = None, project: Path | Non
     hooks (`leanctx-hook` on PATH) use the host's environment the same way."""
     entry = agent.mcp_entry(*server_command(project))
     if project is None and data_dir is not None and Path(data_dir) != paths.default_data_dir():
-        entry["env"] = {"LEANCTX_HOME": str(data_dir)}
+        entry[agent.mcp_env_key] = {"LEANCTX_HOME": str(data_dir)}
     return entry
+
+
+def launch(entry: dict) -> tuple[object, object, object]:
+    """(command, args, env) of a server entry in either shape: `{command, args, env}`, or
+    OpenCode's `{command: [program, *args], environment}`."""
+    command = entry.get("command")
+    if isinstance(command, list):
+        return (command[0] if command else None), command[1:], entry.get("environment")
+    return command, entry.get("args"), entry.get("env")
 
 
 def is_ours(entry: object) -> bool:
@@ -60,7 +69,7 @@ def is_ours(entry: object) -> bool:
     whatever the host did to the file's formatting; one with other environment is the user's."""
     if not isinstance(entry, dict):
         return False
-    command, args, env = entry.get("command"), entry.get("args"), entry.get("env")
+    command, args, env = launch(entry)
     if not isinstance(command, str) or env not in (None, {}) and (not isinstance(env, dict) or set(env) != {"LEANCTX_HOME"}):
         return False
     return args == ["-m", "leanctx", "mcp"] or (args == ["mcp"] and Path(command).name == "leanctx")
@@ -72,6 +81,8 @@ def part_name(name: str) -> str:
 
 def recorded_names(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> list[str]:
     """The server names this agent's install registered in that file, from its manifest."""
+    if agent.mcp_config(home, project) is None:
+        return []
     path = files.resolve_target(agent.mcp_config(home, project)[0], home, project).real
     record = manifest.load(data_dir, path)
     if record is None or record.parts is None:
@@ -88,6 +99,8 @@ def chosen_name(agent: Agent, home: Path, data_dir: Path, project: Path | None, 
 
 def registered(agent: Agent, home: Path, project: Path | None, name: str = SERVER) -> dict | None:
     """The entry named `name` as the host will read it now, or None."""
+    if agent.mcp_config(home, project) is None:
+        return None
     path, fmt, key = agent.mcp_config(home, project)
     data = files.read_bytes(files.resolve_target(path, home, project).real)
     if data is None:
@@ -109,6 +122,8 @@ def _refuse_foreign(path: Path, name: str, entry: object) -> None:
 
 
 def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
+    if agent.mcp_config(home, project) is None:  # the host reads MCP servers from no file at this level
+        return None
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
     entry = wanted_entry(agent, data_dir, project)
@@ -168,6 +183,8 @@ def _register_json(target: files.Target, key: tuple, name: str, entry: dict) -> 
 
 def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
     """Take our entry named `name` out; an entry we cannot prove ours (by its command) stays."""
+    if agent.mcp_config(home, project) is None:
+        return None
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
 

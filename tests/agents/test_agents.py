@@ -25,23 +25,25 @@ DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
 
 
 def test_registry_lists_every_module() -> None:
-    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot"]
+    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
     with pytest.raises(agents.UnknownAgent) as info:
         agents.get("vscode")
-    assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen, copilot" in str(info.value)
+    assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen, copilot, opencode, cline" in str(info.value)
 
 
 @pytest.mark.parametrize("name", agents.names())
 def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
     """hosts.md §1.1: the id-carrying events, the compaction event, the stop event."""
     kinds = {spec.kind for spec in agents.get(name).events}
-    assert {SESSION_START, PROMPT, PRE_COMPACT, STOP, SESSION_END} <= kinds
-    # CodeBuddy documents no subagent events, Gemini CLI has none; Copilot's subagent tool hooks
-    # carry the child's own session id, and its read gate names every call (agents/copilot.py)
-    if name not in ("codebuddy", "gemini", "copilot"):
+    assert {SESSION_START, PROMPT, PRE_COMPACT, STOP} <= kinds
+    if name != "opencode":  # OpenCode's plugin events have no session end
+        assert SESSION_END in kinds
+    # none documented (CodeBuddy), none at all (Gemini CLI, OpenCode, Cline); Copilot's subagent
+    # tool hooks carry the child's own session id, and its read gate names every call
+    if name not in ("codebuddy", "gemini", "copilot", "opencode", "cline"):
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)

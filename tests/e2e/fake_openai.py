@@ -21,6 +21,11 @@ Endpoints
   sequence ``response.created`` -> per output item ``response.output_item.added`` /
   (``response.output_text.delta``) / ``response.output_item.done`` -> ``response.completed``
   (with ``usage``); non-streaming bodies get the plain response object.
+* ``POST .../chat/completions`` (Chat Completions, for OpenCode and Cline): the same script items,
+  translated -- a ``message`` becomes ``content``, a ``function_call`` a ``tool_calls`` entry whose
+  ``id`` is the item's ``call_id``; streamed as ``chat.completion.chunk`` SSE ending in ``[DONE]``
+  when ``"stream": true``. A request with ``tools`` is main, one without is side (OpenCode's title
+  request). The tool results come back as ``role: "tool"`` messages: ``chat_tool_outputs(body)``.
 * ``GET .../models``: ``{"object": "list", "data": [], "models": []}``.
 * anything else: ``{}``.
 
@@ -86,6 +91,8 @@ __all__ = [
     "shell_call",
     "default_classify",
     "function_outputs",
+    "chat_tool_outputs",
+    "chat_results",
     "is_subagent",
     "is_compaction",
     "turn_metadata",
@@ -183,6 +190,43 @@ def default_classify(body: dict) -> str:
 def function_outputs(body: dict) -> list:
     """The ``function_call_output`` items in a request's ``input``."""
     return [i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type") == "function_call_output"]
+
+
+def chat_tool_outputs(body: dict) -> dict:
+    """tool_call_id -> the text of each tool result in a Chat Completions request."""
+    out: dict = {}
+    for msg in body.get("messages") or []:
+        if isinstance(msg, dict) and msg.get("role") == "tool" and msg.get("tool_call_id"):
+            content = msg.get("content")
+            if isinstance(content, list):
+                content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
+            out[msg["tool_call_id"]] = content if isinstance(content, str) else json.dumps(content)
+    return out
+
+
+def chat_results(srv: "FakeOpenAI") -> dict:
+    """tool_call_id -> tool result text over every Chat Completions request `srv` received; an MCP
+    result handed over as its JSON (Cline does) is reduced to its text content."""
+    found: dict = {}
+    for body in srv.requests:
+        if isinstance(body, dict):
+            found.update(chat_tool_outputs(body))
+    for call_id, text in found.items():
+        try:
+            result = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(result, dict) and isinstance(result.get("content"), list):
+            found[call_id] = "".join(c.get("text", "") for c in result["content"] if isinstance(c, dict))
+    return found
+
+
+def _chat_message(items: list) -> tuple[str, list]:
+    """(text, tool_calls) of Responses-shaped script items, for a Chat Completions answer."""
+    text = "".join(c.get("text", "") for it in items if it.get("type") == "message" for c in it.get("content") or [])
+    calls = [{"id": it["call_id"], "type": "function", "function": {"name": it["name"], "arguments": it.get("arguments", "{}")}}
+             for it in items if it.get("type") == "function_call"]
+    return text, calls
 
 
 def _normalize(item: Any, body: dict) -> list:
@@ -291,8 +335,55 @@ def _make_handler(srv: FakeOpenAI):
                 if body.get("stream", False):
                     return self._stream(items, model)
                 return self._json(self._response_obj(items, model, "completed"))
+            if path.endswith("/chat/completions") and isinstance(body, dict):
+                return self._chat(body)
             self._record("other", body)
             return self._json({})
+
+        def _chat(self, body: dict) -> None:
+            kind, items = srv._answer(body)
+            self._record(kind, body, items)
+            text, calls = _chat_message(items)
+            model = body.get("model") or srv.model
+            cid, finish = _nid("chatcmpl"), "tool_calls" if calls else "stop"
+            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            if not body.get("stream"):
+                msg: dict = {"role": "assistant", "content": text or None}
+                if calls:
+                    msg["tool_calls"] = calls
+                return self._json({"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+                                   "choices": [{"index": 0, "message": msg, "finish_reason": finish}], "usage": usage})
+            chunks = []
+
+            def chunk(delta: Optional[dict], fin: Optional[str] = None, use: Optional[dict] = None) -> None:
+                data: dict = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+                              "choices": [] if use else [{"index": 0, "delta": delta, "finish_reason": fin}]}
+                if use:
+                    data["usage"] = use
+                chunks.append(b"data: " + json.dumps(data).encode() + b"\n\n")
+
+            chunk({"role": "assistant", "content": ""})
+            if text:
+                chunk({"content": text})
+            for i, call in enumerate(calls):
+                chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                       "function": {"name": call["function"]["name"], "arguments": ""}}]})
+                chunk({"tool_calls": [{"index": i, "function": {"arguments": call["function"]["arguments"]}}]})
+            chunk({}, finish)
+            if (body.get("stream_options") or {}).get("include_usage"):
+                chunk(None, None, usage)
+            chunks.append(b"data: [DONE]\n\n")
+            self._send_sse(chunks)
+
+        def _send_sse(self, chunks: list) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.wfile.write(b"".join(chunks))
+            self.wfile.flush()
+            self.close_connection = True
 
         def _response_obj(self, items: list, model: str, status: str, rid: Optional[str] = None) -> dict:
             usage = {
@@ -350,13 +441,6 @@ def _make_handler(srv: FakeOpenAI):
                                     "output_index": idx, "arguments": it.get("arguments", "")}))
                 ev.append(_sse({"type": "response.output_item.done", "output_index": idx, "item": it}))
             ev.append(_sse({"type": "response.completed", "response": self._response_obj(full, model, "completed", rid)}))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("cache-control", "no-cache")
-            self.send_header("connection", "close")
-            self.end_headers()
-            self.wfile.write(b"".join(ev))
-            self.wfile.flush()
-            self.close_connection = True
+            self._send_sse(ev)
 
     return Handler

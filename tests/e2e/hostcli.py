@@ -438,3 +438,17 @@ if __name__ == "__main__":  # quick self-check: python -m tests.e2e.hostcli
     for n in ("claude", "codex"):
         print(n, find_cli(n), cli_version(n))
     sys.exit(0)
+
+
+def printed_ids(stdout: str, key: str) -> set:
+    """The values of `key` in a host's JSON-lines output (`opencode run --format json`'s
+    `sessionID`, `cline --json`'s `taskId`): the ids the host itself reported."""
+    found = set()
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get(key), str):
+            found.add(event[key])
+    return found

@@ -25,6 +25,8 @@ PINNED = {
     "@google/gemini-cli": "0.61.0",
     "@qwen-code/qwen-code": "0.15.10",
     "@github/copilot": "1.0.102",
+    "opencode-ai": "1.18.33",
+    "cline": "3.0.65",
 }
 BINARIES = {
     "claude": "@anthropic-ai/claude-code",
@@ -33,6 +35,8 @@ BINARIES = {
     "gemini": "@google/gemini-cli",
     "qwen": "@qwen-code/qwen-code",
     "copilot": "@github/copilot",
+    "opencode": "opencode-ai",
+    "cline": "cline",
 }
 
 

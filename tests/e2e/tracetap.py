@@ -65,12 +65,33 @@ def _add_tap(hooks: dict, events: tuple, script: Path, log: Path, read_event: st
 
 
 def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude", call_ids: bool = True) -> list[dict]:
-    """`call_ids`: the host sends the pre-tool hook's `tool_use_id` to the MCP server too (Claude
-    Code, Codex); Qwen's is its own and reaches no MCP server, Gemini has none."""
+    """A tap log of a Claude-shaped host (its pre-tool hook narrowed to ctx_read is the read) as
+    a trace. `call_ids`: the host sends the pre-tool hook's `tool_use_id` to the MCP server too
+    (Claude Code, Codex); Qwen's is its own and reaches no MCP server, Gemini has none."""
     from leanctx import agents
 
     host = agents.get(agent)
     read_event = host.read_gate_event.name
+
+    def host_env(p: dict) -> dict:
+        sid = p.get("session_id")
+        return {"CLAUDE_CODE_SESSION_ID": sid} if agent == "claude" and sid else {}
+
+    def read_of(e: dict) -> dict | None:
+        p = e["payload"]
+        if e["event"] != read_event or not host.is_read_tool(p.get("tool_name")):
+            return None
+        return {"conv": p.get("session_id"), "sub": p.get("agent_id"), "args": p.get("tool_input") or {},
+                "call_id": p.get("tool_use_id") if call_ids else None}
+
+    return tap_trace(log, proj, files, agent, read_of, host_env=host_env, hook_too=True)
+
+
+def tap_trace(log: Path, proj: Path, files: dict[str, str], agent: str, read_of, host_env=None, hook_too: bool = False) -> list[dict]:
+    """A tap log (`{t, event, host, payload}` lines) as a trace. `read_of(entry)` says whether an
+    entry is a ctx_read, as {conv, sub, args, call_id} in the host's own words (None: a hook
+    event); `hook_too`: a read entry is a hook event as well (Claude Code's PreToolUse).
+    Each host pid becomes a host of the trace, in order of appearance."""
     entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     entries.sort(key=lambda e: e["t"])
     trace: list[dict] = [{"op": "root", "path": str(proj)}]
@@ -84,16 +105,16 @@ def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude"
         p = e["payload"]
         if e["host"] not in hosts:
             hosts[e["host"]] = h = f"h{len(hosts) + 1}"
-            sid = p.get("session_id")
-            trace.append({"op": "host", "host": h, "agent": agent, "gate": False,
-                          "env": {"CLAUDE_CODE_SESSION_ID": sid} if agent == "claude" and sid else {}})
+            trace.append({"op": "host", "host": h, "agent": agent, "gate": False, "env": host_env(p) if host_env else {}})
         h = hosts[e["host"]]
-        trace.append({"op": "hook", "host": h, "event": e["event"], "payload": p})
-        if e["event"] == read_event and host.is_read_tool(p.get("tool_name")):
-            args = p.get("tool_input") or {}
-            trace.append({"op": "read", "host": h, "conv": p.get("session_id"), "sub": p.get("agent_id"),
-                          "path": args.get("path"), "start": args.get("start_line"), "end": args.get("end_line"),
-                          "fresh": bool(args.get("fresh")), "call_id": p.get("tool_use_id") if call_ids else None})
+        read = read_of(e)
+        if read is None or hook_too:
+            trace.append({"op": "hook", "host": h, "event": e["event"], "payload": p})
+        if read is not None:
+            args = read["args"]
+            trace.append({"op": "read", "host": h, "conv": read["conv"], "sub": read.get("sub"), "path": args.get("path"),
+                          "start": args.get("start_line"), "end": args.get("end_line"), "fresh": bool(args.get("fresh")),
+                          "call_id": read.get("call_id")})
     return trace
 
 

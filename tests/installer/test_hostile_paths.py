@@ -27,6 +27,13 @@ CONFIGS = [
     ("cursor", ".cursor/hooks.json"),
     ("cursor", ".cursor/mcp.json"),
     ("codebuddy", ".codebuddy/settings.json"),
+    ("opencode", ".config/opencode/plugins/leanctx.js"),
+    ("opencode", ".config/opencode/opencode.json"),
+    ("opencode", ".config/opencode/AGENTS.md"),
+    ("cline", ".cline/hooks/TaskStart"),
+    ("cline", ".cline/hooks/SessionShutdown"),
+    ("cline", ".cline/data/settings/cline_mcp_settings.json"),
+    ("cline", ".cline/rules/leanctx-ctx-read.md"),
 ]
 
 
@@ -137,10 +144,12 @@ def test_a_file_where_a_config_folder_should_be(home: Path, data_dir: Path) -> N
     assert (home / ".claude").read_text() == "not a folder"
 
 
-@pytest.mark.parametrize("name,folder", [("claude", ".claude"), ("codex", ".codex")])
+@pytest.mark.parametrize("name,folder", [("claude", ".claude"), ("codex", ".codex"), ("opencode", ".config/opencode/plugins"),
+                                         ("cline", ".cline/hooks")])
 def test_config_folder_symlinked_outside_home_is_refused(home: Path, data_dir: Path, tmp_path: Path, name: str, folder: str) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    (home / folder).parent.mkdir(parents=True, exist_ok=True)
     (home / folder).symlink_to(elsewhere)
     for command in ("init", "uninstall"):
         assert_refused(run_cli(command, "--agent", name), "outside", str(home / folder))

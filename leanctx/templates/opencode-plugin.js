@@ -1,0 +1,101 @@
+// leanctx plugin for OpenCode: written by `leanctx init --agent opencode`, removed by `leanctx uninstall`.
+// @MARK@
+//
+// OpenCode runs no hook commands, so this plugin runs leanctx's hook command for the events below
+// with the event's data as JSON on stdin: the session id, its folder, and (bot profile) the prompt.
+// Fail-open: a missing leanctx, an error or a slow hook never stops or delays OpenCode for long;
+// only the multi-user guard (--guard) may deny a tool call, with its reason as the tool's result.
+import { spawn } from "node:child_process";
+
+const HOOKS = @HOOKS@;
+const TIMEOUT_MS = @TIMEOUT_MS@;
+
+function run(command, payload) {
+  return new Promise((resolve) => {
+    let out = "";
+    let done = false;
+    let child = null;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(out);
+    };
+    const timer = setTimeout(() => {
+      try { if (child) child.kill("SIGKILL"); } catch (e) {}
+      out = "";
+      finish();
+    }, TIMEOUT_MS);
+    try {
+      child = spawn("/bin/sh", ["-c", command], { stdio: ["pipe", "pipe", "ignore"] });
+      child.on("error", finish);
+      child.on("close", finish);
+      child.stdout.on("data", (d) => { if (out.length < 1000000) out += d; });
+      child.stdin.on("error", () => {});
+      child.stdin.end(JSON.stringify(payload));
+    } catch (e) {
+      finish();
+    }
+  });
+}
+
+function answer(text) {
+  try {
+    const value = JSON.parse(text);
+    return value && typeof value === "object" && !Array.isArray(value) ? value : {};
+  } catch (e) {
+    return {};
+  }
+}
+
+export const LeanctxPlugin = async (ctx) => {
+  const directory = (ctx && typeof ctx.directory === "string" && ctx.directory) || process.cwd();
+  const context = new Map(); // sessionID -> what the bot profile hands the model (system prompt)
+
+  async function fire(name, body) {
+    try {
+      const command = HOOKS[name];
+      if (typeof command !== "string") return {};
+      return answer(await run(command, { hook_event_name: name, cwd: directory, ...body }));
+    } catch (e) {
+      return {};
+    }
+  }
+
+  function keep(sessionID, value) {
+    if (typeof sessionID === "string" && typeof value.additionalContext === "string") {
+      context.set(sessionID, value.additionalContext);
+    }
+  }
+
+  const hooks = {
+    event: async (input) => {
+      try {
+        const event = input && input.event;
+        if (!event || typeof HOOKS[event.type] !== "string") return;
+        const props = event.properties || {};
+        keep(props.sessionID || (props.info && props.info.id), await fire(event.type, { event }));
+      } catch (e) {}
+    },
+    "chat.message": async (input, output) => {
+      try {
+        if (typeof HOOKS["chat.message"] !== "string") return;
+        const parts = Array.isArray(output && output.parts) ? output.parts : [];
+        const text = parts.filter((p) => p && p.type === "text" && typeof p.text === "string").map((p) => p.text);
+        keep(input && input.sessionID, await fire("chat.message", { input, output: { parts: text.map((t) => ({ type: "text", text: t })) } }));
+      } catch (e) {}
+    },
+    "experimental.chat.system.transform": async (input, output) => {
+      try {
+        const text = context.get(input && input.sessionID);
+        if (text && output && Array.isArray(output.system)) output.system.push(text);
+      } catch (e) {}
+    },
+    "tool.execute.before": async (input, output) => {
+      if (typeof HOOKS["tool.execute.before"] !== "string") return;
+      const value = await fire("tool.execute.before", { input, output: { args: output && output.args } });
+      if (value.decision === "deny" && typeof value.reason === "string") throw new Error(value.reason);
+    },
+  };
+  return hooks;
+};

@@ -1,0 +1,218 @@
+"""OpenCode: the payloads recorded from OpenCode 1.18.33 (tests/fixtures/payloads/opencode), our
+plugin run by node exactly as OpenCode loads it (an ES module whose export is called with ctx),
+and init/uninstall of the plugin file through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from leanctx import agents
+from leanctx.agents.base import PRE_TOOL, PROMPT, SESSION_START, STOP
+from tests.conftest import PAYLOADS, run_cli
+
+OC = PAYLOADS / "opencode"
+AGENT = agents.get("opencode")
+SESSION = "ses_dcfd7595cffeiCf5GupRd7u1rq"
+
+
+def recorded(name: str) -> dict:
+    return json.loads((OC / name).read_text())
+
+
+def forwarded(event: str, cwd: str = "/home/user/work/proj") -> dict:
+    """What our plugin sends for `event`, built from the arguments OpenCode gave the logger plugin."""
+    if event.startswith("session."):
+        return {"hook_event_name": event, "cwd": cwd, "event": recorded(f"event.{event}.json")}
+    hook = recorded(f"{event}.json")
+    if event == "chat.message":
+        return {"hook_event_name": event, "cwd": cwd, "input": hook["input"], "output": {"parts": hook["output"]["parts"]}}
+    return {"hook_event_name": event, "cwd": cwd, **hook}
+
+
+def test_recorded_payloads_normalize_to_the_session_opencode_named() -> None:
+    created = AGENT.normalize("session.created", forwarded("session.created"))
+    assert (created.kind, created.conversation_id, created.session_id, created.source) == (SESSION_START, SESSION, SESSION, "startup")
+    assert created.cwd == "/home/user/work/proj" and created.workspace_roots == ["/home/user/work/proj"]
+    prompt = AGENT.normalize("chat.message", forwarded("chat.message"))
+    assert (prompt.kind, prompt.conversation_id, prompt.prompt) == (PROMPT, SESSION, '"read a.txt"')
+    idle = AGENT.normalize("session.idle", forwarded("session.idle"))
+    assert (idle.kind, idle.conversation_id) == (STOP, SESSION)
+    tool = AGENT.normalize("tool.execute.before", forwarded("tool.execute.before.2"))
+    assert (tool.kind, tool.tool_name, tool.tool_use_id, tool.tool_input) == (PRE_TOOL, "logsrv_ping", "call_fake00003", {"x": "hi"})
+    # without the plugin's cwd, the session's own folder
+    assert AGENT.normalize("session.created", {"event": recorded("event.session.created.json")}).cwd == "/home/user/work/proj"
+
+
+@pytest.mark.parametrize("body", [{}, {"event": "x"}, {"event": {"properties": []}}, {"input": {"sessionID": 5}}, {"output": {"parts": "x"}}])
+def test_ill_typed_payloads_name_nothing(body: dict) -> None:
+    for spec in AGENT.events:
+        ev = AGENT.normalize(spec.name, body)
+        assert ev.conversation_id is None and ev.prompt is None
+
+
+def test_hook_command_publishes_the_recorded_session(home: Path, data_dir: Path) -> None:
+    for event in ("session.created", "chat.message", "session.idle"):
+        proc = run_cli("hook", "opencode", event, input=json.dumps(forwarded(event)))
+        assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc
+    record = json.loads(next((data_dir / "conversations" / "opencode").glob("*.json")).read_text())
+    assert record["conversation_id"] == record["session_id"] == SESSION
+    assert record["last_event"] == "session.idle" and record["cwd"] == "/home/user/work/proj"
+
+
+def test_answers_the_plugin_understands() -> None:
+    assert json.loads(AGENT.guard_output("tool.execute.before", "no")) == {"decision": "deny", "reason": "no"}
+    assert AGENT.check_output("tool.execute.before", AGENT.guard_output("tool.execute.before", "no")) is None
+    assert json.loads(AGENT.context_output("session.created", "ctx")) == {"additionalContext": "ctx"}
+    assert AGENT.context_output("session.idle", "ctx") == ""
+    assert AGENT.check_output("session.idle", '{"additionalContext": "x"}') is not None
+    assert AGENT.check_output("chat.message", "plain text") is not None
+
+
+# -- the plugin itself, run by node as OpenCode runs it ----------------------------------------
+NODE = shutil.which("node")
+DRIVER = r"""
+const [plugin, calls] = [process.argv[2], JSON.parse(process.argv[3])];
+const mod = await import(plugin);
+const hooks = await mod.LeanctxPlugin({ directory: process.argv[4] });
+const out = [];
+for (const [name, args] of calls) {
+  const started = Date.now();
+  try {
+    const system = [];
+    if (name === "experimental.chat.system.transform") { await hooks[name](args[0], { system }); out.push({ name, system }); continue; }
+    await hooks[name](...args);
+    out.push({ name, ok: true, ms: Date.now() - started });
+  } catch (e) {
+    out.push({ name, threw: String(e && e.message) });
+  }
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def drive(plugin: Path, calls: list, cwd: Path, env: dict | None = None) -> list:
+    driver = plugin.parent / "driver.mjs"
+    driver.write_text(DRIVER)
+    proc = subprocess.run([NODE, str(driver), str(plugin), json.dumps(calls), str(cwd)], capture_output=True, text=True,
+                          timeout=60, env=env or dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def plugin_calls(session: str = SESSION) -> list:
+    created = recorded("event.session.created.json")
+    chat = recorded("chat.message.json")
+    return [
+        ["event", [{"event": created}]],
+        ["chat.message", [chat["input"], chat["output"]]],
+        ["event", [{"event": recorded("event.message.updated.json")}]],  # not wired: ignored
+        ["event", [{"event": recorded("event.session.idle.json")}]],
+    ]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_plugin_publishes_through_the_hook_and_a_missing_leanctx_is_a_no_op(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    assert run_cli("init", "--agent", "opencode").returncode == 0
+    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+    out = drive(plugin, plugin_calls(), tmp_path)
+    assert all(r.get("ok") for r in out), out
+    record = json.loads(next((data_dir / "conversations" / "opencode").glob("*.json")).read_text())
+    assert record["session_id"] == SESSION and record["last_event"] == "session.idle" and record["cwd"] == str(tmp_path)
+    # leanctx gone (the wrapper removed): every hook still returns, nothing thrown
+    (data_dir / "bin" / "leanctx-hook").unlink()
+    out = drive(plugin, plugin_calls() + [["tool.execute.before", [{"tool": "read", "sessionID": SESSION, "callID": "c"}, {"args": {}}]]], tmp_path)
+    assert all(r.get("ok") for r in out), out
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_plugin_turns_the_guard_deny_into_a_thrown_reason_and_hangs_never(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    assert run_cli("init", "--agent", "opencode", "--guard").returncode == 0
+    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+    users = tmp_path / "cks" / "user"
+    (users / "bob").mkdir(parents=True)
+    env = dict(os.environ, CKS_HOME=str(tmp_path / "cks"), CKS_ACTIVE_USER="ana")
+    touching = [{"tool": "read", "sessionID": SESSION, "callID": "c1"}, {"args": {"filePath": str(users / "bob" / "notes.md")}}]
+    harmless = [{"tool": "read", "sessionID": SESSION, "callID": "c2"}, {"args": {"filePath": str(tmp_path / "a.txt")}}]
+    out = drive(plugin, [["tool.execute.before", touching], ["tool.execute.before", harmless]], tmp_path, env)
+    assert "threw" in out[0] and "bob" in out[0]["threw"], out
+    assert out[1].get("ok"), out
+    # a hook that never answers is cut off at the plugin's timeout: OpenCode goes on
+    text = plugin.read_text()
+    slow = plugin.with_name("slow.js")
+    slow.write_text(text.replace("const TIMEOUT_MS = 10000;", "const TIMEOUT_MS = 300;").replace(
+        json.dumps(str(data_dir / "bin" / "leanctx-hook") + " opencode session.created")[1:-1], "sleep 30"))
+    out = drive(slow, plugin_calls()[:1], tmp_path)
+    assert out[0].get("ok") and out[0]["ms"] < 5000, out
+
+
+# -- init / uninstall of the plugin file ---------------------------------------------------------
+def test_init_twice_is_once_and_uninstall_is_byte_identical(home: Path, data_dir: Path) -> None:
+    config_dir = home / ".config" / "opencode"
+    config_dir.mkdir(parents=True)
+    config = config_dir / "opencode.json"
+    config.write_text('{\n  // mine\n  "mcp": {"other": {"type": "local", "command": ["x"]}},\n  "model": "a/b",\n}\n')
+    before = config.read_bytes()
+    first = run_cli("init", "--agent", "opencode")
+    assert first.returncode == 0 and "wired 4 events" in first.stdout and "plugins/leanctx.js" in first.stdout, first
+    plugin = config_dir / "plugins" / "leanctx.js"
+    snapshot = {p: p.read_bytes() for p in (config, plugin)}
+    assert "// mine" in config.read_text() and '"other"' in config.read_text()
+    second = run_cli("init", "--agent", "opencode")
+    assert second.returncode == 0 and "already wired" in second.stdout
+    assert {p: p.read_bytes() for p in (config, plugin)} == snapshot
+    doctor = run_cli("doctor", "--agent", "opencode", "--json")
+    report = json.loads(doctor.stdout)["agents"][0]
+    assert doctor.returncode == 0 and report["ok"], report
+    assert run_cli("uninstall", "--agent", "opencode").returncode == 0
+    assert config.read_bytes() == before
+    assert not (config_dir / "plugins").exists() and sorted(os.listdir(config_dir)) == ["opencode.json"]
+
+
+def test_a_plugin_file_of_the_users_under_our_name_is_refused_and_kept(home: Path, data_dir: Path) -> None:
+    plugins = home / ".config" / "opencode" / "plugins"
+    plugins.mkdir(parents=True)
+    mine = plugins / "leanctx.js"
+    mine.write_text("export const Mine = async () => ({});\n")
+    proc = run_cli("init", "--agent", "opencode")
+    assert proc.returncode == 2 and "is not leanctx's" in proc.stderr and str(mine) in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(os.listdir(home / ".config" / "opencode")) == ["plugins"] and mine.read_text().startswith("export const Mine")
+    assert run_cli("uninstall", "--agent", "opencode").returncode == 0
+    assert mine.read_text().startswith("export const Mine")
+
+
+def test_unparseable_opencode_json_is_refused_before_the_plugin_is_written(home: Path, data_dir: Path) -> None:
+    config = home / ".config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True)
+    config.write_text('{"mcp": {')
+    proc = run_cli("init", "--agent", "opencode")
+    assert proc.returncode == 2 and str(config) in proc.stderr and "cannot parse" in proc.stderr
+    assert config.read_text() == '{"mcp": {' and not (config.parent / "plugins").exists()
+
+
+def test_profile_change_rewrites_the_plugin_and_a_replaced_plugin_stays(home: Path, data_dir: Path) -> None:
+    assert run_cli("init", "--agent", "opencode", "--guard").returncode == 0
+    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+    assert "opencode tool.execute.before --guard" in plugin.read_text()
+    assert run_cli("init", "--agent", "opencode").returncode == 0
+    assert "tool.execute.before" not in plugin.read_text().split("const HOOKS", 1)[1].split("};", 1)[0]
+    # the user replaced our plugin with their own: uninstall leaves it
+    plugin.write_text("export const Theirs = async () => ({});\n")
+    assert run_cli("uninstall", "--agent", "opencode").returncode == 0
+    assert plugin.read_text() == "export const Theirs = async () => ({});\n"
+
+
+def test_an_opencode_jsonc_is_where_the_server_goes_when_it_is_the_users_file(home: Path, data_dir: Path) -> None:
+    folder = home / ".config" / "opencode"
+    folder.mkdir(parents=True)
+    jsonc = folder / "opencode.jsonc"
+    jsonc.write_text("{\n  // only this one\n}\n")
+    assert run_cli("init", "--agent", "opencode").returncode == 0
+    assert '"leanctx"' in jsonc.read_text() and not (folder / "opencode.json").exists()
+    assert run_cli("uninstall", "--agent", "opencode").returncode == 0
+    assert jsonc.read_text() == "{\n  // only this one\n}\n"
