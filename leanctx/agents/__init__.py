@@ -17,6 +17,7 @@ AGENT_MODULES: dict[str, str] = {
     "codex": "leanctx.agents.codex",
     "cursor": "leanctx.agents.cursor",
     "codebuddy": "leanctx.agents.codebuddy",
+    "droid": "leanctx.agents.droid",
 }
 
 

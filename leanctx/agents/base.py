@@ -165,6 +165,9 @@ class Agent:
     guard_event: ClassVar[EventSpec | None] = None
     #: the pre-tool event, narrowed to our ctx_read, that notes who is about to read (None: none)
     read_gate_event: ClassVar[EventSpec | None] = None
+    #: how the model reaches ctx_read on a host that defers MCP tools behind a tool search (a
+    #: sentence for the read rule; `@SERVER@` is the registered server name), "" when it is a tool
+    read_rule_hint: ClassVar[str] = ""
 
     # -- where ---------------------------------------------------------------------------
     def config_dir(self, home: Path) -> Path:
@@ -190,6 +193,11 @@ class Agent:
         """(file, "json"|"toml", key of the servers table) where this host registers MCP servers."""
         raise NotImplementedError
 
+    def mcp_config_files(self, home: Path, project: Path | None) -> list[Path]:
+        """Every file this host may take MCP servers from at that level, in its order; an entry
+        of ours left in one that `mcp_config` no longer names is taken out by init and uninstall."""
+        return [self.mcp_config(home, project)[0]]
+
     def mcp_entry(self, command: str, args: list[str]) -> dict:
         """The server entry for leanctx's stdio MCP server, in this host's shape."""
         return {"command": command, "args": args}
@@ -211,6 +219,13 @@ class Agent:
         return self.config_dir(home).is_dir() or any(shutil.which(b) for b in self.binaries)
 
     # -- what ----------------------------------------------------------------------------
+    def read_tool_name(self, server: str = MCP_SERVER) -> str:
+        """The name this host gives our ctx_read in hook payloads and matchers."""
+        return read_tool(server)
+
+    def is_read_tool(self, tool_name: object) -> bool:
+        return is_read_tool(tool_name)
+
     def event(self, name: str) -> EventSpec | None:
         """The spec of an event we may wire, in any profile."""
         extra = tuple(e for e in (self.guard_event, self.read_gate_event) if e is not None)
@@ -235,7 +250,7 @@ class Agent:
         elif read_gate and self.read_gate_event is not None:
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:
-                spec = EventSpec(spec.name, spec.kind, matcher=read_tool(mcp_name))
+                spec = EventSpec(spec.name, spec.kind, matcher=self.read_tool_name(mcp_name))
             wired.append((spec, ("--read-gate",)))
         return wired
 

@@ -79,9 +79,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
         raise ValueError(f"payload is a JSON {type(payload).__name__}, not an object")
     event = agent.normalize(event_name, payload)
     if event.kind == "pre_tool":
-        from leanctx.agents.base import is_read_tool
-
-        if "--read-gate" in flags and is_read_tool(event.tool_name):
+        if "--read-gate" in flags and agent.is_read_tool(event.tool_name):
             from leanctx.hooks.publish import note_read_call
 
             note_read_call(data_dir, event)

@@ -68,17 +68,18 @@ def part_name(spec: Text) -> str:
     return f"instructions:{spec.name}"
 
 
-def _body(spec: Text, project: Path | None = None, server: str = MCP_SERVER) -> tuple[str, str]:
-    """(front matter, body) of a template, rendered for this installation (and the name its MCP
-    server is registered under)."""
+def _body(spec: Text, project: Path | None = None, server: str = MCP_SERVER, how: str = "") -> tuple[str, str]:
+    """(front matter, body) of a template, rendered for this installation, the name its MCP
+    server is registered under, and how this host's model reaches a deferred MCP tool (`how`)."""
     text = resources.files("leanctx").joinpath(f"templates/{spec.template}").read_text(encoding="utf-8")
+    text = text.replace("@HOW@", f"\n{how}" if how else "")
     text = text.replace("@LEANCTX@", leanctx_command(project)).replace("@SERVER@", server)
     _, front, body = text.split("---\n", 2)
     return front, body.lstrip("\n")
 
 
-def render(spec: Text, path: Path, kind: str, project: Path | None = None, server: str = MCP_SERVER) -> str:
-    front, body = _body(spec, project, server)
+def render(spec: Text, path: Path, kind: str, project: Path | None = None, server: str = MCP_SERVER, how: str = "") -> str:
+    front, body = _body(spec, project, server, how)
     if kind == "block":
         return f"{spec.marker}\n{body.rstrip()}\n{spec.end_marker}\n"
     if path.suffix == ".mdc":  # a Cursor rule: always applied
@@ -143,9 +144,9 @@ def plan(
     if kind == "file":
         if old is not None and spec.marker not in text:
             raise ConfigError(f"{path}: exists and is not leanctx's; move it away and run init again")
-        new = render(spec, path, kind, project, server).encode("utf-8")
+        new = render(spec, path, kind, project, server, agent.read_rule_hint).encode("utf-8")
     else:
-        new = _with_block(spec, text, render(spec, path, kind, project, server)).encode("utf-8")
+        new = _with_block(spec, text, render(spec, path, kind, project, server, agent.read_rule_hint)).encode("utf-8")
     if new == old:
         return already_there(agent, part_name(spec), target, data_dir, old)
     files.check_writable(target.real)

@@ -71,9 +71,10 @@ def part_name(name: str) -> str:
     return f"mcp:{name}"
 
 
-def recorded_names(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> list[str]:
-    """The server names this agent's install registered in that file, from its manifest."""
-    path = files.resolve_target(agent.mcp_config(home, project)[0], home, project).real
+def recorded_names(agent: Agent, home: Path, data_dir: Path, project: Path | None, path: Path | None = None) -> list[str]:
+    """The server names this agent's install registered in that file (default: the one the host
+    reads now), from its manifest."""
+    path = files.resolve_target(path or agent.mcp_config(home, project)[0], home, project).real
     record = manifest.load(data_dir, path)
     if record is None or record.parts is None:
         return []
@@ -174,9 +175,12 @@ def _register_json(target: files.Target, key: tuple, name: str, entry: dict) -> 
     raise ConfigError(f"{path}: keeps changing while we read it; close the host and try again")
 
 
-def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
-    """Take our entry named `name` out; an entry we cannot prove ours (by its command) stays."""
-    path, fmt, key = agent.mcp_config(home, project)
+def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER,
+                    path: Path | None = None) -> Change | None:
+    """Take our entry named `name` out of `path` (default: the file the host reads now); an
+    entry we cannot prove ours (by its command) stays."""
+    current, fmt, key = agent.mcp_config(home, project)
+    path = path or current
     target = files.resolve_target(path, home, project)
 
     def surgical(text: str | bytes, record: manifest.Manifest | None) -> str | bytes | None:
@@ -205,12 +209,19 @@ def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | No
             return None
         return new_text
 
-    again = lambda: plan_unregister(agent, home, data_dir, project, name)  # noqa: E731
+    again = lambda: plan_unregister(agent, home, data_dir, project, name, path)  # noqa: E731
     return plan_removal(agent, part_name(name), target, data_dir, surgical, again, raw=fmt != "toml")
 
 
 def plan_unregister_all(agent: Agent, home: Path, data_dir: Path, project: Path | None, keep: str | None = None) -> list[Change]:
-    """Take out every name this agent's install registered (and `leanctx`), except `keep`."""
-    names = dict.fromkeys(recorded_names(agent, home, data_dir, project) + [SERVER])
-    changes = [plan_unregister(agent, home, data_dir, project, n) for n in names if n != keep]
+    """Take out every name this agent's install registered (and `leanctx`), except `keep` in the
+    file the host reads now. An entry of ours in another of the host's candidate files (one it
+    no longer reads, e.g. CodeBuddy after the user created a file it reads first) goes too."""
+    current = agent.mcp_config(home, project)[0]
+    changes = [plan_unregister(agent, home, data_dir, project, n)
+               for n in dict.fromkeys(recorded_names(agent, home, data_dir, project) + [SERVER]) if n != keep]
+    for other in agent.mcp_config_files(home, project):
+        if other != current:
+            changes += [plan_unregister(agent, home, data_dir, project, n, other)
+                        for n in recorded_names(agent, home, data_dir, project, other)]
     return [c for c in changes if c is not None]

@@ -59,7 +59,8 @@ def _needs_node(path: str) -> bool:
 
 
 def _cli(name: str) -> str:
-    pinned = hostcli.REPO_ROOT / ".ci" / "cache" / "node_modules" / ".bin" / name
+    modules = hostcli.REPO_ROOT / ".ci" / "cache" / "node_modules"
+    pinned = modules / hostcli.IN_PACKAGE[name] if name in hostcli.IN_PACKAGE else modules / ".bin" / name
     if not os.environ.get("LEANCTX_HOST_CLI_DIR") and not pinned.exists() and shutil.which("npm"):
         from tests.e2e import install_clis
 
@@ -88,6 +89,16 @@ def claude_cli():
 @pytest.fixture
 def codex_cli():
     return _cli("codex")
+
+
+@pytest.fixture
+def codebuddy_cli():
+    return _cli("codebuddy")
+
+
+@pytest.fixture
+def droid_cli():
+    return _cli("droid")
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,8 +18,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = REPO / ".ci" / "cache"
-PINNED = {"@anthropic-ai/claude-code": "2.1.197", "@openai/codex": "0.171.0"}
-BINARIES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+PINNED = {
+    "@anthropic-ai/claude-code": "2.1.197",
+    "@openai/codex": "0.171.0",
+    # CodeBuddy Code 2.117.0 ships inside the SDK package (cli/bin/codebuddy; no .bin link)
+    "@tencent-ai/agent-sdk": "0.3.201",
+    "droid": "0.215.0",
+}
+BINARIES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "codebuddy": "@tencent-ai/agent-sdk",
+    "droid": "droid",
+}
 
 
 def installed_version(package: str) -> str | None:

@@ -32,21 +32,23 @@ with open(log, "a") as f:
 READ_TOOL = "mcp__leanctx__ctx_read"
 
 
-def install_tap(config: Path, root: Path) -> Path:
-    """Add the tap to a host's hooks file, after leanctx's entries: ~/.claude/settings.json or
-    $CODEX_HOME/hooks.json (both hosts use the same shape and event names). Returns the log path.
+def install_tap(config: Path, root: Path, agent: str = "claude") -> Path:
+    """Add the tap to a host's hooks file, after leanctx's entries: ~/.claude/settings.json,
+    $CODEX_HOME/hooks.json, ~/.codebuddy/settings.json, ~/.factory/settings.json (all one shape),
+    on the events leanctx wires for `agent`. Returns the log path.
     In Codex the tap is not trusted: run it with --dangerously-bypass-hook-trust."""
-    from leanctx.agents.base import CLAUDE_STYLE_EVENTS
+    from leanctx import agents
 
+    host = agents.get(agent)
     script, log = root / "tap.py", root / "tap.jsonl"
     script.write_text(TAP_SRC)
     doc = json.loads(config.read_text())
-    _add_tap(doc.setdefault("hooks", {}), tuple(e.name for e in CLAUDE_STYLE_EVENTS), script, log)
+    _add_tap(doc.setdefault("hooks", {}), tuple(e.name for e in host.events), script, log, host.read_tool_name())
     config.write_text(json.dumps(doc, indent=2) + "\n")
     return log
 
 
-def _add_tap(hooks: dict, events: tuple, script: Path, log: Path) -> None:
+def _add_tap(hooks: dict, events: tuple, script: Path, log: Path, read_tool: str = READ_TOOL) -> None:
     """One tap group per event (and PreToolUse for ctx_read), after what is there; idempotent."""
     for event in events + ("PreToolUse",):
         command = f"{sys.executable} {script} {event} {log}"
@@ -55,11 +57,16 @@ def _add_tap(hooks: dict, events: tuple, script: Path, log: Path) -> None:
             continue
         group: dict = {"hooks": [{"type": "command", "command": command}]}
         if event == "PreToolUse":
-            group["matcher"] = READ_TOOL
+            group["matcher"] = read_tool
         groups.append(group)
 
 
-def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude") -> list[dict]:
+def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude", call_ids: bool = True) -> list[dict]:
+    """`call_ids`: the host sends the MCP server the id its pre-tool hook got (Claude Code,
+    Codex); CodeBuddy and Droid do not, so their reads carry none (the replay's host is ungated)."""
+    from leanctx import agents
+
+    host_agent = agents.get(agent)
     entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     entries.sort(key=lambda e: e["t"])
     trace: list[dict] = [{"op": "root", "path": str(proj)}]
@@ -78,11 +85,11 @@ def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude"
                           "env": {"CLAUDE_CODE_SESSION_ID": sid} if agent == "claude" and sid else {}})
         h = hosts[e["host"]]
         trace.append({"op": "hook", "host": h, "event": e["event"], "payload": p})
-        if e["event"] == "PreToolUse" and p.get("tool_name") == READ_TOOL:
+        if e["event"] == "PreToolUse" and p.get("tool_name") == host_agent.read_tool_name():
             args = p.get("tool_input") or {}
             trace.append({"op": "read", "host": h, "conv": p.get("session_id"), "sub": p.get("agent_id"),
                           "path": args.get("path"), "start": args.get("start_line"), "end": args.get("end_line"),
-                          "fresh": bool(args.get("fresh")), "call_id": p.get("tool_use_id")})
+                          "fresh": bool(args.get("fresh")), "call_id": p.get("tool_use_id") if call_ids else None})
     return trace
 
 
