@@ -202,6 +202,11 @@ class Agent:
         """The server entry for leanctx's stdio MCP server, in this host's shape."""
         return {"command": command, "args": args}
 
+    def mcp_approval(self, project: Path) -> tuple[Path, str] | None:
+        """(file, key of a list of server names) where this host must find a project server's
+        name before it starts it; None when it starts every server of the project's file."""
+        return None
+
     def unparseable_effect(self, path: Path, home: Path) -> str:
         """What the host does with a JSON file of ours it cannot parse strictly (for the warning)."""
         return "it reads strict JSON and ignores this whole file"

@@ -38,6 +38,9 @@ class CodeBuddy(ClaudeShapeAgent):
     read_rule_hint = ("In CodeBuddy MCP tools are deferred: call `DeferExecuteTool` with "
                       "`{\"toolName\": \"mcp__@SERVER@__ctx_read\", \"params\": {\"path\": ...}}`.")
 
+    def mcp_approval(self, project: Path) -> tuple[Path, str] | None:
+        return self.project_config_path(project), "enabledMcpjsonServers"
+
     def mcp_config_files(self, home: Path, project: Path | None) -> list[Path]:
         if project is not None:
             return [project / ".mcp.json", project / "mcp.json"]

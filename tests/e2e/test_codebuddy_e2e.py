@@ -9,6 +9,8 @@ runs of a test use the one fake server (CodeBuddy keeps a session's base URL).
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -134,3 +136,31 @@ def test_codebuddy_subagent_is_tracked_while_it_runs(codebuddy_cli, host_home, l
     # CodeBuddy sends the subagent's own transcript on its events: the record keeps the parent's
     assert "/subagents/" in starts[0]["transcript_path"]
     assert rec["transcript_path"] == next(e["payload"]["transcript_path"] for e in seen if e["event"] == "Stop")
+
+
+def test_codebuddy_project_install_starts_our_server_and_uninstall_restores(codebuddy_cli, host_home, lean, run_host):
+    """`init --project`: hooks in `.codebuddy/settings.local.json`, our server in the project's
+    `.mcp.json` and approved in `enabledMcpjsonServers` there (without it CodeBuddy lists the
+    server but never starts it)."""
+    hh = host_home
+    (hh.proj / "big.py").write_text(CODE)
+    local = hh.proj / ".codebuddy" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text('{"enabledMcpjsonServers": ["github"]}')
+    mcp = hh.proj / ".mcp.json"
+    mcp.write_text('{"mcpServers": {"github": {"command": "true"}}}')
+    before = {p: p.read_bytes() for p in (local, mcp)}
+    # the project's files call `leanctx-hook` and `leanctx` from PATH
+    lean.run("init", "--agent", "codebuddy", "--project", str(hh.proj))
+    assert json.loads(local.read_text())["enabledMcpjsonServers"] == ["github", "leanctx"]
+    read = deferred_read("big.py")
+    with FakeChat(script=[read, "done"]) as srv:
+        scripts = os.path.dirname(sys.executable)  # this installation's `leanctx` and `leanctx-hook`
+        cp, pid = run(codebuddy_cli, hh, srv, run_host, extra={**lean.host_env, "PATH": f"{scripts}:{os.environ['PATH']}"})
+        assert "def function_199" in srv.tool_results()[read["id"]], srv.tool_results()
+    lean.assert_no_hook_errors()
+    rec = lean.only_record("codebuddy")
+    assert rec["host"]["pid"] == pid and rec["session_id"] == session_of(srv)
+    lean.run("uninstall", "--agent", "codebuddy", "--project", str(hh.proj))
+    for p, data in before.items():
+        assert p.read_bytes() == data, f"uninstall did not restore {p}"

@@ -9,6 +9,8 @@ tools are deferred and named `<server>___<tool>`: the scripted model loads ctx_r
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -112,3 +114,32 @@ def test_droid_run_publishes_its_session_and_the_second_read_is_a_stub(droid_cli
     for path, data in before.items():
         assert path.read_bytes() == data, f"uninstall did not restore {path}"
     assert not (factory / "AGENTS.md").exists()
+
+
+def test_droid_project_install_is_loaded_and_uninstall_restores(droid_cli, host_home, lean, run_host):
+    """`init --project`: hooks in `.factory/settings.json`, our server in `.factory/mcp.json`,
+    the rule in `.factory/AGENTS.md`; Droid loads all three from the project folder."""
+    hh = host_home
+    (hh.proj / "big.py").write_text(CODE)
+    read = tool_call(READ, {"path": "big.py"})
+    with FakeChat(script=[WhenLoaded([read, "done"])] * 30) as srv:
+        factory = hh.home / ".factory"
+        factory.mkdir()
+        (factory / "settings.json").write_text(json.dumps(byok_settings(srv.base_url)))
+        project_settings = hh.proj / ".factory" / "settings.json"
+        project_settings.parent.mkdir()
+        project_settings.write_text('{"model": "custom:fake-0"}\n')
+        before = project_settings.read_bytes()
+        lean.run("init", "--agent", "droid", "--project", str(hh.proj))
+        assert not (factory / "mcp.json").exists() and "hooks" not in json.loads((factory / "settings.json").read_text())
+        scripts = os.path.dirname(sys.executable)  # this installation's `leanctx` and `leanctx-hook`
+        cp, pid = run_host([droid_cli, "exec", "-m", "custom:fake-0", "--skip-permissions-unsafe", "read big.py"], cwd=hh.proj,
+                           env=droid_env(hh.home, {**lean.host_env, "PATH": f"{scripts}:{os.environ['PATH']}"}))
+        assert cp.returncode == 0, cp.stderr[-3000:]
+        assert "def function_199" in srv.tool_results().get(read["id"], ""), srv.tool_results()
+    lean.assert_no_hook_errors()
+    rec = lean.only_record("droid")
+    assert rec["host"]["pid"] == pid and rec["last_event"] == "SessionEnd"
+    lean.run("uninstall", "--agent", "droid", "--project", str(hh.proj))
+    assert project_settings.read_bytes() == before
+    assert sorted(p.name for p in (hh.proj / ".factory").iterdir()) == ["settings.json"]
