@@ -40,6 +40,12 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
 
     path = display(agent.mcp_config(home, project)[0], home)
     if entry is None:
+        hidden = [display(p, home) for p in agent.mcp_config_files(home, project)
+                  if p != agent.mcp_config(home, project)[0] and mcpreg.recorded_names(agent, home, data_dir, project, p)]
+        if hidden:  # e.g. CodeBuddy: the user created a file it reads before the one init wrote
+            return [{"name": "mcp server", "status": "fail",
+                     "detail": f"leanctx is registered in {', '.join(hidden)}, but {agent.display_name} reads its servers from {path} only",
+                     "fix": fix}]
         return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)", "fix": fix}]
     if not mcpreg.is_ours(entry):
         return [{"name": "mcp server", "status": "fail", "detail": f"the server named {name!r} in {path} is not leanctx's: {entry}",

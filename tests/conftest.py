@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 # tests/fixtures/payloads so the suite runs from a clean clone.
 PAYLOADS = REPO / "tests" / "fixtures" / "payloads"
 
-HOST_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR", "XDG_DATA_HOME", "LEANCTX_DISABLED",
+HOST_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR", "FACTORY_HOME_OVERRIDE", "XDG_DATA_HOME", "LEANCTX_DISABLED",
             "CURSOR_TRANSCRIPT_PATH", "CLAUDE_CODE_SESSION_ID", "LEANCTX_HOME")
 
 
