@@ -25,13 +25,13 @@ DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
 
 
 def test_registry_lists_every_module() -> None:
-    assert agents.names() == ["claude", "codex", "cursor", "codebuddy"]
+    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "droid"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
     with pytest.raises(agents.UnknownAgent) as info:
         agents.get("vscode")
-    assert "known agents: claude, codex, cursor, codebuddy" in str(info.value)
+    assert "known agents: claude, codex, cursor, codebuddy, droid" in str(info.value)
 
 
 @pytest.mark.parametrize("name", agents.names())
@@ -39,7 +39,7 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
     """hosts.md §1.1: the id-carrying events, the compaction event, the stop event."""
     kinds = {spec.kind for spec in agents.get(name).events}
     assert {SESSION_START, PROMPT, PRE_COMPACT, STOP, SESSION_END} <= kinds
-    if name != "codebuddy":  # CodeBuddy documents no subagent events
+    if name != "droid":  # Droid's Task subagents run in its daemon, another process (docs/hosts.md)
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)
@@ -52,10 +52,11 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
         ("codex", ".codex/hooks.json", ".codex/hooks.json"),
         ("cursor", ".cursor/hooks.json", ".cursor/hooks.json"),
         ("codebuddy", ".codebuddy/settings.json", ".codebuddy/settings.local.json"),
+        ("droid", ".factory/settings.json", ".factory/settings.json"),
     ],
 )
 def test_config_paths(name: str, user: str, project: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR"):
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR", "FACTORY_HOME_OVERRIDE"):
         monkeypatch.delenv(var, raising=False)
     agent = agents.get(name)
     assert agent.user_config_path(tmp_path) == tmp_path / user

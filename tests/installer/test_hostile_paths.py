@@ -27,6 +27,10 @@ CONFIGS = [
     ("cursor", ".cursor/hooks.json"),
     ("cursor", ".cursor/mcp.json"),
     ("codebuddy", ".codebuddy/settings.json"),
+    ("codebuddy", ".codebuddy.json"),
+    ("droid", ".factory/settings.json"),
+    ("droid", ".factory/mcp.json"),
+    ("droid", ".factory/AGENTS.md"),
 ]
 
 
