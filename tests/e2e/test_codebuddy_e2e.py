@@ -115,27 +115,39 @@ def test_codebuddy_run_publishes_its_session_and_the_second_read_is_a_stub(codeb
     assert not (cb / "CODEBUDDY.md").exists()
 
 
-def test_codebuddy_subagent_is_tracked_while_it_runs(codebuddy_cli, host_home, lean, run_host):
+def test_codebuddy_subagent_gets_no_stub_for_its_parents_read(codebuddy_cli, host_home, lean, run_host):
     """CodeBuddy fires SubagentStart/SubagentStop (with `agent_id`) around an Agent tool call,
-    and the subagent's own tool events carry the same `agent_id`."""
+    and the subagent's own tool events carry the same `agent_id`. Its MCP calls come through the
+    parent's connection with no call id, so while it runs no stub is given (the subagent window);
+    after it stopped, the parent's re-read is a stub again."""
     hh = host_home
+    (hh.proj / "big.py").write_text(CODE)
     lean.run("init", "--agent", "codebuddy")
     tap = tracetap.install_tap(hh.home / ".codebuddy" / "settings.json", hh.root, agent="codebuddy")
-    script = [tool_call("Agent", {"description": "read the file", "prompt": "Read a.txt", "subagent_type": "general-purpose"}),
-              tool_call("Read", {"file_path": str(hh.proj / "a.txt")}), "sub: it says hello", "parent: done"]
+    p_first, s_first, s_second, p_last = (deferred_read("big.py") for _ in range(4))
+    script = [p_first, tool_call("Agent", {"description": "read the file", "prompt": "Read big.py twice", "subagent_type": "general-purpose"}),
+              s_first, s_second, "sub: done", p_last, "parent: done"]
     with FakeChat(script=script) as srv:
         cp, _ = run(codebuddy_cli, hh, srv, run_host, "use an agent")
         assert cp.stdout.strip() == "parent: done"
+        out = srv.tool_results()
+    kinds = ["stub" if out[c["id"]].startswith("[unchanged]") else "full" for c in (p_first, s_first, s_second, p_last)]
+    assert kinds == ["full", "full", "full", "stub"], kinds
     seen = [json.loads(line) for line in tap.read_text().splitlines()]
     starts = [e["payload"] for e in seen if e["event"] == "SubagentStart"]
     stops = [e["payload"] for e in seen if e["event"] == "SubagentStop"]
     assert len(starts) == len(stops) == 1 and starts[0]["agent_id"] == stops[0]["agent_id"]
+    sub_reads = [e["payload"] for e in seen if e["event"] == "PreToolUse" and e["payload"].get("agent_id")]
+    assert len(sub_reads) == 2 and {p["agent_id"] for p in sub_reads} == {starts[0]["agent_id"]}
     lean.assert_no_hook_errors()
     rec = lean.only_record("codebuddy")
     assert rec["active_subagents"] == {} and rec["last_subagent_stop_at"] and rec["stopped_at"]
     # CodeBuddy sends the subagent's own transcript on its events: the record keeps the parent's
     assert "/subagents/" in starts[0]["transcript_path"]
     assert rec["transcript_path"] == next(e["payload"]["transcript_path"] for e in seen if e["event"] == "Stop")
+    trace = tracetap.to_trace(tap, hh.proj, {"big.py": CODE}, agent="codebuddy", call_ids=False)
+    tracetap.check_replay(trace, hh, kinds, "codebuddy-subagent", host="CodeBuddy Code", source=__file__,
+                          withheld="subagent window open")
 
 
 def test_codebuddy_project_install_starts_our_server_and_uninstall_restores(codebuddy_cli, host_home, lean, run_host):
