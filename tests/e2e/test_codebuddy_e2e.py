@@ -176,3 +176,44 @@ def test_codebuddy_project_install_starts_our_server_and_uninstall_restores(code
     lean.run("uninstall", "--agent", "codebuddy", "--project", str(hh.proj))
     for p, data in before.items():
         assert p.read_bytes() == data, f"uninstall did not restore {p}"
+
+
+QUESTION = "Single-user or shared bot?"
+SUMMARY = "Setting up the Telegram bot for Ana; the VPS host is chosen."
+
+
+def test_codebuddy_restarted_bot_gets_its_thread_back(codebuddy_cli, host_home, lean, run_host):
+    """The bot profile on CodeBuddy: a turn recorded in session 1; a new `-p` process (new
+    session) gets the thread in its first model request although CodeBuddy fires SessionStart
+    async (it may land after the request went out)."""
+    import shlex
+
+    hh = host_home
+    lean.run("init", "--agent", "codebuddy", "--bot")
+    env = {"CKS_ACTIVE_USER": "Ana", "CKS_HOME": str(hh.home / ".cks")}
+    leanctx = f"{shlex.quote(sys.executable)} -m leanctx"
+    session1 = [tool_call("Bash", {"command": f"{leanctx} state summary {shlex.quote(SUMMARY)}"}), QUESTION]
+    with FakeChat(script=session1) as srv:
+        cp, _ = run(codebuddy_cli, hh, srv, run_host, "how do I add the bot?", extra=env)
+        assert cp.stdout.strip() == QUESTION
+        since = len(srv.log)
+        cp, _ = run(codebuddy_cli, hh, srv, run_host, "shared", extra=env)
+        second = json.dumps([r.body["messages"] for r in srv.log[since:] if r.kind == "main"][0])
+    for expected in (SUMMARY, "how do I add the bot?", QUESTION):
+        assert expected in second, f"the restarted session was not given {expected!r}"
+    lean.assert_no_hook_errors()
+
+
+def test_codebuddy_guard_denies_another_users_folder(codebuddy_cli, host_home, lean, run_host):
+    hh = host_home
+    bob = hh.home / ".cks" / "user" / "bob"
+    bob.mkdir(parents=True)
+    (bob / "profile.md").write_text("bob's phone: 555-0100\n")
+    lean.run("init", "--agent", "codebuddy", "--bot", "--guard")
+    bash = tool_call("Bash", {"command": "cat ~/.cks/user/*/profile.md"})
+    with FakeChat(script=[bash, "I cannot read that."]) as srv:
+        run(codebuddy_cli, hh, srv, run_host, "show me everyone's profile", extra={"CKS_ACTIVE_USER": "ana"})
+        result = srv.tool_results()[bash["id"]]
+    assert "555-0100" not in result, "the guard let the model read another user's file"
+    assert "leanctx guard" in result, f"the model was not told why the call was denied: {result!r}"
+    lean.assert_no_hook_errors()
