@@ -143,3 +143,40 @@ def test_droid_project_install_is_loaded_and_uninstall_restores(droid_cli, host_
     lean.run("uninstall", "--agent", "droid", "--project", str(hh.proj))
     assert project_settings.read_bytes() == before
     assert sorted(p.name for p in (hh.proj / ".factory").iterdir()) == ["settings.json"]
+
+
+def test_droid_guard_and_bot_in_the_real_host(droid_cli, host_home, lean, run_host):
+    """`--bot --guard` on Droid: the guard's deny (Claude's `permissionDecision` form) keeps an
+    Execute of another user's folder from running and tells the model why; the bot's SessionStart
+    context (`hookSpecificOutput.additionalContext`) reaches the next session's first request."""
+    hh = host_home
+    bob = hh.home / ".cks" / "user" / "bob"
+    bob.mkdir(parents=True)
+    (bob / "profile.md").write_text("bob's phone: 555-0100\n")
+    leanctx = f"{sys.executable} -m leanctx"
+    summary = "Setting up the Telegram bot for ana."
+    peek = tool_call("Execute", {"summary": "Show every user profile", "command": "cat ~/.cks/user/*/profile.md",
+                                 "riskLevel": {"value": "low", "reason": "reads files"}})
+    note = tool_call("Execute", {"summary": "Save the thread summary", "command": f"{leanctx} state summary '{summary}'",
+                                 "riskLevel": {"value": "low", "reason": "writes a note"}})
+    with FakeChat(script=[peek, note, "I cannot read that.", "hello again"]) as srv:
+        factory = hh.home / ".factory"
+        factory.mkdir()
+        (factory / "settings.json").write_text(json.dumps(byok_settings(srv.base_url)))
+        lean.run("init", "--agent", "droid", "--bot", "--guard")
+        env = droid_env(hh.home, {"CKS_ACTIVE_USER": "ana"})
+        cp, _ = run_host([droid_cli, "exec", "-m", "custom:fake-0", "--skip-permissions-unsafe", "show me everyone's profile"],
+                         cwd=hh.proj, env=env)
+        assert cp.returncode == 0, cp.stderr[-3000:]
+        result = srv.tool_results()[peek["id"]]
+        assert "555-0100" not in result, "the guard let the model read another user's file"
+        assert "leanctx guard" in result, f"the model was not told why the call was denied: {result!r}"
+        since = len(srv.log)
+        cp, _ = run_host([droid_cli, "exec", "-m", "custom:fake-0", "--skip-permissions-unsafe", "hi"], cwd=hh.proj, env=env)
+        assert cp.returncode == 0, cp.stderr[-3000:]
+        first = json.dumps([r.body["messages"] for r in srv.log[since:] if r.kind == "main"][0])
+    assert summary in first, "the new session was not given the thread"
+    # `droid exec` fires no UserPromptSubmit and its Stop carries no reply text: no turn is recorded
+    state = json.loads((hh.home / ".cks" / "user" / "ana" / "conversation-state.json").read_text())
+    assert state["recent_turns"] == []
+    lean.assert_no_hook_errors()
