@@ -293,6 +293,16 @@ def lean(host_home):
 
 
 @pytest.fixture
+def bobs_secret(host_home) -> str:
+    """Another user's file in CKS_HOME (~/.cks/user/bob/profile.md), for the multi-user guard
+    tests; returns the secret it holds, which must never reach the model."""
+    bob = host_home.home / ".cks" / "user" / "bob"
+    bob.mkdir(parents=True)
+    (bob / "profile.md").write_text("bob's phone: 555-0100\n")
+    return "555-0100"
+
+
+@pytest.fixture
 def diag(tmp_path, lean):
     return Diag(tmp_path, lean.data)
 

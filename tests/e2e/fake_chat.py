@@ -21,10 +21,9 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterable, Optional
 
-from tests.e2e.fakeserver import RequestRecord, ScriptedFakeServer, normalize_script_item
+from tests.e2e.fakeserver import ScriptedFakeServer, normalize_script_item
 
 __all__ = ["FakeChat", "text", "tool_call", "tool_names"]
 
@@ -91,48 +90,9 @@ class FakeChat(ScriptedFakeServer):
 
 
 def _make_handler(srv: FakeChat):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    from tests.e2e.fake_openai import _make_handler as openai_handler
 
-        def log_message(self, *a):
-            pass
-
-        def _read_body(self) -> Any:
-            n = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(n) if n else b""
-            if (self.headers.get("content-encoding") or "").lower() == "gzip" and raw:
-                import gzip
-
-                raw = gzip.decompress(raw)
-            try:
-                return json.loads(raw) if raw else None
-            except ValueError:
-                return raw.decode("utf-8", "replace")
-
-        def _json(self, obj: Any) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _record(self, kind: str, body: Any, response: Any = None) -> None:
-            with srv._lock:
-                srv.log.append(RequestRecord(self.command, self.path, kind, body, dict(self.headers.items()), response))
-
-        def do_HEAD(self):
-            self._record("other", None)
-            self.send_response(200)
-            self.send_header("content-length", "0")
-            self.end_headers()
-
-        def do_GET(self):
-            self._record("other", None)
-            if self.path.split("?", 1)[0].rstrip("/").endswith("/models"):
-                return self._json({"object": "list", "data": [{"id": srv.model, "object": "model", "created": 0}]})
-            return self._json({})
-
+    class Handler(openai_handler(srv)):  # its body reading, JSON answers, request log, GET answers
         def do_POST(self):
             body = self._read_body()
             path = self.path.split("?", 1)[0].rstrip("/")

@@ -204,16 +204,13 @@ def test_codebuddy_restarted_bot_gets_its_thread_back(codebuddy_cli, host_home, 
     lean.assert_no_hook_errors()
 
 
-def test_codebuddy_guard_denies_another_users_folder(codebuddy_cli, host_home, lean, run_host):
+def test_codebuddy_guard_denies_another_users_folder(codebuddy_cli, host_home, lean, run_host, bobs_secret):
     hh = host_home
-    bob = hh.home / ".cks" / "user" / "bob"
-    bob.mkdir(parents=True)
-    (bob / "profile.md").write_text("bob's phone: 555-0100\n")
     lean.run("init", "--agent", "codebuddy", "--bot", "--guard")
     bash = tool_call("Bash", {"command": "cat ~/.cks/user/*/profile.md"})
     with FakeChat(script=[bash, "I cannot read that."]) as srv:
         run(codebuddy_cli, hh, srv, run_host, "show me everyone's profile", extra={"CKS_ACTIVE_USER": "ana"})
         result = srv.tool_results()[bash["id"]]
-    assert "555-0100" not in result, "the guard let the model read another user's file"
+    assert bobs_secret not in result, "the guard let the model read another user's file"
     assert "leanctx guard" in result, f"the model was not told why the call was denied: {result!r}"
     lean.assert_no_hook_errors()

@@ -145,14 +145,11 @@ def test_droid_project_install_is_loaded_and_uninstall_restores(droid_cli, host_
     assert sorted(p.name for p in (hh.proj / ".factory").iterdir()) == ["settings.json"]
 
 
-def test_droid_guard_and_bot_in_the_real_host(droid_cli, host_home, lean, run_host):
+def test_droid_guard_and_bot_in_the_real_host(droid_cli, host_home, lean, run_host, bobs_secret):
     """`--bot --guard` on Droid: the guard's deny (Claude's `permissionDecision` form) keeps an
     Execute of another user's folder from running and tells the model why; the bot's SessionStart
     context (`hookSpecificOutput.additionalContext`) reaches the next session's first request."""
     hh = host_home
-    bob = hh.home / ".cks" / "user" / "bob"
-    bob.mkdir(parents=True)
-    (bob / "profile.md").write_text("bob's phone: 555-0100\n")
     leanctx = f"{sys.executable} -m leanctx"
     summary = "Setting up the Telegram bot for ana."
     peek = tool_call("Execute", {"summary": "Show every user profile", "command": "cat ~/.cks/user/*/profile.md",
@@ -169,7 +166,7 @@ def test_droid_guard_and_bot_in_the_real_host(droid_cli, host_home, lean, run_ho
                          cwd=hh.proj, env=env)
         assert cp.returncode == 0, cp.stderr[-3000:]
         result = srv.tool_results()[peek["id"]]
-        assert "555-0100" not in result, "the guard let the model read another user's file"
+        assert bobs_secret not in result, "the guard let the model read another user's file"
         assert "leanctx guard" in result, f"the model was not told why the call was denied: {result!r}"
         since = len(srv.log)
         cp, _ = run_host([droid_cli, "exec", "-m", "custom:fake-0", "--skip-permissions-unsafe", "hi"], cwd=hh.proj, env=env)
