@@ -73,4 +73,4 @@ if __name__ == "__main__":
     if problem:
         sys.exit(problem)
     for binary, package in BINARIES.items():
-        print(f"{binary}: {package} {installed_version(package)} in {PREFIX / 'node_modules' / '.bin'}")
+        print(f"{binary}: {package} {installed_version(package)} in {PREFIX / 'node_modules'}")
