@@ -40,8 +40,7 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
 
     path = display(agent.mcp_config(home, project)[0], home)
     if entry is None:
-        hidden = [display(p, home) for p in agent.mcp_config_files(home, project)
-                  if p != agent.mcp_config(home, project)[0] and mcpreg.recorded_names(agent, home, data_dir, project, p)]
+        hidden = [display(p, home) for p in mcpreg.recorded_elsewhere(agent, home, data_dir, project)]
         if hidden:  # e.g. CodeBuddy: the user created a file it reads before the one init wrote
             return [{"name": "mcp server", "status": "fail",
                      "detail": f"leanctx is registered in {', '.join(hidden)}, but {agent.display_name} reads its servers from {path} only",

@@ -217,11 +217,26 @@ def plan_unregister_all(agent: Agent, home: Path, data_dir: Path, project: Path 
     """Take out every name this agent's install registered (and `leanctx`), except `keep` in the
     file the host reads now. An entry of ours in another of the host's candidate files (one it
     no longer reads, e.g. CodeBuddy after the user created a file it reads first) goes too."""
-    current = agent.mcp_config(home, project)[0]
     changes = [plan_unregister(agent, home, data_dir, project, n)
                for n in dict.fromkeys(recorded_names(agent, home, data_dir, project) + [SERVER]) if n != keep]
-    for other in agent.mcp_config_files(home, project):
-        if other != current:
-            changes += [plan_unregister(agent, home, data_dir, project, n, other)
-                        for n in recorded_names(agent, home, data_dir, project, other)]
+    for other, names in recorded_elsewhere(agent, home, data_dir, project).items():
+        changes += [plan_unregister(agent, home, data_dir, project, n, other) for n in names]
     return [c for c in changes if c is not None]
+
+
+def recorded_elsewhere(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> dict[Path, list[str]]:
+    """The host's other candidate MCP files that still hold a server of ours (by manifest). A
+    candidate we may not write through (a symlink out of HOME, a folder) holds nothing of ours:
+    we never wrote it, and it must not stop an uninstall."""
+    current = agent.mcp_config(home, project)[0]
+    found = {}
+    for other in agent.mcp_config_files(home, project):
+        if other == current:
+            continue
+        try:
+            names = recorded_names(agent, home, data_dir, project, other)
+        except ConfigError:
+            continue
+        if names:
+            found[other] = names
+    return found

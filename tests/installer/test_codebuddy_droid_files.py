@@ -180,3 +180,18 @@ def test_droid_hooks_json_with_other_events_is_fine(home: Path, data_dir: Path) 
     write(home / ".factory" / "hooks.json", '{"Notification": []}')
     write(home / ".factory" / "hooks" / "hooks.json", '{"SessionStart": []}')  # not read: hooks.json exists
     assert run_cli("init", "--agent", "droid").returncode == 0
+
+
+def test_codebuddy_candidate_we_may_not_write_blocks_nothing(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    """A dangling symlink is no existing file to CodeBuddy (Node's existsSync) nor to us: the next
+    candidate is used. A candidate that points out of HOME, which we never wrote, must not stop
+    init or uninstall of the file CodeBuddy really reads."""
+    (home / ".codebuddy").mkdir()
+    (home / ".codebuddy" / ".mcp.json").symlink_to(tmp_path / "nowhere.json")
+    used = write(home / ".codebuddy" / "mcp.json", USERS)
+    ok("init", "--agent", "codebuddy")
+    assert set(servers(used)) == {"mine", "leanctx"}
+    outside = write(tmp_path / "elsewhere.json", USERS)
+    (home / ".codebuddy.json").symlink_to(outside)
+    ok("uninstall", "--agent", "codebuddy")
+    assert used.read_text() == USERS and outside.read_text() == USERS
