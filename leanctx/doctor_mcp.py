@@ -43,6 +43,11 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
 
     path = display(agent.mcp_config(home, project)[0], home)
     if entry is None:
+        hidden = [display(p, home) for p in mcpreg.recorded_elsewhere(agent, home, data_dir, project)]
+        if hidden:  # e.g. CodeBuddy: the user created a file it reads before the one init wrote
+            return [{"name": "mcp server", "status": "fail",
+                     "detail": f"leanctx is registered in {', '.join(hidden)}, but {agent.display_name} reads its servers from {path} only",
+                     "fix": fix}]
         return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)", "fix": fix}]
     if not mcpreg.is_ours(entry):
         return [{"name": "mcp server", "status": "fail", "detail": f"the server named {name!r} in {path} is not leanctx's: {entry}",

@@ -22,6 +22,7 @@ AGENT_MODULES: dict[str, str] = {
     "copilot": "leanctx.agents.copilot",
     "opencode": "leanctx.agents.opencode",
     "cline": "leanctx.agents.cline",
+    "droid": "leanctx.agents.droid",
 }
 
 

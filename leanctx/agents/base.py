@@ -193,6 +193,9 @@ class Agent:
     hook_file_mode: ClassVar[int | None] = None
     #: where the MCP entry keeps its environment (OpenCode: "environment")
     mcp_env_key: ClassVar[str] = "env"
+    #: how the model reaches ctx_read on a host that defers MCP tools behind a tool search (a
+    #: sentence for the read rule; `@SERVER@` is the registered server name), "" when it is a tool
+    read_rule_hint: ClassVar[str] = ""
 
     # -- where ---------------------------------------------------------------------------
     def config_dir(self, home: Path) -> Path:
@@ -232,9 +235,20 @@ class Agent:
         None when it reads them from no file at that level (Cline: user level only)."""
         raise NotImplementedError
 
+    def mcp_config_files(self, home: Path, project: Path | None) -> list[Path]:
+        """Every file this host may take MCP servers from at that level, in its order; an entry
+        of ours left in one that `mcp_config` no longer names is taken out by init and uninstall."""
+        config = self.mcp_config(home, project)
+        return [config[0]] if config is not None else []
+
     def mcp_entry(self, command: str, args: list[str]) -> dict:
         """The server entry for leanctx's stdio MCP server, in this host's shape."""
         return {"command": command, "args": args}
+
+    def mcp_approval(self, project: Path) -> tuple[Path, str] | None:
+        """(file, key of a list of server names) where this host must find a project server's
+        name before it starts it; None when it starts every server of the project's file."""
+        return None
 
     def unparseable_effect(self, path: Path, home: Path) -> str:
         """What the host does with a JSON file of ours it cannot parse strictly (for the warning)."""
@@ -255,8 +269,9 @@ class Agent:
         return is_read_tool(tool_name)
 
     def read_rule_note(self, server: str = MCP_SERVER) -> str:
-        """What the read rule must add for this host's model to reach ctx_read ('' = nothing)."""
-        return ""
+        """What the read rule must add for this host's model to reach ctx_read ('' = nothing):
+        `read_rule_hint` with the server's name, unless the host module says more."""
+        return self.read_rule_hint.replace("@SERVER@", server)
 
     def event(self, name: str) -> EventSpec | None:
         """The spec of an event we may wire, in any profile."""

@@ -58,7 +58,7 @@ def _plan_init(
     name an earlier init gave it unless `mcp_name` says otherwise (then the old entry goes)."""
     from dataclasses import replace
 
-    from leanctx.installer import instructions, mcpreg
+    from leanctx.installer import instructions, mcpapprove, mcpreg
 
     planned = []
     for agent in selected:
@@ -75,6 +75,7 @@ def _plan_init(
             instructions.plan(agent, home, data_dir, project, want=profile.bot),
             *mcpreg.plan_unregister_all(agent, home, data_dir, project, keep=name if mcp else None),
             mcpreg.plan_register(agent, home, data_dir, project, name) if mcp else None,
+            *mcpapprove.plans(agent, home, data_dir, project, keep=name if mcp else None),
             instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ, server=name),
         ]
         planned.append((agent, hooks, trust_change, [c for c in others if c is not None]))
@@ -236,12 +237,13 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
             trust_change = plan_untrust(agent, home, data_dir, project)
             if trust_change is not None:
                 planned.append((agent, trust_change))
-        from leanctx.installer import instructions, mcpreg
+        from leanctx.installer import instructions, mcpapprove, mcpreg
 
         for other in (
             instructions.plan(agent, home, data_dir, project, want=False),
             instructions.plan(agent, home, data_dir, project, want=False, spec=instructions.CTX_READ),
             *mcpreg.plan_unregister_all(agent, home, data_dir, project),
+            *mcpapprove.plans(agent, home, data_dir, project),
         ):
             if other is not None:
                 planned.append((agent, other))

@@ -68,20 +68,20 @@ def part_name(spec: Text) -> str:
     return f"instructions:{spec.name}"
 
 
-def _body(spec: Text, project: Path | None = None, server: str = MCP_SERVER) -> tuple[str, str]:
-    """(front matter, body) of a template, rendered for this installation (and the name its MCP
-    server is registered under)."""
+def _body(spec: Text, project: Path | None = None, server: str = MCP_SERVER, how: str = "") -> tuple[str, str]:
+    """(front matter, body) of a template, rendered for this installation, the name its MCP
+    server is registered under, and how this host's model reaches a deferred MCP tool (`how`)."""
     text = resources.files("leanctx").joinpath(f"templates/{spec.template}").read_text(encoding="utf-8")
+    text = text.replace("@HOW@", f"\n{how}" if how else "")
     text = text.replace("@LEANCTX@", leanctx_command(project)).replace("@SERVER@", server)
     _, front, body = text.split("---\n", 2)
     return front, body.lstrip("\n")
 
 
 def render(spec: Text, path: Path, kind: str, project: Path | None = None, server: str = MCP_SERVER, note: str = "") -> str:
-    """The text as installed; `note` is what this host's model needs on top (how it reaches the tool)."""
-    front, body = _body(spec, project, server)
-    if note:
-        body = body.rstrip() + "\n\n" + note.rstrip() + "\n"
+    """The text as installed; `note` is what this host's model needs on top (how it reaches a
+    deferred tool), put where the template says (@HOW@)."""
+    front, body = _body(spec, project, server, note)
     if kind == "block":
         return f"{spec.marker}\n{body.rstrip()}\n{spec.end_marker}\n"
     if path.suffix == ".mdc":  # a Cursor rule: always applied

@@ -79,11 +79,15 @@ def part_name(name: str) -> str:
     return f"mcp:{name}"
 
 
-def recorded_names(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> list[str]:
-    """The server names this agent's install registered in that file, from its manifest."""
-    if agent.mcp_config(home, project) is None:
-        return []
-    path = files.resolve_target(agent.mcp_config(home, project)[0], home, project).real
+def recorded_names(agent: Agent, home: Path, data_dir: Path, project: Path | None, path: Path | None = None) -> list[str]:
+    """The server names this agent's install registered in that file (default: the one the host
+    reads now; none when the host has no MCP file at this level), from its manifest."""
+    if path is None:
+        config = agent.mcp_config(home, project)
+        if config is None:
+            return []
+        path = config[0]
+    path = files.resolve_target(path, home, project).real
     record = manifest.load(data_dir, path)
     if record is None or record.parts is None:
         return []
@@ -181,11 +185,15 @@ def _register_json(target: files.Target, key: tuple, name: str, entry: dict) -> 
     raise ConfigError(f"{path}: keeps changing while we read it; close the host and try again")
 
 
-def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
-    """Take our entry named `name` out; an entry we cannot prove ours (by its command) stays."""
-    if agent.mcp_config(home, project) is None:
+def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER,
+                    path: Path | None = None) -> Change | None:
+    """Take our entry named `name` out of `path` (default: the file the host reads now); an
+    entry we cannot prove ours (by its command) stays."""
+    config = agent.mcp_config(home, project)
+    if config is None:
         return None
-    path, fmt, key = agent.mcp_config(home, project)
+    current, fmt, key = config
+    path = path or current
     target = files.resolve_target(path, home, project)
 
     def surgical(text: str | bytes, record: manifest.Manifest | None) -> str | bytes | None:
@@ -214,12 +222,37 @@ def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | No
             return None
         return new_text
 
-    again = lambda: plan_unregister(agent, home, data_dir, project, name)  # noqa: E731
+    again = lambda: plan_unregister(agent, home, data_dir, project, name, path)  # noqa: E731
     return plan_removal(agent, part_name(name), target, data_dir, surgical, again, raw=fmt != "toml")
 
 
 def plan_unregister_all(agent: Agent, home: Path, data_dir: Path, project: Path | None, keep: str | None = None) -> list[Change]:
-    """Take out every name this agent's install registered (and `leanctx`), except `keep`."""
-    names = dict.fromkeys(recorded_names(agent, home, data_dir, project) + [SERVER])
-    changes = [plan_unregister(agent, home, data_dir, project, n) for n in names if n != keep]
+    """Take out every name this agent's install registered (and `leanctx`), except `keep` in the
+    file the host reads now. An entry of ours in another of the host's candidate files (one it
+    no longer reads, e.g. CodeBuddy after the user created a file it reads first) goes too."""
+    changes = [plan_unregister(agent, home, data_dir, project, n)
+               for n in dict.fromkeys(recorded_names(agent, home, data_dir, project) + [SERVER]) if n != keep]
+    for other, names in recorded_elsewhere(agent, home, data_dir, project).items():
+        changes += [plan_unregister(agent, home, data_dir, project, n, other) for n in names]
     return [c for c in changes if c is not None]
+
+
+def recorded_elsewhere(agent: Agent, home: Path, data_dir: Path, project: Path | None) -> dict[Path, list[str]]:
+    """The host's other candidate MCP files that still hold a server of ours (by manifest). A
+    candidate we may not write through (a symlink out of HOME, a folder) holds nothing of ours:
+    we never wrote it, and it must not stop an uninstall."""
+    config = agent.mcp_config(home, project)
+    if config is None:  # no MCP file at this level (Cline's projects): nothing elsewhere either
+        return {}
+    current = config[0]
+    found = {}
+    for other in agent.mcp_config_files(home, project):
+        if other == current:
+            continue
+        try:
+            names = recorded_names(agent, home, data_dir, project, other)
+        except ConfigError:
+            continue
+        if names:
+            found[other] = names
+    return found

@@ -25,13 +25,13 @@ DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
 
 
 def test_registry_lists_every_module() -> None:
-    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline"]
+    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
     with pytest.raises(agents.UnknownAgent) as info:
         agents.get("vscode")
-    assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen, copilot, opencode, cline" in str(info.value)
+    assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen, copilot, opencode, cline, droid" in str(info.value)
 
 
 @pytest.mark.parametrize("name", agents.names())
@@ -41,9 +41,10 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
     assert {SESSION_START, PROMPT, PRE_COMPACT, STOP} <= kinds
     if name != "opencode":  # OpenCode's plugin events have no session end
         assert SESSION_END in kinds
-    # none documented (CodeBuddy), none at all (Gemini CLI, OpenCode, Cline); Copilot's subagent
-    # tool hooks carry the child's own session id, and its read gate names every call
-    if name not in ("codebuddy", "gemini", "copilot", "opencode", "cline"):
+    # none at all (Gemini CLI, OpenCode, Cline); Copilot's subagent tool hooks carry the child's own
+    # session id, and its read gate names every call; Droid's Task subagents run in its daemon,
+    # another process (docs/hosts.md)
+    if name not in ("gemini", "copilot", "opencode", "cline", "droid"):
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)
@@ -58,10 +59,11 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
         ("codebuddy", ".codebuddy/settings.json", ".codebuddy/settings.local.json"),
         ("gemini", ".gemini/settings.json", ".gemini/settings.json"),
         ("qwen", ".qwen/settings.json", ".qwen/settings.json"),
+        ("droid", ".factory/settings.json", ".factory/settings.json"),
     ],
 )
 def test_config_paths(name: str, user: str, project: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR", "GEMINI_CLI_HOME", "QWEN_HOME"):
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR", "GEMINI_CLI_HOME", "QWEN_HOME", "FACTORY_HOME_OVERRIDE"):
         monkeypatch.delenv(var, raising=False)
     agent = agents.get(name)
     assert agent.user_config_path(tmp_path) == tmp_path / user

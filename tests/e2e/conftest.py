@@ -59,7 +59,8 @@ def _needs_node(path: str) -> bool:
 
 
 def _cli(name: str) -> str:
-    pinned = hostcli.REPO_ROOT / ".ci" / "cache" / "node_modules" / ".bin" / name
+    modules = hostcli.REPO_ROOT / ".ci" / "cache" / "node_modules"
+    pinned = modules / hostcli.IN_PACKAGE[name] if name in hostcli.IN_PACKAGE else modules / ".bin" / name
     if not os.environ.get("LEANCTX_HOST_CLI_DIR") and not pinned.exists() and shutil.which("npm"):
         from tests.e2e import install_clis
 
@@ -88,6 +89,16 @@ def claude_cli():
 @pytest.fixture
 def codex_cli():
     return _cli("codex")
+
+
+@pytest.fixture
+def codebuddy_cli():
+    return _cli("codebuddy")
+
+
+@pytest.fixture
+def droid_cli():
+    return _cli("droid")
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,6 +290,16 @@ def lean(host_home):
     yield lean
     # the MCP server a host spawned may have started the cache daemon for this data dir: stop it
     subprocess.run([sys.executable, "-m", "leanctx", "stop", "--force"], env=lean.env(), capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def bobs_secret(host_home) -> str:
+    """Another user's file in CKS_HOME (~/.cks/user/bob/profile.md), for the multi-user guard
+    tests; returns the secret it holds, which must never reach the model."""
+    bob = host_home.home / ".cks" / "user" / "bob"
+    bob.mkdir(parents=True)
+    (bob / "profile.md").write_text("bob's phone: 555-0100\n")
+    return "555-0100"
 
 
 @pytest.fixture

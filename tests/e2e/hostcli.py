@@ -81,12 +81,16 @@ def _candidate_dirs() -> list[Path]:
     return dirs
 
 
+# CLIs a package ships without a ``.bin`` link: name -> path inside node_modules
+IN_PACKAGE = {"codebuddy": "@tencent-ai/agent-sdk/cli/bin/codebuddy"}
+
+
 def find_cli(name: str) -> Optional[str]:
-    """Absolute path of the ``claude`` / ``codex`` executable, or None."""
+    """Absolute path of the ``claude`` / ``codex`` / ``codebuddy`` / ``droid`` executable, or None."""
     for d in _candidate_dirs():
-        p = d / name
-        if p.is_file() and os.access(p, os.X_OK):
-            return str(p)
+        for p in (d / name, d.parent / IN_PACKAGE[name]) if name in IN_PACKAGE else (d / name,):
+            if p.is_file() and os.access(p, os.X_OK):
+                return str(p)
     return shutil.which(name)
 
 

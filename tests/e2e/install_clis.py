@@ -27,6 +27,9 @@ PINNED = {
     "@github/copilot": "1.0.102",
     "opencode-ai": "1.18.33",
     "cline": "3.0.65",
+    # CodeBuddy Code 2.117.0 ships inside the SDK package (cli/bin/codebuddy; no .bin link)
+    "@tencent-ai/agent-sdk": "0.3.201",
+    "droid": "0.215.0",
 }
 BINARIES = {
     "claude": "@anthropic-ai/claude-code",
@@ -37,6 +40,8 @@ BINARIES = {
     "copilot": "@github/copilot",
     "opencode": "opencode-ai",
     "cline": "cline",
+    "codebuddy": "@tencent-ai/agent-sdk",
+    "droid": "droid",
 }
 
 
@@ -80,4 +85,4 @@ if __name__ == "__main__":
     if problem:
         sys.exit(problem)
     for binary, package in BINARIES.items():
-        print(f"{binary}: {package} {installed_version(package)} in {PREFIX / 'node_modules' / '.bin'}")
+        print(f"{binary}: {package} {installed_version(package)} in {PREFIX / 'node_modules'}")

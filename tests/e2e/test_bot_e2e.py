@@ -81,11 +81,8 @@ def test_restarted_bot_resumes_with_its_pending_question(claude_cli, host_home, 
     assert report["agents"][0]["profile"] == "bot"
 
 
-def test_guard_denies_another_users_folder_in_the_real_host(claude_cli, host_home, lean, run_host):
+def test_guard_denies_another_users_folder_in_the_real_host(claude_cli, host_home, lean, run_host, bobs_secret):
     hh = host_home
-    bob = hh.home / ".cks" / "user" / "bob"
-    bob.mkdir(parents=True)
-    (bob / "profile.md").write_text("bob's phone: 555-0100\n")
     lean.run("init", "--agent", "claude", "--bot", "--guard")
     script = [tool_use("Bash", {"command": "cat ~/.cks/user/*/profile.md"}), "I cannot read that."]
     with FakeAnthropic(script=script) as srv:
@@ -93,6 +90,6 @@ def test_guard_denies_another_users_folder_in_the_real_host(claude_cli, host_hom
         cp, _ = run_host([claude_cli, "-p", "show me everyone's profile", "--allowedTools", "Bash"], cwd=hh.proj, env=env)
         assert cp.returncode == 0, cp.stderr
         tool_result = json.dumps(srv.main_requests[1])
-    assert "555-0100" not in tool_result, "the guard let the model read another user's file"
+    assert bobs_secret not in tool_result, "the guard let the model read another user's file"
     assert "leanctx guard" in tool_result, "the model was not told why the call was denied"
     lean.assert_no_hook_errors()

@@ -24,10 +24,12 @@ RECORDED = [
     # recorded from Gemini CLI 0.61.0 and Qwen Code 0.15.10: every event we wire, its variants too
     (host, p.stem.split(".")[0], p) for host in ("gemini", "qwen") for p in sorted((PAYLOADS / host).glob("*.json"))
     if agents.get(host).event(p.stem.split(".")[0]) in agents.get(host).events
+] + [
+    # recorded by the offline runs (CodeBuddy Code 2.117.0, Factory Droid 0.215.0): the events we wire
+    (host, p.stem.split(".")[0], p) for host in ("codebuddy", "droid") for p in sorted((PAYLOADS / host).glob("*.json"))
+    if p.stem.split(".")[0] in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 ]
-DOCUMENTED_CASES = [("cursor", p.stem, p) for p in sorted((DOCUMENTED / "cursor").glob("*.json"))] + [
-    ("codebuddy", p.stem, p) for p in sorted((DOCUMENTED / "codebuddy").glob("*.json"))
-]
+DOCUMENTED_CASES = [("cursor", p.stem, p) for p in sorted((DOCUMENTED / "cursor").glob("*.json"))]
 
 
 @pytest.fixture
@@ -59,7 +61,7 @@ def test_real_payload_is_published(hook_wrapper: Path, data_dir: Path, agent: st
     assert record["last_event"] == event
     if body.get("transcript_path"):
         assert record["transcript_path"] == body["transcript_path"]
-    if agent in ("claude", "codex", "codebuddy"):
+    if agent in ("claude", "codex", "codebuddy", "droid"):
         assert record["session_id"] == body["session_id"]
     slot = read_json(data_dir / "active_transcript.json")
     assert slot["conversation_id"] == conversation

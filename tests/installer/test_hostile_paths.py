@@ -34,6 +34,10 @@ CONFIGS = [
     ("cline", ".cline/hooks/SessionShutdown"),
     ("cline", ".cline/data/settings/cline_mcp_settings.json"),
     ("cline", ".cline/rules/leanctx-ctx-read.md"),
+    ("codebuddy", ".codebuddy.json"),
+    ("droid", ".factory/settings.json"),
+    ("droid", ".factory/mcp.json"),
+    ("droid", ".factory/AGENTS.md"),
 ]
 
 

@@ -352,7 +352,7 @@ def user_configs(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=user_configs(), name=st.sampled_from(["claude", "codex", "cursor", "codebuddy"]))
+@given(text=user_configs(), name=st.sampled_from(["claude", "codex", "cursor", "codebuddy", "droid"]))
 def test_property_init_then_uninstall_restores(home: Path, data_dir: Path, text: str, name: str) -> None:
     agent = agents.get(name)
     path = agent.user_config_path(home)

@@ -15,7 +15,7 @@ import tomlkit
 
 from tests.conftest import run_cli
 
-AGENTS = ("claude", "codex", "cursor", "codebuddy")
+AGENTS = ("claude", "codex", "cursor", "codebuddy", "droid")
 
 
 def snapshot(*roots: Path, skip: Path | None = None) -> dict[str, bytes]:

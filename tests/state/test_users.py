@@ -97,7 +97,8 @@ def _bot_cases() -> list[tuple[str, str, Path]]:
             ("claude", "Stop", PAYLOADS / "claude" / "Stop.json"),
             ("codex", "UserPromptSubmit", PAYLOADS / "codex" / "UserPromptSubmit.json"),
             ("cursor", "beforeSubmitPrompt", documented / "cursor" / "beforeSubmitPrompt.json"),
-            ("codebuddy", "UserPromptSubmit", documented / "codebuddy" / "UserPromptSubmit.json")]
+            ("codebuddy", "UserPromptSubmit", PAYLOADS / "codebuddy" / "UserPromptSubmit.json"),
+            ("droid", "SessionStart", PAYLOADS / "droid" / "SessionStart.json")]
 
 
 @pytest.mark.parametrize(("agent", "event", "payload"), _bot_cases(), ids=lambda v: v if isinstance(v, str) else "")
