@@ -420,6 +420,12 @@ def json_object(stdout: str) -> dict | str:
     return value if isinstance(value, dict) else "stdout JSON is not an object"
 
 
+def stdout_answer(stdout: str) -> dict | str | None:
+    """A hook's stdout for check_output: None when it printed nothing (no opinion), why not
+    when it is not one JSON object, else that object."""
+    return json_object(stdout) if stdout.strip() else None
+
+
 def workspace_roots_of(payload: dict) -> list[str]:
     roots = payload.get("workspace_roots") or payload.get("workspaceRoots")
     if isinstance(roots, list):
@@ -486,10 +492,8 @@ class ClaudeShapeAgent(Agent):
         )
 
     def check_output(self, event: str, stdout: str) -> str | None:
-        if not stdout.strip():
-            return None
-        value = json_object(stdout)
-        if isinstance(value, str):
+        value = stdout_answer(stdout)
+        if not isinstance(value, dict):
             return value
         specific = value.get("hookSpecificOutput")
         if not isinstance(specific, dict) or specific.get("hookEventName") != event:

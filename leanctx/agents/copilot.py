@@ -63,7 +63,7 @@ from leanctx.agents.base import (
     Agent,
     EventSpec,
     HookEvent,
-    json_object,
+    stdout_answer,
     str_field,
     env_dir,
 )
@@ -178,10 +178,8 @@ class Copilot(Agent):
         return fastjson.dumps({"metaToUse": {CALL_ID_META: call_id}})
 
     def check_output(self, event: str, stdout: str) -> str | None:
-        if not stdout.strip():
-            return None
-        value = json_object(stdout)
-        if isinstance(value, str):
+        value = stdout_answer(stdout)
+        if not isinstance(value, dict):
             return value  # plain text: on permissionRequest Copilot would deny the tool
         if event in _CONTEXT_EVENTS and set(value) == {"additionalContext"} and isinstance(value["additionalContext"], str):
             return None

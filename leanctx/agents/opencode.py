@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from leanctx import fastjson
 from leanctx.agents.base import (
-    json_object,
+    stdout_answer,
     PRE_COMPACT,
     PRE_TOOL,
     PROMPT,
@@ -128,10 +128,8 @@ class OpenCode(FileHookAgent):
         return fastjson.dumps({"decision": "deny", "reason": reason})
 
     def check_output(self, event: str, stdout: str) -> str | None:
-        if not stdout.strip():
-            return None
-        value = json_object(stdout)
-        if isinstance(value, str):
+        value = stdout_answer(stdout)
+        if not isinstance(value, dict):
             return value
         if event in self.context_events and isinstance(value.get("additionalContext"), str):
             return None

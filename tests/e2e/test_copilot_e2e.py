@@ -89,32 +89,17 @@ def read_call(path: str = "big.py") -> dict:
 
 def copilot_trace(log: Path, proj: Path, files: dict[str, str]) -> list[dict]:
     """The tap's log as a replay trace: Copilot's own payloads as hook events, each ctx_read
-    (its preMcpToolCall payload: session, subagent, arguments, the model's call id) as a read."""
-    entries = sorted((json.loads(line) for line in log.read_text().splitlines() if line.strip()), key=lambda e: e["t"])
-    trace: list[dict] = [{"op": "root", "path": str(proj)}]
-    trace += [{"op": "write", "path": rel, "text": text} for rel, text in files.items()]
-    hosts: dict[int, str] = {}
-    last = entries[0]["t"] if entries else 0.0
-    for e in entries:
-        if e["event"] == "preToolUse":
-            continue  # only the tap's own view of what the model ran
-        if e["t"] > last:
-            trace.append({"op": "tick", "s": round(e["t"] - last, 3)})
-            last = e["t"]
+    (its preMcpToolCall payload: session, subagent, arguments, the model's call id) as a read.
+    The MCP server Copilot starts has the session in COPILOT_AGENT_SESSION_ID."""
+    def read_of(e: dict) -> dict | None:
         p = e["payload"]
-        if e["host"] not in hosts:
-            hosts[e["host"]] = h = f"h{len(hosts) + 1}"
-            # the MCP server Copilot starts has the session in COPILOT_AGENT_SESSION_ID
-            trace.append({"op": "host", "host": h, "agent": "copilot", "gate": False,
-                          "env": {"COPILOT_AGENT_SESSION_ID": p["sessionId"]}})
-        h = hosts[e["host"]]
-        trace.append({"op": "hook", "host": h, "event": e["event"], "payload": p})
-        if e["event"] == "preMcpToolCall" and p.get("serverName") == "leanctx" and p.get("toolName") == "ctx_read":
-            args = p.get("arguments") or {}
-            trace.append({"op": "read", "host": h, "conv": p["sessionId"], "sub": p.get("agentId"), "path": args.get("path"),
-                          "start": args.get("start_line"), "end": args.get("end_line"), "fresh": bool(args.get("fresh")),
-                          "call_id": p.get("toolCallId")})
-    return trace
+        if e["event"] != "preMcpToolCall" or p.get("serverName") != "leanctx" or p.get("toolName") != "ctx_read":
+            return None
+        return {"conv": p["sessionId"], "sub": p.get("agentId"), "args": p.get("arguments") or {}, "call_id": p.get("toolCallId")}
+
+    return tracetap.tap_trace(log, proj, files, "copilot", read_of, hook_too=True,
+                              host_env=lambda p: {"COPILOT_AGENT_SESSION_ID": p["sessionId"]},
+                              keep=lambda e: e["event"] != "preToolUse")  # only the tap's own view of what the model ran
 
 
 def test_copilot_publishes_its_session_stubs_the_second_read_and_uninstalls_byte_for_byte(

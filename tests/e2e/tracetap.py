@@ -88,12 +88,15 @@ def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude"
     return tap_trace(log, proj, files, agent, read_of, host_env=host_env, hook_too=True)
 
 
-def tap_trace(log: Path, proj: Path, files: dict[str, str], agent: str, read_of, host_env=None, hook_too: bool = False) -> list[dict]:
+def tap_trace(log: Path, proj: Path, files: dict[str, str], agent: str, read_of, host_env=None, hook_too: bool = False,
+              keep=None) -> list[dict]:
     """A tap log (`{t, event, host, payload}` lines) as a trace. `read_of(entry)` says whether an
     entry is a ctx_read, as {conv, sub, args, call_id} in the host's own words (None: a hook
     event); `hook_too`: a read entry is a hook event as well (Claude Code's PreToolUse).
-    Each host pid becomes a host of the trace, in order of appearance."""
+    Each host pid becomes a host of the trace, in order of appearance; `keep(entry)` False leaves
+    an entry out."""
     entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    entries = [e for e in entries if keep is None or keep(e)]
     entries.sort(key=lambda e: e["t"])
     trace: list[dict] = [{"op": "root", "path": str(proj)}]
     trace += [{"op": "write", "path": rel, "text": text} for rel, text in files.items()]
