@@ -30,8 +30,8 @@ RECORDED = REPO / "tests" / "e2e" / "recorded_payloads"
 READ_TOOL = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {"path": "src/app.py"}}
 
 # (agent, event, payload file[, fields to set]): each host's main events, and the read gate that
-# runs before every ctx_read (a recorded MCP PreToolUse payload, aimed at our tool); Cursor and
-# CodeBuddy use documented shapes
+# runs before every ctx_read (a recorded MCP PreToolUse payload, aimed at our tool); Cursor uses
+# documented shapes, every other host payloads recorded from its real CLI
 CASES = [
     ("claude", "PreToolUse", RECORDED / "claude" / "PreToolUse.mcp.json", READ_TOOL),
     ("codex", "PreToolUse", RECORDED / "codex" / "PreToolUse.mcp.json", READ_TOOL),
@@ -42,7 +42,11 @@ CASES = [
     ("codex", "UserPromptSubmit", PAYLOADS / "codex" / "UserPromptSubmit.json"),
     ("cursor", "sessionStart", DOCUMENTED / "cursor" / "sessionStart.json"),
     ("cursor", "beforeSubmitPrompt", DOCUMENTED / "cursor" / "beforeSubmitPrompt.json"),
-    ("codebuddy", "UserPromptSubmit", DOCUMENTED / "codebuddy" / "UserPromptSubmit.json"),
+    ("codebuddy", "UserPromptSubmit", PAYLOADS / "codebuddy" / "UserPromptSubmit.json"),
+    ("gemini", "BeforeAgent", PAYLOADS / "gemini" / "BeforeAgent.json"),
+    ("qwen", "UserPromptSubmit", PAYLOADS / "qwen" / "UserPromptSubmit.json"),
+    ("copilot", "userPromptSubmitted", PAYLOADS / "copilot" / "userPromptSubmitted.json"),
+    ("droid", "SessionStart", PAYLOADS / "droid" / "SessionStart.json"),
 ]
 
 
@@ -50,7 +54,9 @@ def installed_command(home: Path, agent: str, event: str) -> str:
     from leanctx import agents
 
     host = agents.get(agent)
-    config = json.loads(host.user_config_path(home).read_text())
+    from leanctx.installer import jsonc
+
+    config = jsonc.loads(host.user_config_path(home).read_text())  # Gemini/Qwen rewrite theirs with comments kept
     for group in config["hooks"][event]:
         for command in host.group_commands(group):
             if "leanctx-hook" in command:
@@ -73,7 +79,7 @@ def main() -> None:
         home.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_", "CURSOR_", "LEANCTX_"))}
         env.update(HOME=str(home), LEANCTX_HOME=str(home / ".local" / "share" / "leanctx"))
-        for agent in ("claude", "codex", "cursor", "codebuddy"):
+        for agent in dict.fromkeys(case[0] for case in CASES):  # each host of a row, once
             subprocess.run([sys.executable, "-m", "leanctx", "init", "--agent", agent], env=env, check=True, capture_output=True)
         os.environ.update(HOME=env["HOME"])  # for config path lookups below
         rows: list[tuple[str, list[str], bytes]] = [
