@@ -148,3 +148,23 @@ def test_a_redelivered_message_id_is_recorded_once(cks_home: Path) -> None:
     other = api.inbound("yes", user=USER, message_id="m-2")  # same text, another message
     assert other["state"]["turn_count"] == 3
     assert [t.get("message_id") for t in other["state"]["recent_turns"]] == ["m-1", None, "m-2"]
+
+
+def test_the_state_cli_records_a_redelivered_message_once(bot: Bot) -> None:
+    """A bot without hooks drives the same protocol from a shell: inbound / pending / reply."""
+    def state_cli(*args: str) -> subprocess.CompletedProcess:
+        proc = run_cli("state", *args, env=bot.env)
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    state_cli("inbound", "I'd like to subscribe", "--message-id", "tg-1")
+    assert "after this turn's reply" in state_cli("pending", "--question", "Which plan?", "--option", "pro").stdout
+    assert state_cli("inbound", "I'd like to subscribe", "--message-id", "tg-1").stdout == ""  # crash, redelivery
+    state_cli("pending", "--question", "Which plan?", "--option", "pro")
+    state_cli("reply", "Which plan? basic or pro")
+    out = json.loads(state_cli("inbound", "pro", "--message-id", "tg-2", "--json").stdout)
+    assert out["answered"]["answer"] == "pro" and "answers your pending question" in out["answer_context"]
+    state = bot.state()
+    assert state["last_answer"]["answer"] == "pro" and state["turn_count"] == 3
+    bad = run_cli("state", "inbound", "x", "--message-id", "", env=bot.env)
+    assert bad.returncode == 0 and bad.stderr == ""  # an empty id is no id
