@@ -366,3 +366,26 @@ def test_doctor_spots_a_state_no_hook_records_into(home: Path, data_dir: Path) -
     assert "conversation state ok hooks" not in names
     text = run_cli("doctor", "--agent", "claude").stdout
     assert "no turn was ever recorded" in text and "setting_sources" in text
+
+
+def test_doctor_spots_a_question_no_stop_hook_followed(home: Path, data_dir: Path) -> None:
+    """Hooks recorded turns once, then the host lost them (setting_sources=[] after a redeploy):
+    a question saved long ago with no turn since is flagged; the same question asked after the
+    last turn but recently (a turn may be running) is not."""
+    run_cli("init", "--agent", "claude", "--bot")
+    env = dict(os.environ, CKS_ACTIVE_USER="late")
+    prompt = (PAYLOADS / "claude" / "UserPromptSubmit.json").read_bytes()
+    assert subprocess.run(["/bin/sh", "-c", wrapper.command(wrapper.wrapper_path(data_dir), "claude",
+                                                            "UserPromptSubmit", ("--bot",))],
+                          input=prompt, capture_output=True, env=env, timeout=60).returncode == 0
+    assert run_cli("state", "pending", "--question", "Which plan?", env=env).returncode == 0
+    code, report = doctor_json("--agent", "claude")
+    assert "conversation state late hooks" not in {c["name"] for c in report["checks"]}
+    path = home / ".cks" / "user" / "late" / "conversation-state.json"
+    value = json.loads(path.read_text())
+    value["recent_turns"][0]["ts"] = "2020-01-01T00:00:00.000Z"
+    value["pending"]["asked_ts"] = "2020-01-01T00:05:00.000Z"
+    path.write_text(json.dumps(value))
+    code, report = doctor_json("--agent", "claude")
+    warn = {c["name"]: c for c in report["checks"]}["conversation state late hooks"]
+    assert warn["status"] == "warn" and "no Stop hook ran" in warn["detail"] and "setting_sources" in warn["fix"]
