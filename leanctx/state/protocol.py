@@ -79,7 +79,7 @@ def inbound(state: dict, text: str, session_id: str | None = None, now: str | No
     answered = None
     if s.get("pending") and s["pending"].get("armed") is False:
         s["pending"] = None
-    if is_redelivery(s, body, message_id):
+    if is_redelivery(s, body, message_id, session_id):
         return s, None
     if s.get("pending"):
         p = s["pending"]
@@ -90,15 +90,19 @@ def inbound(state: dict, text: str, session_id: str | None = None, now: str | No
     return s, (dict(answered) if answered else None)
 
 
-def is_redelivery(state: dict, body: str, message_id: str | None) -> bool:
+def is_redelivery(state: dict, body: str, message_id: str | None, session_id: str | None = None) -> bool:
     """`body` is a message already recorded: its id is on a recent turn, or (no id) it repeats the
-    last turn, a user turn no reply followed (the turn crashed and the chat layer sent it again)."""
+    last turn, a user turn no reply followed, sent to another session (the process died inside
+    the turn and the chat layer sent it again to the restarted one; within one live session the
+    user may well say the same thing twice)."""
     turns = state.get("recent_turns") or []
     mid = _label(message_id, SESSION_MAX)
     if mid:
         return any(t.get("message_id") == mid for t in turns)
     last = turns[-1] if turns else None
-    return bool(last) and last.get("role") == "user" and last.get("text") == body and not last.get("message_id")
+    sid = _session(session_id)
+    return (bool(last) and last.get("role") == "user" and last.get("text") == body and not last.get("message_id")
+            and bool(sid) and bool(last.get("session_id")) and last.get("session_id") != sid)
 
 
 def holds_thread(state: dict, session_id: str | None) -> bool:

@@ -168,3 +168,11 @@ def test_the_state_cli_records_a_redelivered_message_once(bot: Bot) -> None:
     assert state["last_answer"]["answer"] == "pro" and state["turn_count"] == 3
     bad = run_cli("state", "inbound", "x", "--message-id", "", env=bot.env)
     assert bad.returncode == 0 and bad.stderr == ""  # an empty id is no id
+
+
+def test_the_same_text_twice_in_one_session_is_two_turns(cks_home: Path) -> None:
+    """Without message ids only a repeat sent to another (restarted) session is a redelivery."""
+    api.inbound("yes", user=USER, session_id="S")
+    assert api.inbound("yes", user=USER, session_id="S")["state"]["turn_count"] == 2
+    assert api.inbound("yes", user=USER, session_id="T")["state"]["turn_count"] == 2
+    assert api.inbound("yes", user=USER)["state"]["turn_count"] == 3  # no session, no id: nothing to go by
