@@ -11,6 +11,7 @@ The `--json` report is stable (schema 1); see the README for its fields.
 
 from __future__ import annotations
 
+import calendar
 import json
 import shlex
 import os
@@ -314,12 +315,48 @@ def state_checks(home: Path) -> list[dict]:
     url = os.environ.get("LEANCTX_STATE_URL")
     where = f"Redis {redact(url)}" if url else display(cks_home(), home)
     out = [_check("conversation state", OK, f"{len(users)} user(s) in {where}")]
+    for user in users:
+        silent = _unrecorded(api.show(slug=user))
+        if silent:
+            out.append(_check(f"conversation state {user} hooks", WARN, silent, ISOLATION_FIX))
     for user, paths in corrupt.items():
         if paths:
             out.append(_check(f"conversation state {user}", WARN,
                               f"{len(paths)} damaged state(s) moved aside, the thread restarted: {display(paths[-1], home)}",
                               "read it for what was lost, then delete it"))
     return out
+
+
+ISOLATION_FIX = ('the host runs without the leanctx hooks: on the Claude Agent SDK pass setting_sources including '
+                 '"user" (or "project" for `init --project`) to ClaudeAgentOptions, not setting_sources=[] '
+                 '(isolation mode), or use the SDK integration; elsewhere run `leanctx init --agent <host> --bot`')
+STALE_PENDING_S = 600  # a question asked this long ago with no turn recorded since: no Stop hook ran
+
+
+def _unrecorded(state: dict) -> str | None:
+    """Why `state` looks written by `leanctx state` alone, with no bot hook recording turns: the
+    state CLI was used but no turn was ever recorded, or a question was saved and no turn (its
+    reply, Stop) was recorded since. None when hooks are evidently running."""
+    from leanctx.state import protocol
+
+    turns = state.get("recent_turns") or []
+    pending = state.get("pending")
+    if not state.get("turn_count") and not turns and not protocol.is_empty(state):
+        what = "a pending question" if pending else "a summary or active work"
+        return f"holds {what} but no turn was ever recorded: no bot hook runs for this user"
+    if not pending:
+        return None
+    asked = pending.get("asked_ts") or ""
+    if any((t.get("ts") or "") >= asked for t in turns):
+        return None
+    try:
+        age = time.time() - calendar.timegm(time.strptime(asked[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+    if age < STALE_PENDING_S:
+        return None  # a turn may be running right now
+    return (f"pending question {pending.get('question', '')[:60]!r} was saved {age / 60:.0f} min ago and no turn "
+            "has been recorded since: no Stop hook ran, so it will never be answered")
 
 
 def _data_dir_check(data_dir: Path, home: Path) -> dict:

@@ -342,3 +342,50 @@ def test_doctor_warns_when_the_mcp_sdk_lacks_the_internals(home: Path, data_dir:
     assert sdk["status"] == "warn" and "per-call (subagent) identity are off" in sdk["detail"], sdk
     assert "mcp>=2.3,<2.4" in sdk["fix"]
     assert code == 0 and report["ok"]
+
+
+def test_doctor_spots_a_state_no_hook_records_into(home: Path, data_dir: Path) -> None:
+    """Isolation mode (ClaudeAgentOptions(setting_sources=[])) runs no hooks while the model keeps
+    calling `leanctx state`: a pending question nothing will ever clear. doctor says what to pass;
+    a user whose turns the hooks record is not flagged."""
+    run_cli("init", "--agent", "claude", "--bot")
+    isolated = dict(os.environ, CKS_ACTIVE_USER="iso")
+    assert run_cli("state", "pending", "--question", "Which plan?", "--option", "pro", env=isolated).returncode == 0
+    assert run_cli("state", "summary", "wants a plan", env=isolated).returncode == 0
+    hooked = dict(os.environ, CKS_ACTIVE_USER="ok")
+    prompt = (PAYLOADS / "claude" / "UserPromptSubmit.json").read_bytes()
+    proc = subprocess.run(["/bin/sh", "-c", wrapper.command(wrapper.wrapper_path(data_dir), "claude", "UserPromptSubmit",
+                                                            ("--bot",))], input=prompt, capture_output=True,
+                          env=hooked, timeout=60)
+    assert proc.returncode == 0
+    code, report = doctor_json("--agent", "claude")
+    names = {c["name"]: c for c in report["checks"]}
+    warn = names["conversation state iso hooks"]
+    assert code == 0 and warn["status"] == "warn" and "no turn was ever recorded" in warn["detail"]
+    assert "setting_sources" in warn["fix"] and '"user"' in warn["fix"]
+    assert "conversation state ok hooks" not in names
+    text = run_cli("doctor", "--agent", "claude").stdout
+    assert "no turn was ever recorded" in text and "setting_sources" in text
+
+
+def test_doctor_spots_a_question_no_stop_hook_followed(home: Path, data_dir: Path) -> None:
+    """Hooks recorded turns once, then the host lost them (setting_sources=[] after a redeploy):
+    a question saved long ago with no turn since is flagged; the same question asked after the
+    last turn but recently (a turn may be running) is not."""
+    run_cli("init", "--agent", "claude", "--bot")
+    env = dict(os.environ, CKS_ACTIVE_USER="late")
+    prompt = (PAYLOADS / "claude" / "UserPromptSubmit.json").read_bytes()
+    assert subprocess.run(["/bin/sh", "-c", wrapper.command(wrapper.wrapper_path(data_dir), "claude",
+                                                            "UserPromptSubmit", ("--bot",))],
+                          input=prompt, capture_output=True, env=env, timeout=60).returncode == 0
+    assert run_cli("state", "pending", "--question", "Which plan?", env=env).returncode == 0
+    code, report = doctor_json("--agent", "claude")
+    assert "conversation state late hooks" not in {c["name"] for c in report["checks"]}
+    path = home / ".cks" / "user" / "late" / "conversation-state.json"
+    value = json.loads(path.read_text())
+    value["recent_turns"][0]["ts"] = "2020-01-01T00:00:00.000Z"
+    value["pending"]["asked_ts"] = "2020-01-01T00:05:00.000Z"
+    path.write_text(json.dumps(value))
+    code, report = doctor_json("--agent", "claude")
+    warn = {c["name"]: c for c in report["checks"]}["conversation state late hooks"]
+    assert warn["status"] == "warn" and "no Stop hook ran" in warn["detail"] and "setting_sources" in warn["fix"]

@@ -6,7 +6,11 @@
 - a reply (Stop's `last_assistant_message`, Cursor's afterAgentResponse) is recorded as the
   agent's turn;
 - every session start (new, resumed, cleared, compacted) gets the rehydrated thread as added
-  context: summary, recent turns, active work, the pending question with its options.
+  context: summary, recent turns, active work, the pending question with its options; except a
+  resumed session whose transcript already holds the thread (protocol.holds_thread), which gets
+  only the answer line and the pending question, so restarts never stack copies of the thread;
+- a question the model saved inside a turn is armed by that turn's stop: a message redelivered
+  after a crash mid-turn is not taken as its answer, nor recorded twice.
 Each turn notes the session it came from. Only installed with `leanctx init --bot`.
 
 When CKS_ACTIVE_USER is set but empty (a channel adapter that exported no sender id) nothing is
@@ -37,7 +41,9 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
         return None
     session = event.session_id or event.conversation_id
     if event.kind == SESSION_START:
-        text = protocol.rehydrate(api.show(user))
+        state = api.show(user)
+        resumed = event.source == "resume" and protocol.holds_thread(state, session)
+        text = protocol.resume_context(state) if resumed else protocol.rehydrate(state)
         return agent.context_output(event.event, text) if text else None
     if event.kind == PROMPT and event.prompt and not event.subagent_id:
         result = api.inbound(event.prompt, user, session_id=session, source=agent.name)
@@ -46,5 +52,7 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
         return None
     reply = agent.reply_text(event) if event.kind in (STOP, REPLY) and not event.subagent_id else None
     if reply:
-        api.reply(reply, user, session_id=session)
+        api.reply(reply, user, session_id=session)  # arms a question asked in this turn
+    elif event.kind in (STOP, REPLY) and not event.subagent_id:
+        api.arm_pending(user)
     return None

@@ -80,9 +80,10 @@ def owner(state: dict) -> str | None:
 
 
 def inbound(text: str, user: str | None = None, session_id: str | None = None, source: str | None = None,
-            keep: int = protocol.KEEP_DEFAULT, slug: str | None = None) -> dict:
+            keep: int = protocol.KEEP_DEFAULT, slug: str | None = None, message_id: str | None = None) -> dict:
     """A user message arrived. Returns {state, answered, answer_context}: `answered` is the pending
-    question it resolved ({question, options, answer, answered_ts}) or None."""
+    question it resolved ({question, options, answer, answered_ts}) or None. `message_id`, the chat
+    layer's id for the message, makes a redelivered message count once."""
     protocol.clean(text)
     t = target(user, slug)
     box: dict = {}
@@ -90,7 +91,7 @@ def inbound(text: str, user: str | None = None, session_id: str | None = None, s
     def change(state: dict) -> dict:
         if source:
             state = protocol.set_source(state, source)
-        state, box["answered"] = protocol.inbound(state, text, session_id, protocol.now_iso(), keep)
+        state, box["answered"] = protocol.inbound(state, text, session_id, protocol.now_iso(), keep, message_id)
         return state
 
     state = t.update(change)
@@ -103,6 +104,13 @@ def reply(text: str, user: str | None = None, session_id: str | None = None, kee
     """The agent replied; older turns fold into the summary. Returns the state."""
     protocol.clean(text)
     return target(user, slug).update(lambda s: protocol.reply(s, text, session_id, protocol.now_iso(), keep))
+
+
+def arm_pending(user: str | None = None, slug: str | None = None) -> dict:
+    """The turn ended (a stop with no reply text): a question asked in it becomes answerable."""
+    t = target(user, slug)
+    state = t.load()
+    return t.update(protocol.arm_pending) if (state.get("pending") or {}).get("armed") is False else state
 
 
 def set_pending(question: str, options: list[str] | tuple[str, ...] = (), user: str | None = None,

@@ -139,7 +139,45 @@ def pending(question: str | None, options: tuple[str, ...], session_id: str | No
     if as_json:
         _print_json(new["pending"])
     else:
-        click.echo(f"Pending question set for {new['user_slug']}; the next message is its answer.")
+        click.echo(f"Pending question set for {new['user_slug']}; "
+                   + ("the user's first message after this turn's reply is its answer."
+                      if new["pending"].get("armed") is False else "the next message is its answer."))
+
+
+@state.command()
+@click.argument("text")
+@click.option("--message-id", default=None, metavar="ID",
+              help="The chat layer's id for this message: a redelivered message is recorded once.")
+@click.option("--session-id", default=None, help="The session it was sent to.")
+@_user_option
+@_json_option
+@_refusals
+def inbound(text: str, message_id: str | None, session_id: str | None, user: str | None, slug: str | None,
+            as_json: bool) -> None:
+    """Record a user message TEXT (`-` reads stdin), for a bot without the hooks. Prints the line
+    that tells the model it answers the pending question, if it does."""
+    if text == "-":
+        text = sys.stdin.read()
+    result = api.inbound(text, user, session_id=session_id, slug=slug, message_id=message_id)
+    if as_json:
+        _print_json({"answered": result["answered"], "answer_context": result["answer_context"]})
+    elif result["answer_context"]:
+        click.echo(result["answer_context"])
+
+
+@state.command()
+@click.argument("text")
+@click.option("--session-id", default=None, help="The session that replied.")
+@_user_option
+@_json_option
+@_refusals
+def reply(text: str, session_id: str | None, user: str | None, slug: str | None, as_json: bool) -> None:
+    """Record the agent's reply TEXT (`-` reads stdin) once it reached the user; a question asked
+    in this turn becomes answerable."""
+    if text == "-":
+        text = sys.stdin.read()
+    new = api.reply(text, user, session_id=session_id, slug=slug)
+    _print_json(new) if as_json else click.echo(f"Reply recorded for {new['user_slug']}.")
 
 
 @state.command("clear-pending")

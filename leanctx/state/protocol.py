@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from leanctx.state.errors import BadInput
-from leanctx.state.render import answer_context, digest, rehydrate  # noqa: F401 - part of this module's API
+from leanctx.state.render import answer_context, digest, rehydrate, resume_context  # noqa: F401 - part of this module's API
 
 SCHEMA_VERSION = 1
 TURN_MAX = 4000
@@ -65,20 +65,56 @@ def fresh(slug: str, source: str | None = None, now: str | None = None) -> dict:
 
 
 def inbound(state: dict, text: str, session_id: str | None = None, now: str | None = None,
-            keep: int = KEEP_DEFAULT) -> tuple[dict, dict | None]:
+            keep: int = KEEP_DEFAULT, message_id: str | None = None) -> tuple[dict, dict | None]:
     """Record a user message. If a question was pending, this message is its answer: returned as
-    `answered` ({question, options, answer, answered_ts}), kept in `last_answer`, pending cleared."""
+    `answered` ({question, options, answer, answered_ts}), kept in `last_answer`, pending cleared.
+
+    A question not yet armed (asked inside a turn whose reply was never recorded: the process died
+    before the user saw it) is dropped, never answered. A redelivered message (same `message_id`
+    as a recorded turn, or, without ids, the same text as a last user turn that got no reply) is
+    recorded once: the state is returned unchanged but for that unarmed question."""
     now = now or now_iso()
     s = _copy(state)
     body = cap_text(clean(text), TURN_MAX)
     answered = None
+    if s.get("pending") and s["pending"].get("armed") is False:
+        s["pending"] = None
+    if is_redelivery(s, body, message_id, session_id):
+        return s, None
     if s.get("pending"):
         p = s["pending"]
         answered = {"question": p["question"], "options": list(p["options"]), "answer": body, "answered_ts": now}
         s["pending"] = None
     s["last_answer"] = answered
-    _append(s, "user", body, session_id, now, keep)
+    _append(s, "user", body, session_id, now, keep, _label(message_id, SESSION_MAX))
     return s, (dict(answered) if answered else None)
+
+
+def is_redelivery(state: dict, body: str, message_id: str | None, session_id: str | None = None) -> bool:
+    """`body` is a message already recorded: its id is on a recent turn, or (no id) it repeats the
+    last turn, a user turn no reply followed, sent to another session (the process died inside
+    the turn and the chat layer sent it again to the restarted one; within one live session the
+    user may well say the same thing twice)."""
+    turns = state.get("recent_turns") or []
+    mid = _label(message_id, SESSION_MAX)
+    if mid:
+        return any(t.get("message_id") == mid for t in turns)
+    last = turns[-1] if turns else None
+    sid = _session(session_id)
+    return (bool(last) and last.get("role") == "user" and last.get("text") == body and not last.get("message_id")
+            and bool(sid) and bool(last.get("session_id")) and last.get("session_id") != sid)
+
+
+def holds_thread(state: dict, session_id: str | None) -> bool:
+    """A resumed session's transcript already holds the thread: a recorded turn carries its id and
+    every turn since its first one does too (it got the full block when it started; nothing was
+    recorded elsewhere since)."""
+    if not session_id:
+        return False
+    sid = _session(session_id)
+    turns = state.get("recent_turns") or []
+    first = next((i for i, t in enumerate(turns) if t.get("session_id") == sid), None)
+    return first is not None and all(t.get("session_id") == sid for t in turns[first:])
 
 
 def reply(state: dict, text: str, session_id: str | None = None, now: str | None = None, keep: int = KEEP_DEFAULT) -> dict:
@@ -86,6 +122,16 @@ def reply(state: dict, text: str, session_id: str | None = None, now: str | None
     now = now or now_iso()
     s = _copy(state)
     _append(s, "agent", cap_text(clean(text), TURN_MAX), session_id, now, keep)
+    return arm_pending(s)
+
+
+def arm_pending(state: dict) -> dict:
+    """The reply that asks the pending question has been recorded: the next message answers it."""
+    pending = state.get("pending")
+    if not pending or pending.get("armed") is not False:
+        return state
+    s = _copy(state)
+    del s["pending"]["armed"]
     return s
 
 
@@ -133,6 +179,9 @@ def set_pending(state: dict, question: str, options: list[str] | tuple[str, ...]
     now = now or now_iso()
     s = _copy(state)
     pending = {"type": "clarify", "question": q, "options": opts, "asked_ts": now}
+    turns = s.get("recent_turns") or []
+    if turns and turns[-1].get("role") == "user":
+        pending["armed"] = False  # asked inside a turn: answerable once its reply is recorded
     sid = _session(session_id)
     if sid:
         pending["session_id"] = sid
@@ -235,11 +284,14 @@ def fold(summary: str, turns: list[dict]) -> str:
     return "\n".join(([head] if head else []) + folded)
 
 
-def _append(s: dict, role: str, text: str, session_id: str | None, now: str, keep: int) -> None:
+def _append(s: dict, role: str, text: str, session_id: str | None, now: str, keep: int,
+            message_id: str | None = None) -> None:
     turn = {"role": role, "text": text, "ts": now}
     sid = _session(session_id)
     if sid:
         turn["session_id"] = sid
+    if message_id:
+        turn["message_id"] = message_id
     turns = s["recent_turns"]
     turns.append(turn)
     keep = max(1, min(int(keep), TURNS_MAX))

@@ -32,19 +32,33 @@ def rehydrate(state: dict) -> str:
     after = []
     if feature or phase:
         after.append(f"Active work: feature {feature or '(none)'}, phase {phase or '(none)'}.")
-    if answered:
-        after.append("The user's latest message answered your earlier question "
-                     f"{_quote(answered['question'], 300)}: {_quote(answered['answer'], ANSWER_QUOTE)}.")
-    if pending:
-        after.append(f"PENDING QUESTION (asked {pending.get('asked_ts')}, not answered yet):\n"
-                     f"  {_flat(pending['question'])}\n" + _options(pending.get("options") or [])
-                     + "The user's next message is the answer to this question.")
+    after += _open_question(answered, pending)
     after.append("[end of conversation state]")
     fixed = sum(len(p) + 2 for p in before + after) + 40
     lines = _turn_lines(turns, REHYDRATE_MAX - fixed)
     parts = before + (["Recent turns (oldest first):\n" + "\n".join(lines)] if lines else []) + after
     text = "\n\n".join(parts)
     return text if len(text) <= REHYDRATE_MAX else text[: REHYDRATE_MAX - 1] + "…"
+
+
+def resume_context(state: dict) -> str:
+    """What a resumed session whose transcript already holds the thread still lacks: the answer
+    line and the pending question ('' when neither). Never the thread again: each resume's added
+    context is kept in the transcript, so a full block per restart would stack without bound."""
+    parts = _open_question(state.get("last_answer"), state.get("pending"))
+    return "\n\n".join(["[leanctx resumed session] The thread is in this transcript; still open:"] + parts) if parts else ""
+
+
+def _open_question(answered: dict | None, pending: dict | None) -> list[str]:
+    parts = []
+    if answered:
+        parts.append("The user's latest message answered your earlier question "
+                     f"{_quote(answered['question'], 300)}: {_quote(answered['answer'], ANSWER_QUOTE)}.")
+    if pending:
+        parts.append(f"PENDING QUESTION (asked {pending.get('asked_ts')}, not answered yet):\n"
+                     f"  {_flat(pending['question'])}\n" + _options(pending.get("options") or [])
+                     + "The user's next message is the answer to this question.")
+    return parts
 
 
 def answer_context(answered: dict | None) -> str:
