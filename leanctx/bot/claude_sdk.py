@@ -18,9 +18,13 @@ Needs the optional extra: `pip install 'leanctx-hooks[sdk]'`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from leanctx.state import api
+from leanctx.state.errors import StateError
+
+log = logging.getLogger("leanctx.bot")
 
 SERVER = "leanctx"
 SOURCE = "claude-agent-sdk"
@@ -78,11 +82,20 @@ def claude_sdk_hooks(user: str, *, source: str = SOURCE) -> dict:
             api.reply(text, user, session_id=data.get("session_id") or None)
         return {}
 
+    async def guarded(fn, event: str, data: dict) -> dict:
+        """A state the store refuses (damaged, busy, foreign) must not fail the user's turn: the
+        turn goes on without leanctx and the bot's log says why."""
+        try:
+            return await asyncio.to_thread(fn, data)
+        except StateError as exc:
+            log.warning("leanctx %s for user %r: nothing recorded: %s", event, user, exc)
+            return {}
+
     async def on_prompt(data: dict, tool_use_id: Any, context: Any) -> dict:
-        return await asyncio.to_thread(on_prompt_sync, data)
+        return await guarded(on_prompt_sync, "UserPromptSubmit", data)
 
     async def on_stop(data: dict, tool_use_id: Any, context: Any) -> dict:
-        return await asyncio.to_thread(on_stop_sync, data)
+        return await guarded(on_stop_sync, "Stop", data)
 
     return {"UserPromptSubmit": [HookMatcher(hooks=[on_prompt])], "Stop": [HookMatcher(hooks=[on_stop])]}
 
@@ -90,8 +103,6 @@ def claude_sdk_hooks(user: str, *, source: str = SOURCE) -> dict:
 def claude_sdk_server(user: str, *, name: str = SERVER) -> Any:
     """An in-process MCP server whose state tools act on `user`'s thread."""
     from claude_agent_sdk import create_sdk_mcp_server, tool
-
-    from leanctx.state.errors import StateError
 
     def run(fn, *args) -> dict:
         try:
