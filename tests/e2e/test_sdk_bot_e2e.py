@@ -6,6 +6,7 @@ question is answered. Issue 11, scenario (b).
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -20,7 +21,6 @@ from tests.e2e import hostcli
 from tests.e2e.fake_anthropic import FakeAnthropic, tool_use
 
 pytestmark = pytest.mark.e2e
-sdk = pytest.importorskip("claude_agent_sdk", reason="pip install -e '.[sdk]'")
 
 USER = "Ana"
 FIRST = "I'd like to subscribe"
@@ -90,11 +90,11 @@ def request_text(body) -> str:
 @pytest.fixture(params=["bundled", "npm"])
 def sdk_cli(request):
     """The SDK's bundled Claude Code (None: the SDK finds it) or `cli_path` to the pinned npm CLI."""
-    if request.param == "bundled":
-        return None
-    from tests.e2e.conftest import _cli
+    from tests.e2e.conftest import _cli, missing
 
-    return _cli("claude")
+    if importlib.util.find_spec("claude_agent_sdk") is None:
+        missing("claude-agent-sdk is not installed (pip install -e '.[sdk]')")
+    return None if request.param == "bundled" else _cli("claude")
 
 
 def test_native_bot_resumes_after_kill9_with_isolated_settings(host_home, sdk_cli):
