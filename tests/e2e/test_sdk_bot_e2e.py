@@ -18,7 +18,7 @@ import pytest
 
 from leanctx.state.slug import slugify
 from tests.e2e import hostcli
-from tests.e2e.fake_anthropic import FakeAnthropic, tool_use
+from tests.e2e.fake_anthropic import FakeAnthropic, text, tool_use
 
 pytestmark = pytest.mark.e2e
 
@@ -44,11 +44,11 @@ class BotProcess:
         self.proc = subprocess.Popen(cmd, cwd=hostcli.REPO_ROOT, env=self.env, stdout=self.log, stderr=self.log,
                                      start_new_session=True)
 
-    def send(self, name, text):
+    def send(self, name, text, user=USER):
         inbox = self.spool / "inbox"
         inbox.mkdir(parents=True, exist_ok=True)
         tmp = inbox / f".{name}.tmp"
-        tmp.write_text(json.dumps({"user": USER, "text": text}))
+        tmp.write_text(json.dumps({"user": user, "text": text}))
         tmp.rename(inbox / f"{name}.json")
 
     def replies(self):
@@ -79,21 +79,27 @@ class BotProcess:
             pass
 
 
-def state_of(home) -> dict:
-    return json.loads((home / ".cks" / "user" / slugify(USER) / "conversation-state.json").read_text())
+def state_of(home, user=USER) -> dict:
+    return json.loads((home / ".cks" / "user" / slugify(user) / "conversation-state.json").read_text())
 
 
 def request_text(body) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
-@pytest.fixture(params=["bundled", "npm"])
-def sdk_cli(request):
-    """The SDK's bundled Claude Code (None: the SDK finds it) or `cli_path` to the pinned npm CLI."""
-    from tests.e2e.conftest import _cli, missing
+@pytest.fixture
+def sdk_installed():
+    from tests.e2e.conftest import missing
 
     if importlib.util.find_spec("claude_agent_sdk") is None:
         missing("claude-agent-sdk is not installed (pip install -e '.[sdk]')")
+
+
+@pytest.fixture(params=["bundled", "npm"])
+def sdk_cli(request, sdk_installed):
+    """The SDK's bundled Claude Code (None: the SDK finds it) or `cli_path` to the pinned npm CLI."""
+    from tests.e2e.conftest import _cli
+
     return None if request.param == "bundled" else _cli("claude")
 
 
@@ -134,3 +140,55 @@ def test_native_bot_resumes_after_kill9_with_isolated_settings(host_home, sdk_cl
     assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
     assert [(t["role"], t["text"]) for t in state["recent_turns"]][-2:] == [("user", "pro"), ("agent", "Pro it is: welcome aboard.")]
     assert not (hh.home / ".claude" / "settings.json").exists()  # nothing of the host's settings was needed
+
+
+MARKERS = {"ana": "ana-7f1", "bob": "bob-3c9"}
+
+
+def two_user_model(body):
+    """Route on the one user marker a request holds; a request holding both is a leak (answered
+    "LEAK", and the test checks every request anyway)."""
+    raw = json.dumps(body, ensure_ascii=False)
+    held = [m for m in MARKERS.values() if m in raw]
+    if len(held) != 1:
+        return text("LEAK")
+    mark = held[0]
+    last = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    blocks = [{"type": "text", "text": last}] if isinstance(last, str) else last
+    if any(b.get("type") == "tool_result" for b in blocks):
+        return text(f"{mark} which size? small or large?")
+    if "answer:" in " ".join(b.get("text", "") for b in blocks if b.get("type") == "text"):
+        return text(f"{mark} noted.")
+    return tool_use("mcp__leanctx__state_pending", {"question": f"{mark} which size?", "options": ["small", "large"]})
+
+
+def test_two_users_in_one_native_bot_never_see_each_other(host_home, sdk_installed):
+    """Issue 11 (e): ana and bob served at once by one bot process (one client each, no env), kill -9,
+    restart, both answer at once: every request holds one user's marker only, and each state ends
+    with its own answer."""
+    hh = host_home
+    with FakeAnthropic(script=[two_user_model] * 8) as srv:
+        env = hostcli.claude_env(hh.home, srv.base_url, {"PYTHONPATH": str(hostcli.REPO_ROOT)})
+        bot = BotProcess(hh.root / "spool", env)
+        try:
+            bot.start()
+            bot.send("001", f"{MARKERS['ana']} I need a shirt", "ana")
+            bot.send("002", f"{MARKERS['bob']} I need a coat", "bob")
+            bot.wait_replies(2)
+            bot.kill9()
+            bot.start()
+            bot.send("003", f"{MARKERS['ana']} answer: small", "ana")
+            bot.send("004", f"{MARKERS['bob']} answer: large", "bob")
+            replies = bot.wait_replies(4)
+        finally:
+            bot.stop()
+        bodies = [json.dumps(b, ensure_ascii=False) for b in srv.main_requests]
+    assert len(bodies) == 6
+    for raw in bodies:
+        assert (MARKERS["ana"] in raw) != (MARKERS["bob"] in raw), raw[:2000]
+    assert sorted(r["reply"] for r in replies[2:]) == [f"{MARKERS['ana']} noted.", f"{MARKERS['bob']} noted."]
+    for user, answer in (("ana", "small"), ("bob", "large")):
+        state = state_of(hh.home, user)
+        assert state["pending"] is None
+        assert state["last_answer"]["question"] == f"{MARKERS[user]} which size?"
+        assert state["last_answer"]["answer"] == f"{MARKERS[user]} answer: {answer}"
