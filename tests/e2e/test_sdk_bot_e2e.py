@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+import shlex
+
 import pytest
 
 from leanctx.state.slug import slugify
@@ -32,12 +34,12 @@ WAIT = 180  # seconds a bot may take for one turn on a loaded 2-core machine bef
 class BotProcess:
     """tests/e2e/sdk_bot.py as its own process group, fed through its spool."""
 
-    def __init__(self, spool, env, cli=None):
-        self.spool, self.env, self.cli = spool, env, cli
+    def __init__(self, spool, env, cli=None, mode="native"):
+        self.spool, self.env, self.cli, self.mode = spool, env, cli, mode
         self.proc = None
 
     def start(self):
-        cmd = [sys.executable, "-m", "tests.e2e.sdk_bot", str(self.spool), "--mode", "native"]
+        cmd = [sys.executable, "-m", "tests.e2e.sdk_bot", str(self.spool), "--mode", self.mode]
         if self.cli:
             cmd += ["--cli", self.cli]
         self.log = (self.spool.parent / "bot.log").open("a")
@@ -140,6 +142,43 @@ def test_native_bot_resumes_after_kill9_with_isolated_settings(host_home, sdk_cl
     assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
     assert [(t["role"], t["text"]) for t in state["recent_turns"]][-2:] == [("user", "pro"), ("agent", "Pro it is: welcome aboard.")]
     assert not (hh.home / ".claude" / "settings.json").exists()  # nothing of the host's settings was needed
+
+
+def test_settings_bot_resumes_after_kill9(host_home, lean, sdk_cli):
+    """Issue 11 (a): the `init --agent claude --bot` command hooks under the SDK's default options
+    (settings loaded), one client per user with env={"CKS_ACTIVE_USER": user}; the model saves its
+    question through Bash as the skill says. kill -9, restart, answer: same outcome as (b)."""
+    hh = host_home
+    lean.run("init", "--agent", "claude", "--bot", "--no-mcp")
+    leanctx = f"{shlex.quote(sys.executable)} -m leanctx"
+    script = [
+        tool_use("Bash", {"command": f"{leanctx} state summary {shlex.quote(SUMMARY)}"}),
+        tool_use("Bash", {"command": f"{leanctx} state pending --question {shlex.quote(QUESTION)} --option basic --option pro"}),
+        f"{QUESTION} basic or pro?",
+        "Pro it is: welcome aboard.",
+    ]
+    with FakeAnthropic(script=script) as srv:
+        env = hostcli.claude_env(hh.home, srv.base_url, {"PYTHONPATH": str(hostcli.REPO_ROOT), **lean.host_env})
+        bot = BotProcess(hh.root / "spool", env, sdk_cli, mode="settings")
+        try:
+            bot.start()
+            bot.send("001", FIRST)
+            assert bot.wait_replies(1)[0]["reply"] == f"{QUESTION} basic or pro?"
+            assert state_of(hh.home)["pending"]["question"] == QUESTION
+            first_main = len(srv.main_requests)
+            bot.kill9()
+            bot.start()
+            bot.send("002", "pro")
+            assert bot.wait_replies(2)[1]["reply"] == "Pro it is: welcome aboard."
+        finally:
+            bot.stop()
+        first = request_text(srv.main_requests[first_main])
+    for needle in (SUMMARY, FIRST, QUESTION, "basic", "answers your pending question", "Their answer: \\\"pro\\\""):
+        assert needle in first, needle
+    state = state_of(hh.home)
+    assert state["pending"] is None
+    assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
+    lean.assert_no_hook_errors()
 
 
 MARKERS = {"ana": "ana-7f1", "bob": "bob-3c9"}
