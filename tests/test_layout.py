@@ -18,7 +18,8 @@ import setuptools
 import tomlkit
 
 REPO = Path(__file__).resolve().parent.parent
-ENTRY_POINTS = ("leanctx.cli", "leanctx.hooks", "leanctx.__main__")
+# the console scripts, and the library API bot authors import (leanctx.bot.claude_sdk, extra [sdk])
+ENTRY_POINTS = ("leanctx.cli", "leanctx.hooks", "leanctx.__main__", "leanctx.bot", "leanctx.bot.claude_sdk")
 
 
 def _shipped_modules() -> dict[str, Path]:
