@@ -38,6 +38,7 @@ class Claude(ClaudeShapeAgent):
     project_settings = ".claude/settings.local.json"
     rules_file = "CLAUDE.md"
     mcp_user_file = ".claude.json"
+    http_read_gate = True  # verified on 2.1.197: http hooks fire before MCP tools and fail open
 
     def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
         # user scope lives in ~/.claude.json (beside ~/.claude, or inside CLAUDE_CONFIG_DIR)

@@ -259,6 +259,7 @@ class Daemon:
         self.errors = 0
         self.in_flight = 0
         self.records_pruned = 0
+        self.gate = None  # httpgate.HttpGate: Claude Code's read gate over HTTP
 
     @property
     def open_sockets(self) -> int:
@@ -422,6 +423,9 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
         threading.Thread(target=self._housekeeping, name="leanctx-housekeeping", daemon=True).start()
+        from leanctx.cache import httpgate
+
+        self.gate = httpgate.start(self)
         sel = selectors.DefaultSelector()
         assert self.listener is not None
         sel.register(self.listener, selectors.EVENT_READ, "accept")
@@ -663,6 +667,7 @@ class Daemon:
             "errors": errors,
             "entries": stats.get("entries"),
             "records_pruned": self.records_pruned,
+            "read_gate": self.gate.status() if self.gate is not None else None,
             "savings": savings(stats),
         }
 
@@ -716,6 +721,8 @@ class Daemon:
         self.stopping.set()
         if self.listener is not None:
             self.listener.close()
+        if self.gate is not None:
+            self.gate.close()
         deadline = time.monotonic() + DRAIN_S
         while time.monotonic() < deadline:
             with self._stats_lock:

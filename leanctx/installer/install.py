@@ -70,12 +70,23 @@ def _sha(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def hook_commands(data_dir: Path, agent: Agent, project: Path | None = None) -> Callable[[str, tuple[str, ...]], str]:
+def hook_commands(data_dir: Path, agent: Agent, project: Path | None = None, profile: Profile | None = None) -> Callable[[str, tuple[str, ...]], str | dict]:
     """The hook command for each event: the absolute wrapper path at user level; in a project's
     files (committed, shared with a team) the `leanctx-hook` console script found on PATH, so no
-    path of this machine is written there."""
+    path of this machine is written there. Given the profile, Claude Code's read gate at user
+    level is an http handler answered by the daemon (no process start; bot and guard profiles
+    keep command hooks)."""
     wrapper_file = wrapper.wrapper_path(data_dir) if project is None else Path(WRAPPER_NAME)
-    return lambda event, flags: wrapper.command(wrapper_file, agent.name, event, flags)
+    http = agent.http_read_gate and project is None and profile is not None and not profile.bot and not profile.guard
+
+    def command_for(event: str, flags: tuple[str, ...]) -> str | dict:
+        if http and flags == ("--read-gate",):
+            from leanctx.cache import httpgate
+
+            return httpgate.handler(httpgate.planned_config(data_dir))
+        return wrapper.command(wrapper_file, agent.name, event, flags)
+
+    return command_for
 
 
 @dataclass(frozen=True)
@@ -99,7 +110,7 @@ def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None,
     target = files.resolve_target(config_path(agent, home, project), home, project)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else None
-    new_text, created = hookconfig.add_hooks(agent, target.path, text, hook_commands(data_dir, agent, project), profile.events(agent))
+    new_text, created = hookconfig.add_hooks(agent, target.path, text, hook_commands(data_dir, agent, project, profile), profile.events(agent))
     new = new_text.encode("utf-8")
     if new == old:
         return already_there(agent, HOOKS, target, data_dir, old)
@@ -235,6 +246,10 @@ def apply_install(change: Change, data_dir: Path) -> None:
         files.atomic_write(real, change.new or b"", change.old, new_file_mode=0o755)
         os.chmod(real, 0o755)
         return
+    if change.agent.http_read_gate and not change.removal:
+        from leanctx.cache import httpgate
+
+        httpgate.save_config(data_dir)  # the port and secret a planned http read gate names, before the host can post
     record = manifest.load(data_dir, real)
     if record is None:
         record = manifest.Manifest(
