@@ -220,6 +220,8 @@ class HttpGate:
         self.bind_error: str | None = None
 
     def start(self) -> None:
+        if self._reload():  # the first attempt before the daemon serves anyone; retries in the thread
+            self.listener = self._bind()
         threading.Thread(target=self._run, name="leanctx-httpgate", daemon=True).start()
 
     def status(self) -> dict:
@@ -261,15 +263,13 @@ class HttpGate:
         return True
 
     def _run(self) -> None:
-        while not self.stopping.is_set():
+        while not self.stopping.is_set() and self.listener is None:
             if not self._reload():
                 self.stopping.wait(RETRY_BIND_S)
                 continue
             self.listener = self._bind()
             if self.listener is None:
                 self.stopping.wait(RETRY_BIND_S)
-                continue
-            break
         while not self.stopping.is_set() and self.listener is not None:
             try:
                 sock, addr = self.listener.accept()
@@ -414,6 +414,24 @@ class HttpGate:
             return False
         conn.host = host
         return True
+
+
+def probe(port: int, secret: str, timeout: float = TIMEOUT_S) -> tuple[int, str]:
+    """POST a doctor's ctx_read payload as Claude Code would: (HTTP status, X-Leanctx-Gate), or
+    raise OSError when nothing answers. The doctor's session has no record: nothing is noted."""
+    import http.client
+
+    body = fastjson.dumps({"session_id": "leanctx-doctor-00000000-0000-0000-0000-000000000000",
+                           "hook_event_name": "PreToolUse", "tool_name": "mcp__leanctx__ctx_read",
+                           "tool_input": {"path": "README.md"}, "tool_use_id": "toolu_doctor"})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", GATE_PATH, body=body, headers={"Content-Type": "application/json", GATE_HEADER: secret})
+        answer = conn.getresponse()
+        answer.read()
+        return answer.status, answer.getheader("X-Leanctx-Gate") or ""
+    finally:
+        conn.close()
 
 
 def start(daemon) -> HttpGate:  # noqa: ANN001 - service.Daemon

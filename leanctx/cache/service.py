@@ -375,6 +375,9 @@ class Daemon:
         """Lock, clean up, load the cache, bind, write the pid file, publish the socket."""
         try:
             self.acquire()
+            from leanctx.cache import httpgate
+
+            self.gate = httpgate.start(self)  # Claude Code's read gate over http: ours once we hold the lock
             self.recover_stale()
             self.core = CacheCore(self.data_dir, client.cache_dir(self.data_dir))
             self.listen()
@@ -391,6 +394,9 @@ class Daemon:
     def _abandon(self) -> None:
         """Undo a half-done start (never touching what another daemon owns: we hold the lock or
         created nothing)."""
+        if self.gate is not None:
+            self.stopping.set()
+            self.gate.close()
         if self.listener is not None:
             self.listener.close()
             self.listener = None
@@ -423,9 +429,6 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
         threading.Thread(target=self._housekeeping, name="leanctx-housekeeping", daemon=True).start()
-        from leanctx.cache import httpgate
-
-        self.gate = httpgate.start(self)
         sel = selectors.DefaultSelector()
         assert self.listener is not None
         sel.register(self.listener, selectors.EVENT_READ, "accept")
