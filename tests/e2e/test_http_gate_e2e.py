@@ -48,12 +48,20 @@ def set_gate_entry(hh, **changes) -> None:
     path.write_text(json.dumps(settings, indent=2))
 
 
-def two_reads(claude_cli, hh, run_host, extra_env=None) -> list:
+def call_ids(body: dict) -> list[str]:
+    """The tool_use_id of every tool_result in the request's last message."""
+    content = body["messages"][-1]["content"]
+    return [b["tool_use_id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(content, list) else []
+
+
+def two_reads(claude_cli, hh, run_host, extra_env=None, ids: list | None = None) -> list:
     script = [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"]
     with FakeAnthropic(script=script) as srv:
         env = hostcli.claude_env(hh.home, srv.base_url, {"MCP_CONNECTION_NONBLOCKING": "false", **(extra_env or {})})
         cp, _ = run_host([claude_cli, "-p", "read big.py twice", "--allowedTools", TOOLS], cwd=hh.proj, env=env)
         assert cp.returncode == 0, cp.stderr
+        if ids is not None:
+            ids.extend(i for b in srv.main_requests[1:3] for i in call_ids(b))
         return [tool_results(b)[0] for b in srv.main_requests[1:3]]
 
 
@@ -73,11 +81,12 @@ def test_the_http_gate_notes_each_call_by_its_id_and_the_reread_is_a_stub(claude
     hh = wired
     handler = gate_entry(hh)
     assert handler["type"] == "http" and handler["url"].startswith("http://127.0.0.1:")
-    first, second = two_reads(claude_cli, hh, run_host)
+    ids: list = []
+    first, second = two_reads(claude_cli, hh, run_host, ids=ids)
     assert "def function_199" in first
     assert second.startswith("[unchanged]") and "big.py" in second
     # the daemon took both notes from the http hook, under the ids Claude Code gave the calls
-    assert set(notes(lean)) == {"toolu_fake0000", "toolu_fake0001"}
+    assert len(ids) == 2 and set(notes(lean)) == set(ids)
     status = gate_status(lean)
     assert status["noted"] == 2 and status["unauthorized"] == 0 and status["unproven"] == 0
     lean.assert_no_hook_errors()  # no command hook ran for the gate (nor failed)
