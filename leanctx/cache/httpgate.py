@@ -385,11 +385,14 @@ class HttpGate:
             ev = read_event(payload)
             if ev is None:
                 return 200, "ignored"
-            host = record_host(self.data_dir, ev)
-            if host is None or not self._posted_by(conn, host):
-                return 200, "unproven"
             from leanctx.hooks.publish import note_read_call
 
+            if conn.host is not None:  # proved on this kept-alive connection: the record is checked under its lock
+                if note_read_call(self.data_dir, ev, host={"pid": conn.host[0], "start_ticks": conn.host[1]}, require_host=True):
+                    return 200, "noted"
+            host = record_host(self.data_dir, ev)
+            if host is None or host == conn.host or not self._posted_by(conn, host):
+                return 200, "unproven"
             path = note_read_call(self.data_dir, ev, host={"pid": host[0], "start_ticks": host[1]}, require_host=True)
             return 200, "noted" if path else "unproven"
         except Exception:  # noqa: BLE001 - a bad payload or a disk error: no note, the host proceeds
