@@ -289,7 +289,11 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     gates: list[dict] = []
     for spec, flags in profile.events(agent):
         cmds = wired.get(spec.name, [])
-        want = command_for(spec.name, flags)
+        try:
+            want = command_for(spec.name, flags)
+        except ConfigError as exc:  # the read gate's settings file is not ours to use
+            checks.append(_check(f"event {spec.name}", FAIL, str(exc), fix))
+            continue
         if isinstance(want, dict):  # Claude Code's read gate, answered by the daemon over http
             if not cmds:
                 checks.append(_check(f"event {spec.name}", FAIL, "not wired", fix))

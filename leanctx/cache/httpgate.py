@@ -87,11 +87,22 @@ def _free_port() -> int:
 
 
 def planned_config(data_dir: str | os.PathLike) -> dict:
-    """The settings an install writes: the saved ones, else new ones kept until `save_config`."""
+    """The settings an install writes: the saved ones, else new ones kept until `save_config`
+    (a broken file of ours is replaced; something else in its place is refused: ValueError)."""
+    import stat
+
     key = os.path.abspath(os.fspath(data_dir))
     saved = read_config(key)
     if saved is not None:
         return saved
+    try:
+        mode = os.lstat(gate_file(key)).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise ValueError(f"{gate_file(key)}: cannot be read ({exc.strerror or exc})") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ValueError(f"{gate_file(key)} is not a regular file; move it away, then run init again")
     if key not in _pending:
         _pending[key] = {"port": _free_port(), "secret": secrets.token_hex(32)}
     return _pending[key]

@@ -83,7 +83,10 @@ def hook_commands(data_dir: Path, agent: Agent, project: Path | None = None, pro
         if http and flags == ("--read-gate",):
             from leanctx.cache import httpgate
 
-            return httpgate.handler(httpgate.planned_config(data_dir))
+            try:
+                return httpgate.handler(httpgate.planned_config(data_dir))
+            except (ValueError, OSError) as exc:
+                raise ConfigError(f"cannot set up the read gate: {exc}") from None
         return wrapper.command(wrapper_file, agent.name, event, flags)
 
     return command_for

@@ -155,3 +155,32 @@ def test_doctor_checks_the_gate_entry_and_the_endpoint(home: Path, data_dir: Pat
         assert checks()["event PreToolUse"]["status"] == "fail"
     finally:
         run_cli("stop")
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "garbage"])
+def test_a_hostile_gate_file_is_refused_or_replaced_never_a_traceback(home: Path, data_dir: Path, kind: str) -> None:
+    import os
+
+    path = settings(home)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    gate = data_dir / "read_gate.json"
+    if kind == "folder":
+        gate.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(gate)
+    else:
+        gate.write_text('{"port": "80", "secret": 1}')
+    cp = run_cli("init", "--agent", "claude")
+    if kind == "garbage":  # a broken file of ours: replaced by new settings
+        assert cp.returncode == 0, cp.stderr
+        assert gate_groups(json.loads(path.read_text())) == [{"matcher": READ, "hooks": [expected_handler(data_dir)]}]
+        return
+    assert cp.returncode == 2 and "read_gate.json is not a regular file" in cp.stderr and "Traceback" not in cp.stderr
+    assert not path.exists()  # nothing half-written
+    # doctor on an install whose gate file went bad afterwards: a failed check, no traceback
+    gate.rmdir() if kind == "folder" else gate.unlink()
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    gate.unlink()
+    gate.mkdir() if kind == "folder" else os.mkfifo(gate)
+    cp = run_cli("doctor", "--agent", "claude")
+    assert cp.returncode == 1 and "read_gate.json is not a regular file" in cp.stdout and "Traceback" not in cp.stderr
