@@ -12,12 +12,15 @@ trying to bind it; meanwhile the host fails open (verified on Claude Code 2.1.19
 connection, a non-2xx answer or a timeout lets the tool call run), the call gets no note, and a
 call without a note never gets a stub on a host whose gate runs.
 
-Who may post: the secret must match (else 401, nothing noted), and the TCP peer must be a host
-process the daemon already knows from a verified MCP connection (peer.py): its socket is looked
-up in /proc/net/tcp{,6} and found among that process's open descriptors. The note is written only
-into a record of that host process's own conversation. A poster that cannot be proven (another
-process, a host with no MCP connection yet, no /proc) gets a 200 with no note: the ctx_read then
-withholds its stub, exactly as when the gate did not run.
+Who may post: the secret must match (else 401, nothing noted), and the TCP peer must be the host
+process the conversation's record names: the client's end of the connection is looked up in
+/proc/net/tcp{,6} and found among that one process's open descriptors (start time checked). The
+note is written only into a record of that host (checked again under the record lock), and a note
+there counts only for MCP connections whose kernel-verified host is that process (scope.py), so
+that process is the only candidate worth checking; the MCP server connects to the daemon only at
+its first call, so at the first gate no verified connection exists yet. A poster that cannot be
+proven (another process, even with the secret; a chat of another host; no record; no /proc) gets
+a 200 with no note: the ctx_read then withholds its stub, exactly as when the gate did not run.
 """
 
 from __future__ import annotations
