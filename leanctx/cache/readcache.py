@@ -432,6 +432,8 @@ class ReadCache:
                 "conversations": len(self._convs),
                 "entries": sum(len(c.held) for c in self._convs.values()),
                 "files": len({p for c in self._convs.values() for p in c.held}),
+                "contents": len(self._contents),  # file texts kept for diffs
+                "content_bytes": self._content_bytes,  # their UTF-8 bytes (CONTENT_BUDGET_BYTES at most)
                 "dedup": self.dedup,
                 "index": {"path": idx.index_path(self.state_dir) if self.state_dir else None,
                           "quarantined": self.quarantined, "loaded_holdings": self.loaded_holdings,
