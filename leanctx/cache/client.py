@@ -258,7 +258,7 @@ class ServiceClient:
 
 
 PRESENCE_RETRY_S = 5.0  # a held-open socket that lost its daemon looks for the next one this often
-HOST_CHECK_S = 30.0  # how often a held-open socket checks that its host still lives
+HOST_CHECK_S = 5.0  # how often a held-open socket checks that its host still lives (one /proc read)
 
 
 class Presence:
