@@ -58,7 +58,7 @@ Exit codes:
 @click.option("--detach", is_flag=True, help="Start the daemon in the background and return once it accepts connections.")
 @click.option("--idle-exit", default=None, metavar="MINUTES",
               help="Exit after this many minutes with no client connected and no request (0: never; "
-                   "fractions allowed). Default: $LEANCTX_IDLE_EXIT, else 10.")
+                   "fractions allowed). Default: $LEANCTX_IDLE_EXIT, else 2.")
 def serve(detach: bool, idle_exit: str | None) -> None:
     """Run the cache daemon (one for every chat on this machine, one per data dir) on a Unix
     socket in the data dir. A second start while one runs says so and exits 0."""

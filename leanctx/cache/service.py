@@ -58,7 +58,12 @@ MAX_SOCKETS = 256  # open client sockets (one thread each); when full, the longe
 MAX_PEER_SOCKETS = 32  # open sockets of one peer process (an MCP server pools 4); more are refused "busy"
 LINE_TIMEOUT_S = 10.0  # a request line must be complete this long after its first byte, or the socket is dropped
 IDLE_ENV = client.IDLE_ENV  # minutes; the next MCP server request starts a new daemon
-IDLE_EXIT_MIN = 10.0
+# Minutes with no client (no MCP server connected: each holds a socket while it lives) and no
+# request before the daemon exits. It only has to bridge the gap between sessions: a bot that
+# spawns `claude -p` per message, back-to-back runs in a script. A restart costs about 0.5 s of
+# CPU off the call path (the MCP server starts it when it starts) and loses only the text kept for
+# diffs; stubs come back from the saved index. So short: a killed bot's daemon is gone in 2 min.
+IDLE_EXIT_MIN = 2.0
 LOCK_WAIT_S = 5.0  # a lock holder that does not accept connections is starting or stopping: wait
 OBSERVER_OPS = frozenset({"status", "stats"})  # looking at the daemon is not using it (idle exit)
 MAX_PATH_CHARS = 4096

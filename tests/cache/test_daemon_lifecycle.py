@@ -214,7 +214,7 @@ def test_detach_and_stop_say_what_they_found_and_exit_0(env: dict, data_dir: Pat
     again = run_cli("serve", "--detach", env=env)
     assert (again.returncode, again.stdout, again.stderr) == (0, f"leanctx daemon: already running (pid {pid}), socket {sock}\n", "")
     assert daemons_of(data_dir) == [pid]
-    assert json.loads(run_cli("status", "--json", env=env).stdout)["idle_exit_min"] == 10  # the default
+    assert json.loads(run_cli("status", "--json", env=env).stdout)["idle_exit_min"] == 2  # the default
     stopped = run_cli("stop", env=env)
     assert (stopped.returncode, stopped.stdout) == (0, f"leanctx daemon: stopped pid {pid}\n")
     assert run_cli("stop", env=env).returncode == 0
@@ -451,7 +451,7 @@ def test_status_shows_clients_uptime_and_memory(env: dict, data_dir: Path, proje
         assert lines[3] == "  clients      1 connected (2 sockets), 1 MCP connection since start", lines
         assert re.fullmatch(rf"    pid {server.pid} {re.escape(name)}, host pid {me.pid} {re.escape(me.name())}: "
                             r"2 sockets, 2 requests, connected \d+m \d+s, last answer \d+m \d+s ago", lines[4]), lines
-        assert lines[5] == "  idle exit    after 10 min with no client and no request (LEANCTX_IDLE_EXIT)", lines
+        assert lines[5] == "  idle exit    after 2 min with no client and no request (LEANCTX_IDLE_EXIT)", lines
     finally:
         server.stdin.close()
         server.wait(30)
@@ -459,7 +459,7 @@ def test_status_shows_clients_uptime_and_memory(env: dict, data_dir: Path, proje
     assert S.wait_until(lambda: client_pids(data_dir) == [], GENEROUS_S)
     idle = run_cli("status", env=env).stdout.splitlines()
     assert idle[3] == "  clients      0 connected (0 sockets), 1 MCP connection since start", idle
-    assert re.fullmatch(r"  idle exit    after 10 min with no client and no request \(LEANCTX_IDLE_EXIT\); "
+    assert re.fullmatch(r"  idle exit    after 2 min with no client and no request \(LEANCTX_IDLE_EXIT\); "
                         r"no client for \d+m \d+s", idle[4]), idle
 
 
