@@ -64,16 +64,20 @@ IDLE_ENV = client.IDLE_ENV  # minutes; the next MCP server request starts a new 
 # CPU off the call path (the MCP server starts it when it starts) and loses only the text kept for
 # diffs; stubs come back from the saved index. So short: a killed bot's daemon is gone in 2 min.
 IDLE_EXIT_MIN = 2.0
-LOCK_WAIT_S = 5.0  # a lock holder that does not accept connections is starting or stopping: wait
+LOCK_WAIT_S = 30.0  # a lock holder that does not accept connections is starting or stopping: wait (a start takes ~0.5 s, more under load)
 OBSERVER_OPS = frozenset({"status", "stats"})  # looking at the daemon is not using it (idle exit)
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
 
 
 class AlreadyRunning(Exception):
-    def __init__(self, pid: int | None, sock: str) -> None:
-        super().__init__(f"leanctx daemon: already running (pid {pid}), socket {sock}" if pid
-                         else f"leanctx daemon: another one holds the lock and is starting or stopping, socket {sock}")
+    def __init__(self, pid: int | None, sock: str, serving: bool = True) -> None:
+        if pid and serving:
+            text = f"leanctx daemon: already running (pid {pid}), socket {sock}"
+        else:
+            who = f" (pid {pid})" if pid else ""
+            text = f"leanctx daemon: another one{who} holds the lock and is starting or stopping, socket {sock}"
+        super().__init__(text)
         self.pid = pid
 
 
@@ -301,9 +305,10 @@ class Daemon:
                     os.close(fd)
                     raise
             if client.wait_for_socket(self.data_dir, 0) or time.monotonic() >= deadline:
-                os.close(fd)
                 running = client.daemon_process(self.data_dir)
-                raise AlreadyRunning(running.pid if running else None, self.sock_path) from None
+                holder = running or _lock_holder(fd)
+                os.close(fd)
+                raise AlreadyRunning(holder.pid if holder else None, self.sock_path, serving=running is not None) from None
             time.sleep(0.05)
         # Belt and braces: a lock file deleted and re-created under a live daemon would let a
         # second one in; the pid file still names the first.
@@ -312,6 +317,7 @@ class Daemon:
             os.close(fd)
             raise AlreadyRunning(other.pid, self.sock_path)
         self._lock_fd = fd
+        _claim_lock(fd)
 
     def recover_stale(self) -> None:
         """With the lock held nobody else serves this data dir: whatever is left is stale."""
@@ -790,6 +796,29 @@ class Daemon:
             pass
         self._release_ownership()
         log.info("daemon pid %d stopped", os.getpid())
+
+
+def _claim_lock(fd: int) -> None:
+    """Name the lock's holder in the lock file, so a start that finds it busy while we are still
+    starting (no socket or pid file yet) can say which process holds it."""
+    import psutil
+
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, client.encode({"pid": os.getpid(), "create_time": psutil.Process().create_time()}), 0)
+    except (OSError, psutil.Error):
+        pass  # only a message depends on it
+
+
+def _lock_holder(fd: int):  # -> psutil.Process | None
+    """The daemon process the lock file names, verified like the pid file's (client.verify_pid)."""
+    import json
+
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return client.verify_pid(info) if isinstance(info, dict) and isinstance(info.get("pid"), int) else None
 
 
 def _process_name(pid: int | None) -> str | None:

@@ -500,3 +500,24 @@ def test_a_pid_file_from_another_data_dir_is_stale(env: dict, data_dir: Path, tm
         assert client.daemon_process(other).pid == theirs.pid
     finally:
         S.stop_any_daemon(other)
+
+
+def test_concurrent_foreground_serves_leave_one_and_the_others_name_it(env: dict, data_dir: Path, tmp_path: Path) -> None:
+    """Four `leanctx serve` at once: one serves (and stops cleanly on SIGTERM); the other three
+    exit 0 at once, each naming the pid that serves."""
+    starters = [subprocess.Popen(S.leanctx_cmd("serve", "--idle-exit", "0"), env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True) for _ in range(4)]
+    try:
+        assert S.wait_until(lambda: sum(p.poll() is not None for p in starters) >= 3, GENEROUS_S)
+        (winner,) = [p for p in starters if p.poll() is None] or [None]
+        assert winner is not None, [p.communicate() for p in starters]
+        sock = client.socket_path(data_dir)
+        for p in starters:
+            if p is not winner:
+                assert (p.returncode, p.stdout.read()) == (0, f"leanctx daemon: already running (pid {winner.pid}), socket {sock}\n")
+        winner.send_signal(signal.SIGTERM)
+        assert winner.wait(GENEROUS_S) == 0
+    finally:
+        for p in starters:
+            end(p)
+    assert daemons_of(data_dir) == []
