@@ -58,7 +58,7 @@ Exit codes:
 @click.option("--detach", is_flag=True, help="Start the daemon in the background and return once it accepts connections.")
 @click.option("--idle-exit", default=None, metavar="MINUTES",
               help="Exit after this many minutes with no client connected and no request (0: never; "
-                   "fractions allowed). Default: $LEANCTX_IDLE_EXIT, else 10.")
+                   "fractions allowed). Default: $LEANCTX_IDLE_EXIT, else 2.")
 def serve(detach: bool, idle_exit: str | None) -> None:
     """Run the cache daemon (one for every chat on this machine, one per data dir) on a Unix
     socket in the data dir. A second start while one runs says so and exits 0."""
@@ -84,15 +84,16 @@ def serve(detach: bool, idle_exit: str | None) -> None:
         sys.exit(1)
     os.environ[IDLE_ENV] = repr(minutes)  # the detached daemon reads it
     try:
-        client.spawn_daemon(base)
+        spawned = client.spawn_daemon(base)
     except OSError as exc:
         click.echo(f"leanctx: cannot start the daemon in {base}: {exc.strerror or exc} ({exc.filename or base})", err=True)
         sys.exit(2)  # the data dir is unusable: bad environment
     if not client.wait_for_socket(base, 10.0):
         click.echo(f"leanctx: the daemon did not come up; see {client.log_path(base)}", err=True)
         sys.exit(1)
-    info = client.read_pidfile(base) or {}
-    click.echo(_daemon_line(info.get("pid"), "started"))
+    serving = (client.read_pidfile(base) or {}).get("pid")
+    # Another start won the race (ours finds it holding the lock and exits 0 on its own): say who serves.
+    click.echo(_daemon_line(serving, "started" if spawned is None or serving == spawned else "already running"))
 
 
 @click.command(epilog="""\b
@@ -131,13 +132,61 @@ def _duration(seconds: float) -> str:
     return (f"{d}d " if d else "") + (f"{h}h " if d or h else "") + f"{m}m {s}s"
 
 
+def _n(count: object, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _mib(n: object) -> str:
+    return f"{n / (1 << 20):.1f} MiB" if isinstance(n, (int, float)) else "unknown"
+
+
+def _client_row(c: dict) -> str:
+    who = f"pid {c.get('pid')}" + (f" {c['name']}" if c.get("name") else "")
+    if c.get("verified") is False:
+        who += f" (not verified: {c.get('reason')})"
+    elif c.get("host_pid"):
+        who += f", host pid {c['host_pid']}" + (f" {c['host_name']}" if c.get("host_name") else "")
+    idle = c.get("idle_s")
+    last = "no request yet" if not c.get("requests") else f"last answer {_duration(idle or 0)} ago"
+    return (f"    {who}: {_n(c.get('sockets', 0), 'socket')}, {_n(c.get('requests', 0), 'request')}, "
+            f"connected {_duration(c.get('connected_s') or 0)}, {last}")
+
+
+def render_running(report: dict) -> str:
+    """`leanctx status` for a daemon that answered."""
+    conns = report.get("connections") or {}
+    sv = report.get("savings") or {}
+    mem = report.get("memory") or {}
+    clients = report.get("clients") or []
+    out = [f"leanctx daemon: running, pid {report['pid']}, up {_duration(report.get('uptime_s') or 0)}, "
+           f"leanctx {report.get('version')}",
+           f"  socket       {report.get('socket')}",
+           f"  memory       {_mib(mem.get('rss_bytes'))} resident, holding {_mib(mem.get('held_bytes'))} of file text "
+           f"({_n(mem.get('held_files') or 0, 'file')}, kept for diffs)",
+           f"  clients      {len(clients)} connected ({_n(conns.get('open_sockets', 0), 'socket')}), "
+           f"{_n(conns.get('clients_seen', 0), 'MCP connection')} since start"]
+    out += [_client_row(c) for c in clients]
+    idle = report.get("idle_exit_min")
+    rule = f"after {idle:g} min with no client and no request" if idle else "never"
+    idle_for = report.get("idle_for_s")
+    now = f"; no client for {_duration(idle_for)}" if idle_for is not None else ""
+    out += [f"  idle exit    {rule} ({client.IDLE_ENV}){now}",
+            f"  requests     {report.get('requests', 0)} ({report.get('errors', 0)} errors)",
+            f"  entries      {report.get('entries')}",
+            f"  savings      {sv.get('tokens_saved', 0)} tokens ({sv.get('tokens_sent', 0)} delivered of "
+            f"{sv.get('tokens_raw', 0)} raw, {100 * (sv.get('ratio') or 0):.1f}%), "
+            f"{'counted with tiktoken' if sv.get('tokens_exact') else 'estimated, no tokenizer:'} {sv.get('tokenizer')}"]
+    return "\n".join(out)
+
+
 @click.command(epilog="""\b
 Exit codes:
   0  running and answering
   1  not running, or alive but not answering""")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(as_json: bool) -> None:
-    """Is the daemon running: pid, uptime, connections, cache entries, savings."""
+    """Is the daemon running: pid, uptime, memory, its clients (process, host, sockets), cache
+    entries, savings."""
     report = daemon_status(_base())
     if as_json:
         _print_json(report)
@@ -147,20 +196,7 @@ def status(as_json: bool) -> None:
     elif report.get("responding") is False:
         click.echo(f"leanctx daemon: pid {report['pid']} is alive but not answering on {report['socket']}: {report.get('error')}")
     else:
-        conns = report.get("connections") or {}
-        sv = report.get("savings") or {}
-        click.echo(f"leanctx daemon: running, pid {report['pid']}, up {_duration(report.get('uptime_s') or 0)}, "
-                   f"leanctx {report.get('version')}")
-        click.echo(f"  socket       {report.get('socket')}")
-        click.echo(f"  connections  {conns.get('clients', 0)} MCP servers connected ({conns.get('open_sockets', 0)} sockets), "
-                   f"{conns.get('clients_seen', 0)} since start")
-        idle = report.get("idle_exit_min")
-        click.echo(f"  idle exit    {f'after {idle:g} min with no client and no request' if idle else 'never'} ({client.IDLE_ENV})")
-        click.echo(f"  requests     {report.get('requests', 0)} ({report.get('errors', 0)} errors)")
-        click.echo(f"  entries      {report.get('entries')}")
-        click.echo(f"  savings      {sv.get('tokens_saved', 0)} tokens ({sv.get('tokens_sent', 0)} delivered of "
-                   f"{sv.get('tokens_raw', 0)} raw, {100 * (sv.get('ratio') or 0):.1f}%), "
-                   f"{'counted with tiktoken' if sv.get('tokens_exact') else 'estimated, no tokenizer:'} {sv.get('tokenizer')}")
+        click.echo(render_running(report))
     sys.exit(0 if report.get("running") and report.get("responding") is not False else EXIT_NOT_RUNNING)
 
 

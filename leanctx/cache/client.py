@@ -257,6 +257,103 @@ class ServiceClient:
             ls.close()
 
 
+PRESENCE_RETRY_S = 5.0  # a held-open socket that lost its daemon looks for the next one this often
+HOST_CHECK_S = 5.0  # how often a held-open socket checks that its host still lives (one /proc read)
+
+
+class Presence:
+    """One socket held open to the daemon for as long as this process lives, so the daemon counts
+    it as a client while the model sends nothing: the daemon exits idle only when no client is
+    connected, and a quiet MCP server under a live host must not lose its daemon. The socket says
+    `hello` with the connection facts once (the daemon verifies the process and lists it in
+    `leanctx status`), then only waits for EOF. It never starts a daemon: after one went away it
+    looks for the next every PRESENCE_RETRY_S (or at once on `poke()`, when its owner has just
+    started one). When `host` (pid, start ticks) is given and that process is gone, it lets go:
+    an orphaned server that no host will ever call keeps no daemon alive. Standard library only."""
+
+    def __init__(self, base: str | os.PathLike, facts: dict | None = None, host: tuple | None = None,
+                 retry_s: float = PRESENCE_RETRY_S, host_check_s: float = HOST_CHECK_S) -> None:
+        self.path = socket_path(base)
+        self.facts = facts
+        self.host = host if host and all(isinstance(v, int) for v in host) else None
+        self.retry_s = retry_s
+        self.host_check_s = host_check_s
+        self.attached = threading.Event()
+        self._wake = threading.Event()
+        self._closed = threading.Event()
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Presence:
+        self._thread = threading.Thread(target=self._run, name="leanctx-presence", daemon=True)
+        self._thread.start()
+        return self
+
+    def poke(self) -> None:
+        """Look for a daemon now (the owner just started one)."""
+        self._wake.set()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._wake.set()
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def host_alive(self) -> bool:
+        if self.host is None:
+            return True
+        from leanctx.hooks.hostproc import process_stat
+
+        info = process_stat(self.host[0])
+        if info is None:
+            return not os.path.isdir("/proc/self")  # gone; or a system with no /proc to ask (then assume alive)
+        return info[2] == self.host[1]
+
+    def _run(self) -> None:
+        while not self._closed.is_set():
+            if not self.host_alive():
+                return
+            self._wake.clear()
+            try:
+                self._hold()
+            except OSError:
+                pass
+            finally:
+                self.attached.clear()
+            self._wake.wait(self.retry_s)
+
+    def _hold(self) -> None:
+        sock = connect(self.path, 1.0)
+        self._sock = sock
+        ls = LineSocket(sock)
+        try:
+            if self._closed.is_set():
+                return
+            msg: dict = {"v": PROTOCOL, "op": "hello"}
+            if self.facts is not None:
+                msg["conn"] = self.facts
+            sock.settimeout(10.0)
+            ls.send(encode(msg))
+            if not ls.recv_line(MAX_RESPONSE):
+                return
+            self.attached.set()
+            sock.settimeout(self.host_check_s)
+            while not self._closed.is_set():
+                try:
+                    if ls.recv_line(MAX_RESPONSE) is None:
+                        return  # the daemon went away (stopped, idle with no other client, restarted)
+                except socket.timeout:
+                    if not self.host_alive():
+                        return
+        finally:
+            self._sock = None
+            ls.close()
+
+
 def _readable(sock: socket.socket) -> bool:
     """An idle socket has nothing to read; readable means EOF or garbage: do not reuse it."""
     import select
@@ -372,9 +469,21 @@ def daemon_process(base: str | os.PathLike):  # -> psutil.Process | None
     """The running daemon of this data dir, verified: the pid file's pid is alive, started at
     the recorded time (not a reused pid) and runs `serve`. None otherwise."""
     info = read_pidfile(base)
-    if info is None:
+    if info is None or not _names_this_socket(info, base):
         return None
     return verify_pid(info)
+
+
+def _names_this_socket(info: dict, base: str | os.PathLike) -> bool:
+    """The pid file was written by a daemon of this data dir: a pid file copied or restored from
+    another data dir names a live daemon that serves another socket (never ours to stop)."""
+    named = info.get("socket")
+    if not isinstance(named, str):
+        return False
+    try:
+        return os.path.samefile(os.path.dirname(named), os.fspath(base)) and os.path.basename(named) == SOCKET_NAME
+    except OSError:
+        return False
 
 
 def verify_pid(info: dict):  # -> psutil.Process | None
@@ -438,11 +547,13 @@ def _rotate_log(path: str) -> None:
         pass
 
 
-def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> None:
+def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> int | None:
     """Start `serve` fully detached: its own session (a host's process-group kill does not reach
     it), stdin from /dev/null, stdout/stderr to the service log, no inherited descriptors, cwd /.
     Through a short-lived intermediate that exits at once, so the daemon is re-parented away from
-    the caller (no zombie when it exits, not part of the caller's process tree)."""
+    the caller (no zombie when it exits, not part of the caller's process tree). Returns the
+    daemon's pid as the intermediate reports it (None if it did not), so a caller can tell the
+    daemon it started from one that won a start race."""
     base = os.path.abspath(base)  # the daemon runs in /: a relative data dir would name another folder
     log = log_path(base)
     os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
@@ -453,18 +564,25 @@ def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> None:
     cmd = [python, "-m", SERVE_MODULE, "serve"]
     launcher = (
         "import subprocess,sys\n"
-        "subprocess.Popen(sys.argv[1:],stdin=subprocess.DEVNULL,stdout=2,stderr=2,"
+        "p=subprocess.Popen(sys.argv[1:],stdin=subprocess.DEVNULL,stdout=2,stderr=2,"
         "start_new_session=True,close_fds=True,cwd='/')\n"
+        "sys.stdout.write(str(p.pid))\n"
     )
     log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         with open(os.devnull, "rb") as null_in:
-            inter = subprocess.Popen([python, "-I", "-S", "-c", launcher, *cmd], stdin=null_in, stdout=log_fd,
+            inter = subprocess.Popen([python, "-I", "-S", "-c", launcher, *cmd], stdin=null_in, stdout=subprocess.PIPE,
                                      stderr=log_fd, close_fds=True, cwd="/", env=env, start_new_session=True)
     finally:
         os.close(log_fd)
-    # The intermediate exits as soon as it has forked; reap it off the caller's path.
-    threading.Thread(target=inter.wait, name="leanctx-spawn-reaper", daemon=True).start()
+    # The intermediate exits as soon as it has forked (which also reaps it).
+    try:
+        out, _ = inter.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        threading.Thread(target=inter.communicate, name="leanctx-spawn-reaper", daemon=True).start()
+        return None
+    text = out.decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() else None
 
 
 def wait_for_socket(base: str | os.PathLike, timeout: float) -> bool:

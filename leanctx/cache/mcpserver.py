@@ -105,6 +105,8 @@ class Backend:
         self.cwd = os.getcwd()
         self.served = {"daemon": 0, "in_process": 0}
         self.sdk = {"fast_path": False, "call_ids": False}  # set by build_server: what the SDK let us install
+        # Held open while we live, so a quiet session still counts as the daemon's client (idle exit).
+        self.presence: client.Presence | None = None
 
     # --- daemon lifecycle ----------------------------------------------------------
 
@@ -114,6 +116,9 @@ class Backend:
         connect probe: a dying daemon's listening socket can still accept for a moment)."""
         if not (self.use_daemon and self.autostart):
             return
+        if self.presence is None:
+            self.presence = client.Presence(self.data_dir, self.facts,
+                                            host=(self.facts.get("host_pid"), self.facts.get("host_start_ticks"))).start()
 
         def probe() -> None:
             if not after_failure:
@@ -156,6 +161,8 @@ class Backend:
         up = wait and remaining > 0 and client.wait_for_socket(self.data_dir, remaining)
         if up:
             self._spawn_came_up = True
+            if self.presence is not None:
+                self.presence.poke()
         return up
 
     async def _daemon_request(self, op: str, args: dict | None = None) -> object:
@@ -226,6 +233,8 @@ class Backend:
                 # The daemon serves only callers the kernel vouches for; this process's own facts
                 # are first-hand, so its private cache is safe. That will not change: stay here.
                 self.unverified = f"daemon could not verify this process: {exc}"
+                if self.presence is not None:
+                    self.presence.close()  # nothing to keep the daemon alive for
                 log.warning("%s; serving in-process from now on", self.unverified)
             elif self.use_daemon and not self.unverified:
                 log.warning("daemon read failed (%s); serving in-process", exc)
@@ -262,6 +271,8 @@ class Backend:
 
     def close(self) -> None:
         self.client.close()
+        if self.presence is not None:
+            self.presence.close()
 
 
 def build_server(backend: Backend):

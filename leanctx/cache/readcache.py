@@ -29,7 +29,8 @@ counter at delivery, line count, whole-or-ranges (ranges coalesced, at most 24 p
 dropped first; at most 192 range-holding files per conversation and 4096 files in all, least
 recently used dropped first; 1024 conversations). Every bound drops what is held, so it can only
 under-report. After a compaction (the counter moved) nothing held before counts: everything is
-re-sent once. The old text of whole files delivered is kept in memory (64 MB, LRU) for diffs.
+re-sent once. The old text of whole files delivered is kept in memory for diffs, as UTF-8 bytes
+(64 MB, LRU).
 The index (index.py) persists holdings, never contents, and is saved by `save()` and, when
 dirty, on the first read `autosave_s` (5 s) after the last save.
 
@@ -158,8 +159,9 @@ class ReadCache:
         self.clock = clock
         self._lock = threading.RLock()
         self._convs: OrderedDict[str, _Conv] = OrderedDict()
-        self._contents: OrderedDict[str, str] = OrderedDict()  # fingerprint -> text, for diffs
-        self._content_sizes: dict[str, int] = {}  # fingerprint -> its UTF-8 bytes
+        # fingerprint -> the file's UTF-8 bytes, for diffs. Bytes, not str: a str with one emoji
+        # takes 4 bytes a character (PEP 393), its UTF-8 about 1 (bench/daemon_memory.py).
+        self._contents: OrderedDict[str, bytes] = OrderedDict()
         self._content_bytes = 0
         self._file_tokens: OrderedDict[str, int] = OrderedDict()
         self._roots_memo: dict[tuple, tuple] = {}
@@ -253,16 +255,14 @@ class ReadCache:
         if fp in self._contents:
             self._contents.move_to_end(fp)
             return
-        # the budget is in bytes (UTF-8), not characters: a CJK or emoji file is 3-4x its length
-        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        if size > CONTENT_BUDGET_BYTES // 4:
+        data = text.encode("utf-8", "surrogatepass")  # the budget counts what is held
+        if len(data) > CONTENT_BUDGET_BYTES // 4:
             return
-        self._contents[fp] = text
-        self._content_sizes[fp] = size
-        self._content_bytes += size
+        self._contents[fp] = data
+        self._content_bytes += len(data)
         while self._content_bytes > CONTENT_BUDGET_BYTES and self._contents:
-            old, _ = self._contents.popitem(last=False)
-            self._content_bytes -= self._content_sizes.pop(old)
+            _, old = self._contents.popitem(last=False)
+            self._content_bytes -= len(old)
 
     def _conv(self, scope: Scope) -> _Conv:
         conv = self._convs.get(scope.key)
@@ -382,7 +382,7 @@ class ReadCache:
             elif can_claim and h is not None and h.whole and whole and h.fp != snap.fp:
                 old = self._contents.get(h.fp)
                 if old is not None:
-                    t = render_diff(rel, old, snap.text, n)
+                    t = render_diff(rel, old.decode("utf-8", "surrogatepass"), snap.text, n)
                     if t is not None and tok(t) < DIFF_RATIO * tokens_raw:
                         kind, text, claims, base_fp = "diff", t, [(1, h.lines)] if h.lines else [], h.fp
             if record:
@@ -432,6 +432,8 @@ class ReadCache:
                 "conversations": len(self._convs),
                 "entries": sum(len(c.held) for c in self._convs.values()),
                 "files": len({p for c in self._convs.values() for p in c.held}),
+                "contents": len(self._contents),  # file texts kept for diffs
+                "content_bytes": self._content_bytes,  # their UTF-8 bytes (CONTENT_BUDGET_BYTES at most)
                 "dedup": self.dedup,
                 "index": {"path": idx.index_path(self.state_dir) if self.state_dir else None,
                           "quarantined": self.quarantined, "loaded_holdings": self.loaded_holdings,

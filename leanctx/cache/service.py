@@ -58,16 +58,26 @@ MAX_SOCKETS = 256  # open client sockets (one thread each); when full, the longe
 MAX_PEER_SOCKETS = 32  # open sockets of one peer process (an MCP server pools 4); more are refused "busy"
 LINE_TIMEOUT_S = 10.0  # a request line must be complete this long after its first byte, or the socket is dropped
 IDLE_ENV = client.IDLE_ENV  # minutes; the next MCP server request starts a new daemon
-IDLE_EXIT_MIN = 10.0
-LOCK_WAIT_S = 5.0  # a lock holder that does not accept connections is starting or stopping: wait
+# Minutes with no client (no MCP server connected: each holds a socket while it lives) and no
+# request before the daemon exits. It only has to bridge the gap between sessions: a bot that
+# spawns `claude -p` per message, back-to-back runs in a script. A restart costs about 0.5 s of
+# CPU off the call path (the MCP server starts it when it starts) and loses only the text kept for
+# diffs; stubs come back from the saved index. So short: a killed bot's daemon is gone in 2 min.
+IDLE_EXIT_MIN = 2.0
+LOCK_WAIT_S = 30.0  # a lock holder that does not accept connections is starting or stopping: wait (a start takes ~0.5 s, more under load)
+OBSERVER_OPS = frozenset({"status", "stats"})  # looking at the daemon is not using it (idle exit)
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
 
 
 class AlreadyRunning(Exception):
-    def __init__(self, pid: int | None, sock: str) -> None:
-        super().__init__(f"leanctx daemon: already running (pid {pid}), socket {sock}" if pid
-                         else f"leanctx daemon: another one holds the lock and is starting or stopping, socket {sock}")
+    def __init__(self, pid: int | None, sock: str, serving: bool = True) -> None:
+        if pid and serving:
+            text = f"leanctx daemon: already running (pid {pid}), socket {sock}"
+        else:
+            who = f" (pid {pid})" if pid else ""
+            text = f"leanctx daemon: another one{who} holds the lock and is starting or stopping, socket {sock}"
+        super().__init__(text)
         self.pid = pid
 
 
@@ -92,16 +102,21 @@ def idle_exit_minutes(raw: str | None, name: str = IDLE_ENV) -> float:
 class _Client:
     """One accepted socket as the admission and eviction rules see it (fields under _stats_lock)."""
 
-    __slots__ = ("sock", "peer", "kernel_peer", "identity", "last_active", "busy", "evicted")
+    __slots__ = ("sock", "peer", "kernel_peer", "identity", "accepted", "last_active", "busy", "evicted",
+                 "requests", "observer")
 
     def __init__(self, sock: socket.socket, kernel_peer: peer.Peer | None) -> None:
         self.sock = sock
         self.kernel_peer = kernel_peer
         self.peer = kernel_peer.pid if kernel_peer else None  # for the per-process socket cap
         self.identity: Connection | str | None = None  # verified facts, or why not; taken at the first request
-        self.last_active = time.monotonic()  # accepted, or last answer sent: a trickled half line is no activity
+        self.accepted = self.last_active = time.monotonic()  # last_active: accepted, or last answer sent
         self.busy = False  # a request is being answered: never evicted then
         self.evicted = False
+        self.requests = 0
+        # None until its first request; True while it only looked (status, stats, a bare hello):
+        # an observer is no client, so `leanctx status` in a loop never keeps an idle daemon alive
+        self.observer: bool | None = None
 
 
 class BadRequest(Exception):
@@ -265,6 +280,11 @@ class Daemon:
     def open_sockets(self) -> int:
         return len(self.clients)
 
+    def _client_sockets(self, besides: _Client | None = None) -> int:
+        """Open sockets that count as clients (caller holds _stats_lock): all but observers. A
+        socket that has sent nothing yet counts (it may be a client about to ask)."""
+        return sum(1 for c in self.clients if not c.observer and c is not besides)
+
     # --- start-up --------------------------------------------------------------------
 
     def acquire(self) -> None:
@@ -286,9 +306,10 @@ class Daemon:
                     os.close(fd)
                     raise
             if client.wait_for_socket(self.data_dir, 0) or time.monotonic() >= deadline:
-                os.close(fd)
                 running = client.daemon_process(self.data_dir)
-                raise AlreadyRunning(running.pid if running else None, self.sock_path) from None
+                holder = running or _lock_holder(fd)
+                os.close(fd)
+                raise AlreadyRunning(holder.pid if holder else None, self.sock_path, serving=running is not None) from None
             time.sleep(0.05)
         # Belt and braces: a lock file deleted and re-created under a live daemon would let a
         # second one in; the pid file still names the first.
@@ -297,6 +318,7 @@ class Daemon:
             os.close(fd)
             raise AlreadyRunning(other.pid, self.sock_path)
         self._lock_fd = fd
+        _claim_lock(fd)
 
     def recover_stale(self) -> None:
         """With the lock held nobody else serves this data dir: whatever is left is stale."""
@@ -549,7 +571,8 @@ class Daemon:
                 me.kernel_peer.close()
             with self._stats_lock:
                 self.clients.discard(me)
-                self.last_active = time.monotonic()
+                if me.observer is False:  # a client left: the idle time counts from now
+                    self.last_active = time.monotonic()
                 if carried:
                     self._drop_id(carried)
 
@@ -600,7 +623,10 @@ class Daemon:
             facts = msg.get("conn")
             if isinstance(facts, dict) and isinstance(facts.get("connection_id"), str):
                 cid = facts["connection_id"][:200]
-            result = self.dispatch(str(msg.get("op")), facts, msg.get("args") or {}, me)
+            op = str(msg.get("op"))
+            if me is not None:
+                self._note_request(me, op in OBSERVER_OPS or (op == "hello" and facts is None))
+            result = self.dispatch(op, facts, msg.get("args") or {}, me)
             return client.encode({"ok": True, "result": result}), cid
         except Unverified as exc:
             return client.encode({"ok": False, "code": "unverified", "error": str(exc)}), cid
@@ -614,6 +640,11 @@ class Daemon:
         finally:
             with self._stats_lock:
                 self.in_flight -= 1
+
+    def _note_request(self, me: _Client, looks_only: bool) -> None:
+        with self._stats_lock:
+            me.requests += 1
+            me.observer = looks_only and me.observer is not False  # one real request makes it a client for good
 
     def _count_error(self) -> None:
         with self._stats_lock:
@@ -637,24 +668,30 @@ class Daemon:
         if op == "stats":
             return self.core.stats()
         if op == "status":
-            return self.status()
+            return self.status(me)
         if op == "scope":
             make_connection(facts)
             return self.core.scope(self.identity(me))
         raise BadRequest(f"unknown op {op!r}")
 
-    def status(self) -> dict:
+    def status(self, me: _Client | None = None) -> dict:
+        """What `leanctx status` shows. `me` (the socket asking) is left out of the counts."""
         assert self.core is not None
         stats = self.core.stats()
+        now = time.monotonic()
         with self._stats_lock:
-            # open_sockets: besides the one this status request came on
-            conns = {"open_sockets": max(0, self.open_sockets - 1), "clients": len(self.live_ids),
+            clients = self._clients_report(me, now)
+            idle_for = None if self._client_sockets(besides=me) else round(now - self.last_active, 3)
+            conns = {"open_sockets": max(0, self.open_sockets - (me in self.clients)), "clients": len(clients),
                      "clients_seen": len(self.seen_ids), "sockets_total": self.sockets_total,
                      "sockets_evicted": self.sockets_evicted, "sockets_refused": self.sockets_refused,
                      "lines_timed_out": self.lines_timed_out, "callers_unverified": self.unverified,
                      "limits": {"max_sockets": MAX_SOCKETS, "max_peer_sockets": MAX_PEER_SOCKETS,
                                 "line_timeout_s": LINE_TIMEOUT_S}}
             requests, errors = self.requests, self.errors
+        for row in clients:
+            row["name"] = _process_name(row["pid"])
+            row["host_name"] = _process_name(row["host_pid"])
         return {
             "running": True,
             "pid": os.getpid(),
@@ -665,7 +702,10 @@ class Daemon:
             "started_at": self.started,
             "uptime_s": round(time.time() - self.started, 3),
             "idle_exit_min": self.idle_exit_s / 60,  # 0: never
+            "idle_for_s": idle_for,  # None while a client is connected
+            "memory": memory_report(stats),
             "connections": conns,
+            "clients": clients,
             "requests": requests,
             "errors": errors,
             "entries": stats.get("entries"),
@@ -673,6 +713,26 @@ class Daemon:
             "read_gate": self.gate.status() if self.gate is not None else None,
             "savings": savings(stats),
         }
+
+    def _clients_report(self, me: _Client | None, now: float) -> list[dict]:
+        """The connected clients, one row per process (the kernel's peer pid), observers and the
+        asking socket left out (caller holds _stats_lock)."""
+        rows: dict = {}
+        for c in self.clients:
+            if c is me or c.observer:
+                continue
+            row = rows.setdefault(c.peer, {"pid": c.peer, "verified": None, "host_pid": None, "sockets": 0,
+                                           "requests": 0, "connected_s": 0.0, "idle_s": None})
+            row["sockets"] += 1
+            row["requests"] += c.requests
+            row["connected_s"] = round(max(row["connected_s"], now - c.accepted), 3)
+            idle = round(now - c.last_active, 3)
+            row["idle_s"] = idle if row["idle_s"] is None else min(row["idle_s"], idle)
+            if isinstance(c.identity, Connection):
+                row["verified"], row["host_pid"] = True, c.identity.host_pid
+            elif isinstance(c.identity, str) and not row["verified"]:
+                row["verified"], row["reason"] = False, c.identity
+        return sorted(rows.values(), key=lambda r: (r["pid"] is None, r["pid"] or 0))
 
     # --- housekeeping and shutdown ------------------------------------------------------
 
@@ -704,7 +764,7 @@ class Daemon:
                 reason = "our socket or pid file was removed or replaced"
             elif self.idle_exit_s > 0:
                 with self._stats_lock:  # decided and marked together: _accept takes no new socket after
-                    if self.open_sockets == 0 and time.monotonic() - self.last_active >= self.idle_exit_s:
+                    if self._client_sockets() == 0 and time.monotonic() - self.last_active >= self.idle_exit_s:
                         self.stopping.set()
                         reason = f"no client and no request for {self.idle_exit_s / 60:g} min ({IDLE_ENV})"
             if reason:
@@ -746,6 +806,51 @@ class Daemon:
             pass
         self._release_ownership()
         log.info("daemon pid %d stopped", os.getpid())
+
+
+def _claim_lock(fd: int) -> None:
+    """Name the lock's holder in the lock file, so a start that finds it busy while we are still
+    starting (no socket or pid file yet) can say which process holds it."""
+    import psutil
+
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, client.encode({"pid": os.getpid(), "create_time": psutil.Process().create_time()}), 0)
+    except (OSError, psutil.Error):
+        pass  # only a message depends on it
+
+
+def _lock_holder(fd: int):  # -> psutil.Process | None
+    """The daemon process the lock file names, verified like the pid file's (client.verify_pid)."""
+    import json
+
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return client.verify_pid(info) if isinstance(info, dict) and isinstance(info.get("pid"), int) else None
+
+
+def _process_name(pid: int | None) -> str | None:
+    if pid is None:
+        return None
+    import psutil
+
+    try:
+        return psutil.Process(pid).name()
+    except (psutil.Error, OSError):
+        return None
+
+
+def memory_report(stats: dict) -> dict:
+    """The daemon's resident memory beside the file text it holds (the core's content_bytes)."""
+    import psutil
+
+    try:
+        rss = psutil.Process().memory_info().rss
+    except (psutil.Error, OSError):
+        rss = None
+    return {"rss_bytes": rss, "held_bytes": stats.get("content_bytes"), "held_files": stats.get("contents")}
 
 
 def savings(stats: dict) -> dict:

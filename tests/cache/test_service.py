@@ -91,7 +91,7 @@ def test_socket_pidfile_and_status(daemon: subprocess.Popen, env: dict, data_dir
 
     text = cli(env, "status")
     assert text.returncode == 0
-    assert f"pid {daemon.pid}" in text.stdout and "connections" in text.stdout and "savings" in text.stdout
+    assert f"pid {daemon.pid}" in text.stdout and "clients" in text.stdout and "memory" in text.stdout and "savings" in text.stdout
 
 
 def test_second_serve_says_so_and_exits_0(daemon: subprocess.Popen, env: dict, data_dir: Path) -> None:
