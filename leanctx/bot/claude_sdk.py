@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from typing import Any
 
-from leanctx.state import api
+from leanctx.state import api, protocol
 from leanctx.state.errors import StateError
 
 log = logging.getLogger("leanctx.bot")
@@ -58,46 +59,76 @@ def _context(event: str, text: str) -> dict:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else {}
 
 
-def claude_sdk_hooks(user: str, *, source: str = SOURCE) -> dict:
-    """`ClaudeAgentOptions.hooks` for `user`: UserPromptSubmit and Stop callbacks."""
-    from claude_agent_sdk import HookMatcher
+class _Hooks:
+    """The callbacks for one user's client. `record_at_stop`: the Stop callback records the reply
+    (claude_sdk_options); off for a Binding, whose bot records it once delivered."""
 
-    api.target(user)  # a bad user id fails here, at build time, not inside the first turn
-    seen: set[str] = set()
+    def __init__(self, user: str, source: str, record_at_stop: bool) -> None:
+        api.target(user)  # a bad user id fails here, at build time, not inside the first turn
+        self.user, self.source, self.record_at_stop = user, source, record_at_stop
+        self.seen: set[str | None] = set()  # sessions already handed the thread
+        self.expected: deque[tuple[str, str]] = deque()  # (prompt, chat message id) queued by Binding.query
+        self.session: str | None = None  # the session of the last prompt
 
-    def on_prompt_sync(data: dict) -> dict:
-        prompt, session = data.get("prompt") or "", data.get("session_id") or None
+    def message_id(self, prompt: str) -> str | None:
+        """The chat message id the bot queued with this prompt (entries queued before it are stale)."""
+        for i, (text, mid) in enumerate(self.expected):
+            if text == prompt:
+                for _ in range(i + 1):
+                    self.expected.popleft()
+                return mid
+        return None
+
+    def on_prompt_sync(self, prompt: str, session: str | None, message_id: str | None) -> dict:
         parts = []
-        if session not in seen:
-            seen.add(session)
-            parts.append(api.rehydrate(user))  # before recording: the thread as the last session left it
+        if session not in self.seen:
+            self.seen.add(session)
+            # before recording: the thread as the last session left it; a resumed transcript that
+            # holds it gets only the pending question and answer line, so resumes never stack it
+            parts.append(protocol.session_context(api.show(self.user), session))
         if prompt:
-            result = api.inbound(prompt, user, session_id=session, source=source)
+            result = api.inbound(prompt, self.user, session_id=session, source=self.source, message_id=message_id)
             parts.append(result["answer_context"] or "")
         return _context("UserPromptSubmit", "\n\n".join(p for p in parts if p))
 
-    def on_stop_sync(data: dict) -> dict:
-        text = data.get("last_assistant_message") or ""
+    def record_reply(self, text: str, session: str | None) -> dict:
+        """The reply as the agent's turn, which arms a question asked in this turn; no text: arm only."""
         if text.strip():
-            api.reply(text, user, session_id=data.get("session_id") or None)
+            api.reply(text, self.user, session_id=session)
+        else:
+            api.arm_pending(self.user)
         return {}
 
-    async def guarded(fn, event: str, data: dict) -> dict:
+    async def guarded(self, event: str, fn, *args) -> dict:
         """A state the store refuses (damaged, busy, foreign) must not fail the user's turn: the
         turn goes on without leanctx and the bot's log says why."""
         try:
-            return await asyncio.to_thread(fn, data)
+            return await asyncio.to_thread(fn, *args)
         except StateError as exc:
-            log.warning("leanctx %s for user %r: nothing recorded: %s", event, user, exc)
+            log.warning("leanctx %s for user %r: nothing recorded: %s", event, self.user, exc)
             return {}
 
-    async def on_prompt(data: dict, tool_use_id: Any, context: Any) -> dict:
-        return await guarded(on_prompt_sync, "UserPromptSubmit", data)
+    async def on_prompt(self, data: dict, tool_use_id: Any, context: Any) -> dict:
+        prompt, self.session = data.get("prompt") or "", data.get("session_id") or None
+        return await self.guarded("UserPromptSubmit", self.on_prompt_sync, prompt, self.session, self.message_id(prompt))
 
-    async def on_stop(data: dict, tool_use_id: Any, context: Any) -> dict:
-        return await guarded(on_stop_sync, "Stop", data)
+    async def on_stop(self, data: dict, tool_use_id: Any, context: Any) -> dict:
+        return await self.guarded("Stop", self.record_reply, data.get("last_assistant_message") or "",
+                                  data.get("session_id") or None)
 
-    return {"UserPromptSubmit": [HookMatcher(hooks=[on_prompt])], "Stop": [HookMatcher(hooks=[on_stop])]}
+    def matchers(self) -> dict:
+        from claude_agent_sdk import HookMatcher
+
+        hooks = {"UserPromptSubmit": [HookMatcher(hooks=[self.on_prompt])]}
+        if self.record_at_stop:
+            hooks["Stop"] = [HookMatcher(hooks=[self.on_stop])]
+        return hooks
+
+
+def claude_sdk_hooks(user: str, *, source: str = SOURCE) -> dict:
+    """`ClaudeAgentOptions.hooks` for `user`: UserPromptSubmit (hand back the thread on a session's
+    first prompt, record the prompt) and Stop (record the reply)."""
+    return _Hooks(user, source, record_at_stop=True).matchers()
 
 
 def claude_sdk_server(user: str, *, name: str = SERVER) -> Any:
@@ -143,16 +174,70 @@ def claude_sdk_server(user: str, *, name: str = SERVER) -> Any:
     return create_sdk_mcp_server(name, tools=[pending, clear_pending, summary, active, end, show])
 
 
-def claude_sdk_options(user: str, *, system_prompt: str | None = None, source: str = SOURCE) -> dict:
-    """Keyword arguments to merge into `ClaudeAgentOptions(...)` for one client serving `user`:
-    hooks, the state tools, their permission, the instructions appended to `system_prompt`, and
-    `setting_sources=[]` (nothing from ~/.claude is needed). Merge `allowed_tools` and
-    `mcp_servers` with your own rather than overwriting them."""
+def _options(user: str, hooks: _Hooks, system_prompt: str | None) -> dict:
     prompt = f"{system_prompt}\n\n{INSTRUCTIONS}" if system_prompt else INSTRUCTIONS
     return {
-        "hooks": claude_sdk_hooks(user, source=source),
+        "hooks": hooks.matchers(),
         "mcp_servers": {SERVER: claude_sdk_server(user)},
         "allowed_tools": tool_names(),
         "system_prompt": prompt,
         "setting_sources": [],
     }
+
+
+def claude_sdk_options(user: str, *, system_prompt: str | None = None, source: str = SOURCE) -> dict:
+    """Keyword arguments to merge into `ClaudeAgentOptions(...)` for one client serving `user`:
+    hooks, the state tools, their permission, the instructions appended to `system_prompt`, and
+    `setting_sources=[]` (nothing from ~/.claude is needed). Merge `allowed_tools` and
+    `mcp_servers` with your own rather than overwriting them. The reply is recorded when the
+    model's turn ends (Stop); a bot that knows its chat message ids and when a reply reached the
+    user should use `claude_sdk_binding` instead."""
+    return _options(user, _Hooks(user, source, record_at_stop=True), system_prompt)
+
+
+class Binding:
+    """leanctx for one `ClaudeSDKClient` serving one user, for a bot on an at-least-once chat layer:
+
+        lc = claude_sdk_binding(user)
+        client = ClaudeSDKClient(ClaudeAgentOptions(cwd=..., **lc.options))
+        await lc.query(client, msg.text, message_id=msg.id)   # instead of client.query(msg.text)
+        reply = ...                                           # collect receive_response()
+        await chat.send(reply)
+        await lc.delivered(reply)                             # then ack the chat message
+
+    - `query` hands the chat message id to the UserPromptSubmit callback (which cannot see it), so
+      a message the chat layer redelivers after a crash is recorded once;
+    - the reply is recorded, and a question asked in the turn becomes answerable, only in
+      `delivered`: a process killed after the model's turn but before the user got the reply
+      leaves the question unarmed, so the redelivered message never answers a question the user
+      never saw (the redone turn asks it again). No Stop callback runs, so a turn costs one SDK
+      control round trip, and the reply's commit happens after the user has the reply.
+    Await `delivered` before you acknowledge the message; a reply never marked delivered is not
+    in the thread, and its question is dropped at the next message.
+    """
+
+    def __init__(self, user: str, *, system_prompt: str | None = None, source: str = SOURCE) -> None:
+        self._hooks = _Hooks(user, source, record_at_stop=False)
+        self.options = _options(user, self._hooks, system_prompt)
+        self._open = False  # a query whose reply was not marked delivered yet
+
+    async def query(self, client: Any, prompt: str, *, message_id: str | None = None, **kwargs: Any) -> None:
+        """`client.query(prompt, **kwargs)`, with `message_id` (the chat layer's id) recorded on the turn."""
+        if self._open:
+            log.warning("leanctx: the previous reply for user %r was never marked delivered: not in the thread",
+                        self._hooks.user)
+        if message_id:
+            self._hooks.expected.append((prompt, str(message_id)))
+        self._open = True
+        await client.query(prompt, **kwargs)
+
+    async def delivered(self, reply: str) -> None:
+        """The reply reached the user: record it as the agent's turn (arming a question asked in it)."""
+        self._open = False
+        await self._hooks.guarded("delivered", self._hooks.record_reply, reply or "", self._hooks.session)
+
+
+def claude_sdk_binding(user: str, *, system_prompt: str | None = None, source: str = SOURCE) -> Binding:
+    """A `Binding` for one client serving `user`: `.options` to merge into `ClaudeAgentOptions`,
+    `.query(client, text, message_id=...)` and `.delivered(reply)`."""
+    return Binding(user, system_prompt=system_prompt, source=source)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
-
-import shlex
 
 import pytest
 
@@ -34,14 +34,16 @@ WAIT = 180  # seconds a bot may take for one turn on a loaded 2-core machine bef
 class BotProcess:
     """tests/e2e/sdk_bot.py as its own process group, fed through its spool."""
 
-    def __init__(self, spool, env, cli=None, mode="native"):
-        self.spool, self.env, self.cli, self.mode = spool, env, cli, mode
+    def __init__(self, spool, env, cli=None, mode="native", resume=False):
+        self.spool, self.env, self.cli, self.mode, self.resume = spool, env, cli, mode, resume
         self.proc = None
 
     def start(self):
         cmd = [sys.executable, "-m", "tests.e2e.sdk_bot", str(self.spool), "--mode", self.mode]
         if self.cli:
             cmd += ["--cli", self.cli]
+        if self.resume:
+            cmd.append("--resume")
         self.log = (self.spool.parent / "bot.log").open("a")
         self.proc = subprocess.Popen(cmd, cwd=hostcli.REPO_ROOT, env=self.env, stdout=self.log, stderr=self.log,
                                      start_new_session=True)
@@ -67,8 +69,22 @@ class BotProcess:
             time.sleep(0.1)
         return self.replies()
 
-    def kill9(self):
-        os.kill(self.proc.pid, signal.SIGKILL)  # the bot only, as a crash would; its CLI child sees EOF
+    def wait_for(self, what, done):
+        deadline = time.monotonic() + WAIT
+        while not done():
+            if self.proc.poll() is not None:
+                pytest.fail(f"bot exited {self.proc.returncode} before {what}: {(self.spool.parent / 'bot.log').read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} within {WAIT}s: {(self.spool.parent / 'bot.log').read_text()[-3000:]}")
+            time.sleep(0.05)
+
+    def kill9(self, group=False):
+        """The bot only, as a crash would (its CLI child sees EOF, and finishes a turn in flight),
+        or its whole process group, as systemd's default KillMode=control-group does."""
+        if group:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        else:
+            os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
 
     def stop(self):
@@ -231,3 +247,126 @@ def test_two_users_in_one_native_bot_never_see_each_other(host_home, sdk_install
         assert state["pending"] is None
         assert state["last_answer"]["question"] == f"{MARKERS[user]} which size?"
         assert state["last_answer"]["answer"] == f"{MARKERS[user]} answer: {answer}"
+
+
+REPLY_Q = f"{QUESTION} basic or pro?"
+BLOCK = "[leanctx conversation state]"
+
+
+def pending_step(mode):
+    """The model saving its question: through Bash and the state CLI (`init --bot`), or the in-process tool."""
+    if mode == "settings":
+        leanctx = f"{shlex.quote(sys.executable)} -m leanctx"
+        return tool_use("Bash", {"command": f"{leanctx} state pending --question {shlex.quote(QUESTION)} --option basic --option pro"})
+    return tool_use("mcp__leanctx__state_pending", {"question": QUESTION, "options": ["basic", "pro"]})
+
+
+def user_turns(state, text):
+    return [t for t in state["recent_turns"] if t["role"] == "user" and t["text"] == text]
+
+
+@pytest.mark.parametrize("mode,kill_at", [("settings", "mid-turn"), ("binding", "mid-turn"), ("binding", "before-delivery")])
+def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean, sdk_installed, mode, kill_at):
+    """Issue 11 (c): kill -9 after the model saved its question but before the reply reached the
+    user (mid-turn: while the model writes the reply; before-delivery: the turn is over, the bot
+    has not sent it), the chat layer redelivers the message, the redone turn asks again, the user
+    answers: that answer is `last_answer`, the first message is one user turn, and the redelivered
+    message was never told it answers a question.
+
+    The settings hooks are killed with their CLI (the service's process group): a CLI orphaned
+    mid-turn finishes the turn and its Stop hook records a reply nobody got. The binding is
+    killed alone, orphan included: it records a reply only once the bot delivered it."""
+    hh = host_home
+    if mode == "settings":
+        lean.run("init", "--agent", "claude", "--bot", "--no-mcp")
+    reached, release = threading.Event(), threading.Event()
+
+    def stall(body):  # the reply of the crashed turn: the bot dies while the model writes it
+        reached.set()
+        release.wait(WAIT)
+        return text("never delivered")
+
+    first_turn = [pending_step(mode), stall if kill_at == "mid-turn" else REPLY_Q]
+    script = first_turn + [pending_step(mode), REPLY_Q, "Pro it is: welcome aboard."]
+    with FakeAnthropic(script=script) as srv:
+        env = hostcli.claude_env(hh.home, srv.base_url, {"PYTHONPATH": str(hostcli.REPO_ROOT), **lean.host_env})
+        bot = BotProcess(hh.root / "spool", env, mode=mode)
+        try:
+            if kill_at == "before-delivery":
+                (bot.spool).mkdir(parents=True, exist_ok=True)
+                (bot.spool / "hold").write_text("1")
+            bot.start()
+            bot.send("001", FIRST)
+            if kill_at == "mid-turn":
+                bot.wait_for("the reply request", reached.is_set)
+            else:
+                bot.wait_for("the finished turn", (bot.spool / "held").exists)
+                (bot.spool / "hold").unlink()
+            assert state_of(hh.home)["pending"]["question"] == QUESTION  # the model saved it; the user saw nothing
+            assert bot.replies() == []
+            bot.kill9(group=mode == "settings")
+            release.set()
+            restarted = len(srv.main_requests)
+            bot.start()  # the inbox still holds 001: redelivered
+            assert bot.wait_replies(1)[0]["reply"] == REPLY_Q
+            redone = request_text(srv.main_requests[restarted])
+            state = state_of(hh.home)
+            assert state["pending"]["question"] == QUESTION and len(user_turns(state, FIRST)) == 1
+            bot.send("002", "pro")
+            assert bot.wait_replies(2)[1]["reply"] == "Pro it is: welcome aboard."
+            answered = request_text(srv.main_requests[-1])
+        finally:
+            bot.stop()
+    assert "answers your pending question" not in redone  # the redelivered message answered nothing
+    assert "answers your pending question" in answered and 'Their answer: \\"pro\\"' in answered
+    state = state_of(hh.home)
+    assert state["pending"] is None
+    assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
+    assert len(user_turns(state, FIRST)) == 1
+    assert [(t["role"], t["text"]) for t in state["recent_turns"]][-2:] == [("user", "pro"), ("agent", "Pro it is: welcome aboard.")]
+    if mode == "binding":  # the chat message ids reached the turns
+        assert [t.get("message_id") for t in state["recent_turns"] if t["role"] == "user"] == ["001", "002"]
+    if mode == "settings":
+        lean.assert_no_hook_errors()
+
+
+@pytest.mark.parametrize("mode", ["settings", "binding"])
+def test_five_resumed_restarts_hold_one_state_block(host_home, lean, sdk_installed, mode):
+    """Issue 11 (d): a bot that resumes its SDK session (`resume=<sid>`, the id kept per user in
+    its spool) is killed and restarted 5 times; each restart's first prompt gets only what the
+    transcript lacks, so the first request of the 5th restart holds the thread's block exactly
+    once (the fresh first session's), with the pending question and the answer line."""
+    hh = host_home
+    if mode == "settings":
+        lean.run("init", "--agent", "claude", "--bot", "--no-mcp")
+    # an earlier thread, so the first (fresh) session gets a full block
+    lean.run("state", "summary", SUMMARY, "--user", USER)
+    lean.run("state", "inbound", "hello from last week", "--session-id", "earlier", "--user", USER)
+    lean.run("state", "reply", "Hi Ana!", "--session-id", "earlier", "--user", USER)
+    script = [pending_step(mode), REPLY_Q] * 5 + ["Pro it is: welcome aboard."]
+    with FakeAnthropic(script=script) as srv:
+        env = hostcli.claude_env(hh.home, srv.base_url, {"PYTHONPATH": str(hostcli.REPO_ROOT), **lean.host_env})
+        bot = BotProcess(hh.root / "spool", env, mode=mode, resume=True)
+        try:
+            messages = [FIRST] + [f"let me think ({i})" for i in range(1, 5)] + ["pro"]
+            for i, message in enumerate(messages):
+                if i:
+                    bot.kill9()
+                    bot.start()
+                else:
+                    bot.start()
+                first = len(srv.main_requests)
+                bot.send(f"{i:03d}", message)
+                bot.wait_replies(i + 1)
+        finally:
+            bot.stop()
+        last_start = srv.main_requests[first]
+    held = json.dumps(last_start["messages"], ensure_ascii=False)
+    assert "let me think (4)" in held and FIRST in held  # the SDK resumed the whole transcript
+    assert held.count(BLOCK) == 1, held.count(BLOCK)
+    assert "PENDING QUESTION" in held and "answers your pending question" in held and 'Their answer: \\"pro\\"' in held
+    state = state_of(hh.home)
+    assert state["pending"] is None
+    assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
+    if mode == "settings":
+        lean.assert_no_hook_errors()
