@@ -265,8 +265,9 @@ def user_turns(state, text):
     return [t for t in state["recent_turns"] if t["role"] == "user" and t["text"] == text]
 
 
-@pytest.mark.parametrize("mode,kill_at", [("settings", "mid-turn"), ("binding", "mid-turn"), ("binding", "before-delivery")])
-def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean, sdk_installed, mode, kill_at):
+@pytest.mark.parametrize("mode,kill_at,resume", [("settings", "mid-turn", False), ("binding", "mid-turn", False),
+                                                 ("binding", "before-delivery", False), ("binding", "before-delivery", True)])
+def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean, sdk_installed, mode, kill_at, resume):
     """Issue 11 (c): kill -9 after the model saved its question but before the reply reached the
     user (mid-turn: while the model writes the reply; before-delivery: the turn is over, the bot
     has not sent it), the chat layer redelivers the message, the redone turn asks again, the user
@@ -275,7 +276,8 @@ def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean,
 
     The settings hooks are killed with their CLI (the service's process group): a CLI orphaned
     mid-turn finishes the turn and its Stop hook records a reply nobody got. The binding is
-    killed alone, orphan included: it records a reply only once the bot delivered it."""
+    killed alone, orphan included: it records a reply only once the bot delivered it. Resumed
+    (`resume=`), the redelivery reaches the same session: only its chat message id tells it apart."""
     hh = host_home
     if mode == "settings":
         lean.run("init", "--agent", "claude", "--bot", "--no-mcp")
@@ -290,7 +292,7 @@ def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean,
     script = first_turn + [pending_step(mode), REPLY_Q, "Pro it is: welcome aboard."]
     with FakeAnthropic(script=script) as srv:
         env = hostcli.claude_env(hh.home, srv.base_url, {"PYTHONPATH": str(hostcli.REPO_ROOT), **lean.host_env})
-        bot = BotProcess(hh.root / "spool", env, mode=mode)
+        bot = BotProcess(hh.root / "spool", env, mode=mode, resume=resume)
         try:
             if kill_at == "before-delivery":
                 (bot.spool).mkdir(parents=True, exist_ok=True)
