@@ -2,9 +2,9 @@
 leanctx's in-process callbacks and tools, in one run.
 
 One `ClaudeSDKClient` per mode against the scripted fake Anthropic server on 127.0.0.1, in a
-throwaway HOME; their text-only turns are interleaved round-robin so machine noise hits every mode
-alike. A turn is timed from `query` to the ResultMessage (what the user waits for). Modes:
-`none` (setting_sources=[]), `command` (`init --bot --no-mcp` hooks), `in-process`
+throwaway HOME; their text-only turns are interleaved round-robin, the order rotating each round,
+so machine noise hits every mode alike. A turn is timed from `query` to the ResultMessage (what
+the user waits for). Modes: `none` (setting_sources=[]), `command` (`init --bot --no-mcp` hooks), `in-process`
 (leanctx.bot.claude_sdk_binding: one UserPromptSubmit callback; the reply is recorded by
 `delivered()` once the user has it, timed apart as `delivered`), and `in-process-stop`
 (claude_sdk_options: the reply recorded in a Stop callback, inside the turn). Prints the median and
@@ -85,7 +85,7 @@ async def run(turns: int, cli: str | None, home: Path) -> dict:
     times: dict = {m: [] for m in MODES + ("delivered",)}
     try:
         for i in range(turns):
-            for m in MODES:
+            for m in MODES[i % len(MODES):] + MODES[:i % len(MODES)]:  # rotated: no mode always follows another
                 took, delivered = await turn(clients[m], built[m][1], f"hello {i}", f"m{i}")
                 times[m].append(took)
                 if m == "in-process":

@@ -60,8 +60,10 @@ class BotProcess:
         return [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
 
     def wait_replies(self, n):
+        """n replies delivered and every message acknowledged (a kill after a reply but before its
+        acknowledgement would have the message redelivered)."""
         deadline = time.monotonic() + WAIT
-        while len(self.replies()) < n:
+        while len(self.replies()) < n or list((self.spool / "inbox").glob("*.json")):
             if self.proc.poll() is not None:
                 pytest.fail(f"bot exited {self.proc.returncode}: {(self.spool.parent / 'bot.log').read_text()[-3000:]}")
             if time.monotonic() > deadline:
@@ -341,10 +343,7 @@ def test_five_resumed_restarts_hold_one_state_block(host_home, lean, sdk_install
     hh = host_home
     if mode == "settings":
         lean.run("init", "--agent", "claude", "--bot", "--no-mcp")
-    # an earlier thread, so the first (fresh) session gets a full block
-    lean.run("state", "summary", SUMMARY, "--user", USER)
-    lean.run("state", "inbound", "hello from last week", "--session-id", "earlier", "--user", USER)
-    lean.run("state", "reply", "Hi Ana!", "--session-id", "earlier", "--user", USER)
+    lean.run("state", "summary", SUMMARY, "--user", USER)  # an earlier thread: the first (fresh) session gets its block
     script = [pending_step(mode), REPLY_Q] * 5 + ["Pro it is: welcome aboard."]
     with FakeAnthropic(script=script) as srv:
         env = hostcli.claude_env(hh.home, srv.base_url, {"PYTHONPATH": str(hostcli.REPO_ROOT), **lean.host_env})
@@ -354,9 +353,7 @@ def test_five_resumed_restarts_hold_one_state_block(host_home, lean, sdk_install
             for i, message in enumerate(messages):
                 if i:
                     bot.kill9()
-                    bot.start()
-                else:
-                    bot.start()
+                bot.start()
                 first = len(srv.main_requests)
                 bot.send(f"{i:03d}", message)
                 bot.wait_replies(i + 1)
