@@ -274,7 +274,7 @@ def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean,
     user (mid-turn: while the model writes the reply; before-delivery: the turn is over, the bot
     has not sent it), the chat layer redelivers the message, the redone turn asks again, the user
     answers: that answer is `last_answer`, the first message is one user turn, and the redelivered
-    message was never told it answers a question.
+    message was never told it answers a question, and the reply nobody got is not in the thread.
 
     The settings hooks are killed with their CLI (the service's process group): a CLI orphaned
     mid-turn finishes the turn and its Stop hook records a reply nobody got. The binding is
@@ -284,13 +284,14 @@ def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean,
     if mode == "settings":
         lean.run("init", "--agent", "claude", "--bot", "--no-mcp")
     reached, release = threading.Event(), threading.Event()
+    lost = f"{REPLY_Q} (never delivered)"
 
     def stall(body):  # the reply of the crashed turn: the bot dies while the model writes it
         reached.set()
         release.wait(WAIT)
-        return text("never delivered")
+        return text(lost)
 
-    first_turn = [pending_step(mode), stall if kill_at == "mid-turn" else REPLY_Q]
+    first_turn = [pending_step(mode), stall if kill_at == "mid-turn" else lost]
     script = first_turn + [pending_step(mode), REPLY_Q, "Pro it is: welcome aboard."]
     with FakeAnthropic(script=script) as srv:
         env = hostcli.claude_env(hh.home, srv.base_url, {"PYTHONPATH": str(hostcli.REPO_ROOT), **lean.host_env})
@@ -327,6 +328,7 @@ def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean,
     assert state["pending"] is None
     assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
     assert len(user_turns(state, FIRST)) == 1
+    assert lost not in [t["text"] for t in state["recent_turns"]]  # the thread holds what the user got
     assert [(t["role"], t["text"]) for t in state["recent_turns"]][-2:] == [("user", "pro"), ("agent", "Pro it is: welcome aboard.")]
     if mode == "binding":  # the chat message ids reached the turns
         assert [t.get("message_id") for t in state["recent_turns"] if t["role"] == "user"] == ["001", "002"]
