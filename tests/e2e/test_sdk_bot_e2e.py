@@ -1,8 +1,11 @@
-"""End to end: a long-running bot on the real Claude Agent SDK with leanctx's in-process hooks and
-tools (leanctx.bot.claude_sdk_options, setting_sources=[], no `leanctx init`), killed with kill -9
-between turns and restarted: the new process's first model request carries the thread (summary,
-the recorded turns, the pending question with its options) and the answer line, and on disk the
-question is answered. Issue 11, scenario (b).
+"""End to end: a long-running bot on the real Claude Agent SDK (tests/e2e/sdk_bot.py), killed with
+kill -9 and restarted, against the scripted fake Anthropic server. Issue 11:
+(a) the `init --bot` settings hooks and (b) leanctx's in-process hooks and tools
+(claude_sdk_options, setting_sources=[], no `leanctx init`), kill -9 between turns: the new
+process's first request carries the thread and the answer line, and on disk the question is
+answered; (c) kill -9 mid-turn or before delivery, then redelivery: the later real answer is the
+one recorded, the message once; (d) 5 resumed restarts (`resume=`): one state block; (e) two
+users in one process never see each other's state.
 """
 from __future__ import annotations
 
@@ -337,7 +340,7 @@ def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean,
 
 
 @pytest.mark.parametrize("mode", ["settings", "binding"])
-def test_five_resumed_restarts_hold_one_state_block(host_home, lean, sdk_installed, mode):
+def test_five_resumed_restarts_hold_one_state_block(host_home, lean, sdk_cli, mode):
     """Issue 11 (d): a bot that resumes its SDK session (`resume=<sid>`, the id kept per user in
     its spool) is killed and restarted 5 times; each restart's first prompt gets only what the
     transcript lacks, so the first request of the 5th restart holds the thread's block exactly
@@ -349,7 +352,7 @@ def test_five_resumed_restarts_hold_one_state_block(host_home, lean, sdk_install
     script = [pending_step(mode), REPLY_Q] * 5 + ["Pro it is: welcome aboard."]
     with FakeAnthropic(script=script) as srv:
         env = hostcli.claude_env(hh.home, srv.base_url, {"PYTHONPATH": str(hostcli.REPO_ROOT), **lean.host_env})
-        bot = BotProcess(hh.root / "spool", env, mode=mode, resume=True)
+        bot = BotProcess(hh.root / "spool", env, sdk_cli, mode=mode, resume=True)
         try:
             messages = [FIRST] + [f"let me think ({i})" for i in range(1, 5)] + ["pro"]
             for i, message in enumerate(messages):
