@@ -102,17 +102,17 @@ class _Hooks:
                 return mid
         return None
 
-    def handed_back(self, state: dict, session: str | None) -> str:
-        """On a session's first prompt, before recording: the thread as the last session left it;
-        a resumed transcript that holds it gets only the pending question and answer line, so
-        resumes never stack it. '' on later prompts."""
+    def handed_back(self, session: str | None, state: dict | None = None) -> str:
+        """On a session's first prompt, before recording: the thread as the last session left it
+        (`state`, else read now); a resumed transcript that holds it gets only the pending
+        question and answer line, so resumes never stack it. '' on later prompts."""
         if session in self.seen:
             return ""
         self.seen.add(session)
-        return protocol.session_context(state, session)
+        return protocol.session_context(api.show(self.user) if state is None else state, session)
 
     def on_prompt_sync(self, prompt: str, session: str | None, message_id: str | None) -> dict:
-        parts = [self.handed_back(api.show(self.user), session) if session not in self.seen else ""]
+        parts = [self.handed_back(session)]
         if prompt:
             result = api.inbound(prompt, self.user, session_id=session, source=self.source, message_id=message_id)
             parts.append(result["answer_context"] or "")
@@ -121,7 +121,7 @@ class _Hooks:
     def peek_prompt(self, prompt: str, session: str | None, message_id: str | None) -> dict:
         """The deferred mode's added context: what on_prompt_sync would say, from one read."""
         state = api.show(self.user)
-        parts = [self.handed_back(state, session)]
+        parts = [self.handed_back(session, state)]
         if prompt:
             parts.append(protocol.answer_context(protocol.inbound(state, prompt, session, message_id=message_id)[1]))
         return _context("UserPromptSubmit", "\n\n".join(p for p in parts if p))
@@ -140,8 +140,14 @@ class _Hooks:
 
     async def settle(self) -> None:
         """Wait for the deferred commit of the last prompt (several callers may wait at once)."""
-        if self.inflight is not None:
-            await self.inflight
+        task = self.inflight
+        if task is None:
+            return
+        try:
+            await task
+        finally:
+            if self.inflight is task:
+                self.inflight = None  # an error surfaces once, never at every later call
 
     async def guarded(self, event: str, fn, *args) -> dict:
         """A state the store refuses (damaged, busy, foreign) must not fail the user's turn: the
