@@ -1,10 +1,15 @@
 """Bot turn latency on the real Claude Agent SDK: no hooks vs the `init --bot` command hooks vs
-leanctx's in-process callbacks and tools (leanctx.bot.claude_sdk_options), in one run.
+leanctx's in-process callbacks and tools, in one run.
 
-Three `ClaudeSDKClient`s (one per mode) against the scripted fake Anthropic server on 127.0.0.1,
-in a throwaway HOME; their text-only turns are interleaved round-robin so machine noise hits every
-mode alike. Prints the median and p95 of turns 2..N per mode and each ratio to no hooks (issue
-11's target: in-process <= 1.3x no hooks). Needs `pip install -e '.[sdk]'`.
+One `ClaudeSDKClient` per mode against the scripted fake Anthropic server on 127.0.0.1, in a
+throwaway HOME; their text-only turns are interleaved round-robin, the order rotating each round,
+so machine noise hits every mode alike. A turn is timed from `query` to the ResultMessage (what
+the user waits for). Modes: `none` (setting_sources=[]), `command` (`init --bot --no-mcp` hooks), `in-process`
+(leanctx.bot.claude_sdk_binding: one UserPromptSubmit callback; the reply is recorded by
+`delivered()` once the user has it, timed apart as `delivered`), and `in-process-stop`
+(claude_sdk_options: the reply recorded in a Stop callback, inside the turn). Prints the median and
+p95 of turns 2..N per mode and each ratio to no hooks (issue 11's target: in-process <= 1.3x).
+Needs `pip install -e '.[sdk]'`.
 
 Usage: python bench/bot_turn.py [--turns N] [--cli PATH]   (default: the SDK's bundled CLI)
 """
@@ -25,47 +30,66 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 TARGET = 1.3
+MODES = ("none", "command", "in-process", "in-process-stop")
 
 
 def options(mode: str, home: Path, cli: str | None):
     from claude_agent_sdk import ClaudeAgentOptions
 
-    from leanctx.bot.claude_sdk import claude_sdk_options
+    from leanctx.bot.claude_sdk import claude_sdk_binding, claude_sdk_options
 
     cwd = home / "cwd" / mode
     cwd.mkdir(parents=True, exist_ok=True)
     common = {"cwd": str(cwd), "cli_path": cli}
     user = f"bench-{mode}"
     if mode == "none":
-        return ClaudeAgentOptions(**common, setting_sources=[])
+        return ClaudeAgentOptions(**common, setting_sources=[]), None
     if mode == "command":
-        return ClaudeAgentOptions(**common, setting_sources=["user"], env={"CKS_ACTIVE_USER": user})
-    return ClaudeAgentOptions(**common, **claude_sdk_options(user))
+        return ClaudeAgentOptions(**common, setting_sources=["user"], env={"CKS_ACTIVE_USER": user}), None
+    if mode == "in-process-stop":
+        return ClaudeAgentOptions(**common, **claude_sdk_options(user)), None
+    binding = claude_sdk_binding(user)
+    return ClaudeAgentOptions(**common, **binding.options), binding
 
 
-async def turn(client, text: str) -> float:
-    from claude_agent_sdk import ResultMessage
+async def turn(client, binding, text: str, msg_id: str) -> tuple[float, float]:
+    """(query to ResultMessage, the binding's delivered() after it) in seconds."""
+    from claude_agent_sdk import AssistantMessage, ResultMessage, TextBlock
 
     start = time.perf_counter()
-    await client.query(text)
+    if binding:
+        await binding.query(client, text, message_id=msg_id)
+    else:
+        await client.query(text)
+    parts = []
     async for m in client.receive_response():
-        if isinstance(m, ResultMessage):
+        if isinstance(m, AssistantMessage):
+            parts += [b.text for b in m.content if isinstance(b, TextBlock)]
+        elif isinstance(m, ResultMessage):
             break
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    if not binding:
+        return took, 0.0
+    start = time.perf_counter()
+    await binding.delivered("\n".join(parts))
+    return took, time.perf_counter() - start
 
 
 async def run(turns: int, cli: str | None, home: Path) -> dict:
     from claude_agent_sdk import ClaudeSDKClient
 
-    modes = ("none", "command", "in-process")
-    clients = {m: ClaudeSDKClient(options(m, home, cli)) for m in modes}
+    built = {m: options(m, home, cli) for m in MODES}
+    clients = {m: ClaudeSDKClient(opts) for m, (opts, _) in built.items()}
     for c in clients.values():
         await c.connect()
-    times: dict = {m: [] for m in modes}
+    times: dict = {m: [] for m in MODES + ("delivered",)}
     try:
         for i in range(turns):
-            for m in modes:
-                times[m].append(await turn(clients[m], f"hello {i}"))
+            for m in MODES[i % len(MODES):] + MODES[:i % len(MODES)]:  # rotated: no mode always follows another
+                took, delivered = await turn(clients[m], built[m][1], f"hello {i}", f"m{i}")
+                times[m].append(took)
+                if m == "in-process":
+                    times["delivered"].append(delivered)
     finally:
         for c in clients.values():
             await c.disconnect()
@@ -90,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         times = asyncio.run(run(a.turns, a.cli, home))
         from leanctx.state import api
 
-        silent = [m for m in ("command", "in-process") if not api.show(f"bench-{m}")["recent_turns"]]
+        silent = [m for m in MODES[1:] if len(api.show(f"bench-{m}")["recent_turns"]) < 2]
     if silent:  # a mode whose hooks never ran measured nothing
         print(f"bot_turn: no turn was recorded in mode(s) {', '.join(silent)}: its hooks did not run", file=sys.stderr)
         return 1
@@ -98,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bot turn latency, {a.turns - 1} turns per mode (turns 2..{a.turns}), CLI: {a.cli or 'bundled'}")
     for mode, t in times.items():
         p50, p95 = statistics.median(t), sorted(t)[max(0, round(0.95 * len(t)) - 1)]
-        print(f"  {mode:<11} p50 {p50 * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms  {p50 / floor:5.2f}x no hooks")
+        ratio = f"{p50 / floor:5.2f}x no hooks" if mode != "delivered" else "after the reply, off the turn"
+        print(f"  {mode:<15} p50 {p50 * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms  {ratio}")
     ratio = statistics.median(times["in-process"]) / floor
     print(f"in-process target <= {TARGET}x no hooks: {'met' if ratio <= TARGET else 'NOT met'} ({ratio:.2f}x)")
     return 0

@@ -41,9 +41,7 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
         return None
     session = event.session_id or event.conversation_id
     if event.kind == SESSION_START:
-        state = api.show(user)
-        resumed = event.source == "resume" and protocol.holds_thread(state, session)
-        text = protocol.resume_context(state) if resumed else protocol.rehydrate(state)
+        text = protocol.session_context(api.show(user), session, resumed=event.source == "resume")
         return agent.context_output(event.event, text) if text else None
     if event.kind == PROMPT and event.prompt and not event.subagent_id:
         result = api.inbound(event.prompt, user, session_id=session, source=agent.name)

@@ -117,6 +117,12 @@ def holds_thread(state: dict, session_id: str | None) -> bool:
     return first is not None and all(t.get("session_id") == sid for t in turns[first:])
 
 
+def session_context(state: dict, session_id: str | None, resumed: bool = True) -> str:
+    """What a starting session is handed: only what its transcript lacks (resume_context) when it
+    resumes a transcript that holds the thread, else the whole thread (rehydrate)."""
+    return resume_context(state) if resumed and holds_thread(state, session_id) else rehydrate(state)
+
+
 def reply(state: dict, text: str, session_id: str | None = None, now: str | None = None, keep: int = KEEP_DEFAULT) -> dict:
     """Record the agent's reply; the turns beyond the last `keep` fold into the summary."""
     now = now or now_iso()

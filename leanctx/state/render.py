@@ -54,7 +54,12 @@ def _open_question(answered: dict | None, pending: dict | None) -> list[str]:
     if answered:
         parts.append("The user's latest message answered your earlier question "
                      f"{_quote(answered['question'], 300)}: {_quote(answered['answer'], ANSWER_QUOTE)}.")
-    if pending:
+    if pending and pending.get("armed") is False:  # saved in a turn whose reply was never recorded
+        parts.append(f"UNSENT QUESTION (saved {pending.get('asked_ts')} in a turn whose reply never reached the "
+                     f"user: they have not seen it):\n  {_flat(pending['question'])}\n"
+                     + _options(pending.get("options") or [])
+                     + "The user's next message does not answer it; ask it again if it still matters.")
+    elif pending:
         parts.append(f"PENDING QUESTION (asked {pending.get('asked_ts')}, not answered yet):\n"
                      f"  {_flat(pending['question'])}\n" + _options(pending.get("options") or [])
                      + "The user's next message is the answer to this question.")

@@ -251,3 +251,16 @@ def test_any_sequence_of_operations_keeps_the_state_valid(ops: list[tuple], keep
             _, s = p.end_thread(s, T2)
         valid(s)
         assert len(p.rehydrate(s)) <= 12_000
+
+
+def test_a_question_the_user_never_saw_is_not_shown_as_awaiting_their_answer() -> None:
+    """Saved inside a turn whose reply was never recorded (the process died mid-turn), the question
+    is handed back as unsent: the next message will not answer it (inbound drops it), so telling
+    the model it would be false."""
+    s, _ = p.inbound(p.fresh("alice", None, T0), "I'd like to subscribe", "s1", T0)
+    s = p.set_pending(s, "Which plan?", ["basic", "pro"], T0)
+    for text in (p.rehydrate(s), p.resume_context(s)):
+        assert "UNSENT QUESTION" in text and "Which plan?" in text and "1) basic  2) pro" in text
+        assert "PENDING QUESTION" not in text and "next message is the answer" not in text
+    armed = p.reply(s, "Which plan? basic or pro?", "s1", T0)
+    assert "PENDING QUESTION" in p.rehydrate(armed) and "UNSENT" not in p.rehydrate(armed)
