@@ -61,6 +61,7 @@ DAEMON_TIMEOUT_S = 15.0  # one answer; the core caps files at 2 MB, a full read 
 SKIP_AFTER_TIMEOUT_S = 30.0  # after a timeout, serve in-process this long before trying again
 MAX_LINE = 4 << 20  # one message from the host; a longer line is answered -32700 and skipped
 MAX_WORKERS = 16  # tool calls served at once; the reader waits for a free one beyond that
+UNLISTED_START_S = 0.2  # after initialize, start the daemon this soon even if tools/list never comes
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 NOT_INITIALIZED = -32002
@@ -181,7 +182,8 @@ class Backend:
     # --- start-up, off the handshake's path ---------------------------------------------
 
     def start(self) -> None:
-        """Once, in a thread, as soon as the host has our tools (or calls one first): take this
+        """Once, in a thread, as soon as the host has our tools (or calls one first, or
+        UNLISTED_START_S after initialize if it never lists them): take this
         process's connection facts (before the host could die and leave us re-parented to
         another process), then make sure a daemon is coming up unless one accepts connections.
         Nothing of it delays the handshake the host waits for."""
@@ -451,6 +453,7 @@ class Server:
         self._workers = threading.BoundedSemaphore(MAX_WORKERS)
         self.initialized = False
         self.listed = False  # tools/list answered: the handshake the host waits for is over
+        self._timer: threading.Timer | None = None
 
     def send(self, message: object) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
@@ -480,6 +483,10 @@ class Server:
                 self.send(answer)
         if self.listed:
             self.backend.start()  # the host has our tools: now the facts and the daemon (once)
+        elif self.initialized and self._timer is None:  # a host that never lists: soon anyway
+            self._timer = threading.Timer(UNLISTED_START_S, self.backend.start)
+            self._timer.daemon = True
+            self._timer.start()
 
     def handle(self, message: object, batched: bool = False) -> dict | None:
         """The answer to one message (None: a notification, a response, or answered later)."""
