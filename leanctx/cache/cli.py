@@ -98,7 +98,8 @@ def serve(detach: bool, idle_exit: str | None) -> None:
 @click.command(epilog="""\b
 Exit codes:
   0  the host closed stdin (normal end)
-  1  internal error""")
+  1  internal error
+  2  an unknown option or profile""")
 @click.option("--profile", type=click.Choice(["coding", "bot"]), default="coding", show_default=True,
               help="The tools offered: coding = ctx_read; bot = also ctx_stats and the conversation-state tools.")
 def mcp(profile: str) -> None:

@@ -168,7 +168,10 @@ class Backend:
         self._tainted: set[str] = set()
         self._skip_until = 0.0
         self.unverified: str | None = None  # why the daemon could not verify this process (then in-process for good)
-        self.cwd = os.getcwd()
+        try:
+            self.cwd = os.getcwd()
+        except OSError:  # started in a folder that is gone: relative paths name nothing anyway
+            self.cwd = "/"
         self.served = {"daemon": 0, "in_process": 0}
         self._started = False
 
@@ -202,10 +205,14 @@ class Backend:
                     warn(f"{exc}; the daemon uses the default instead")
                     os.environ.pop(client.IDLE_ENV, None)
             if self._facts is None:
+                cid = os.urandom(16).hex()
                 try:
                     from leanctx.cache.scope import Connection
 
-                    self._facts = Connection.capture(connection_id=os.urandom(16).hex()).to_dict()
+                    self._facts = Connection.capture(connection_id=cid).to_dict()
+                except Exception as exc:  # noqa: BLE001 - no host facts: an unknown caller, never a stub
+                    warn(f"cannot take this process's connection facts ({type(exc).__name__}: {exc})")
+                    self._facts = {"connection_id": cid, "env": {}, "host_pid": None, "host_start_ticks": None, "cwd": None}
                 finally:
                     self._facts_ready.set()
             if not (self.use_daemon and self.autostart):
@@ -366,8 +373,9 @@ class Backend:
 def _int_arg(value: object) -> object:
     """What hosts and models send for a line number, as the SDK's lax validation took it: an int,
     or a string of digits. Anything else is passed on for read_args to refuse by name."""
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 18:  # never int() of "²" or of 5,000 digits
+        return int(text)
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
@@ -595,7 +603,8 @@ def run(data_dir: str | None = None, profile: str = "coding") -> int:
     backend = Backend(base, use_daemon=not switched_off(os.environ.get("LEANCTX_DAEMON")))
     server = Server(backend, profile, _protocol_out())
     try:
-        server.serve(sys.stdin.buffer)
+        if sys.stdin is not None:  # no stdin at all: nothing to serve
+            server.serve(sys.stdin.buffer)
     except KeyboardInterrupt:
         pass
     finally:

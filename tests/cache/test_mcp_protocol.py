@@ -114,6 +114,11 @@ def test_errors_have_their_json_rpc_codes_and_never_end_the_server(local_env: di
     answer = wire.ask({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
                        "params": {"name": "ctx_read", "arguments": {"path": "a.txt", "mode": "x"}}})
     assert answer["result"]["isError"] is True and "unexpected argument(s): mode" in answer["result"]["content"][0]["text"]
+    for odd in ("²", "9" * 5000, "-1", 0, 2.5, True, None, [1]):  # never an internal error, never a read of line 0
+        answer = wire.ask({"jsonrpc": "2.0", "id": 15, "method": "tools/call",
+                           "params": {"name": "ctx_read", "arguments": {"path": "a.txt", "start_line": odd, "end_line": odd}}})
+        result = answer["result"]
+        assert result["content"][0]["text"] == "alpha\n" if odd is None else result["isError"] is True, (odd, answer)
     # a line over the limit is skipped whole, then the next one is served
     wire.raw(b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"pad": "' + b"x" * (5 << 20) + b'"}}\n')
     assert wire.answer()["error"]["code"] == -32700
