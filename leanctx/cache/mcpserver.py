@@ -464,7 +464,8 @@ class Server:
         self._timer: threading.Timer | None = None
 
     def send(self, message: object) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+        # a lone surrogate (only in something the host sent us, echoed) stays a valid JSON \u escape
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace") + b"\n"
         with self._write_lock:
             try:
                 self.out.write(data)
@@ -475,7 +476,7 @@ class Server:
     def handle_line(self, line: bytes) -> None:
         try:
             message = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json can parse
             self.send(_error(None, PARSE_ERROR, "parse error: not a JSON message"))
             return
         if isinstance(message, list):  # a batch (protocol 2025-03-26): answered as one array
@@ -579,7 +580,11 @@ class Server:
                 self.send(_error(None, PARSE_ERROR, f"message over {MAX_LINE} bytes; skipped"))
                 continue
             if line.strip():
-                self.handle_line(line)
+                try:
+                    self.handle_line(line)
+                except Exception as exc:  # noqa: BLE001 - a bug answers this line, never ends the server
+                    warn(f"internal error on a message: {type(exc).__name__}: {exc}")
+                    self.send(_error(None, INTERNAL_ERROR, f"internal error: {type(exc).__name__}"))
 
 
 def _protocol_out():  # -> a binary file

@@ -95,7 +95,7 @@ def test_errors_have_their_json_rpc_codes_and_never_end_the_server(local_env: di
     wire.send({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {}})
     wire.send({"jsonrpc": "2.0", "id": 99, "result": {}})  # a response to nothing we asked: ignored
     # malformed lines, each answered -32700 with a null id, and the server carries on
-    for bad in (b"{not json\n", b"\xff\xfe\x00garbage\n", b'{"jsonrpc": "2.0", "id": 3, "method": \n'):
+    for bad in (b"{not json\n", b"\xff\xfe\x00garbage\n", b'{"jsonrpc": "2.0", "id": 3, "method": \n', b"[" * 100000 + b"\n"):
         wire.raw(bad)
         assert wire.answer() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error: not a JSON message"}}
     assert wire.ask({"id": 4, "method": "ping"})["error"]["code"] == -32600  # no "jsonrpc": "2.0"
@@ -104,6 +104,8 @@ def test_errors_have_their_json_rpc_codes_and_never_end_the_server(local_env: di
         "jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "id must be a string or an integer"}}
     assert wire.ask({"jsonrpc": "2.0", "id": 5, "method": 7})["error"]["code"] == -32600
     assert wire.ask({"jsonrpc": "2.0", "id": 6, "method": "resources/list"})["error"]["code"] == -32601
+    wire.raw(b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "nope"}\n')  # a lone surrogate, echoed as valid JSON
+    assert wire.answer()["error"]["code"] == -32601
     assert wire.ask({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": [1]})["error"]["code"] == -32602
     for params in ({}, {"name": 3}, {"name": "ctx_read", "arguments": ["a.txt"]}, {"name": "state_show"}, {"name": "nope"}):
         answer = wire.ask({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": params})
