@@ -320,7 +320,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     checks.extend(agent_specific_checks(agent, home, project))
     from leanctx import doctor_mcp
 
-    checks.extend(doctor_mcp.checks(agent, home, data_dir, project))
+    checks.extend(doctor_mcp.checks(agent, home, data_dir, project, bot=profile.bot))
     checks.extend(gate_check(data_dir) for _ in gates)
     result["last_published"] = last_published(agent, data_dir)
     lp = result["last_published"]

@@ -2,18 +2,19 @@
 
 The round trip starts the registered command exactly as the host would (stdio, no shell) in a
 scratch project with a scratch data dir, in-process mode (`LEANCTX_DAEMON=0`, so no daemon is
-left behind) and an explicit scope, then reads one file twice through `ctx_read`: the first read
-must return the file, the second the `[unchanged]` stub. That proves the whole chain: the entry,
-the interpreter, the SDK, scope resolution and the read cache. Then `ctx_stats` says whether the
-server could hook the SDK's private internals (fast path, per-call identity): an SDK that renamed
-them still serves reads, so only this check notices.
+left behind) and an explicit scope, lists its tools (the profile's, no more) and reads one file
+twice through `ctx_read`: the first read must return the file, the second the `[unchanged]` stub.
+That proves the whole chain: the entry, the interpreter, the server, scope resolution and the
+read cache. It speaks MCP itself (newline-delimited JSON-RPC on the pipes), so doctor needs no
+MCP library either.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import select
+import subprocess
 import tempfile
 import time
 import uuid
@@ -26,7 +27,7 @@ from leanctx.installer.files import ConfigError
 ROUND_TRIP_TIMEOUT_S = 60.0
 
 
-def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None) -> list[dict]:
+def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None, bot: bool = False) -> list[dict]:
     from leanctx.doctor import init_fix
 
     fix = init_fix(agent, project)
@@ -52,58 +53,105 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
     if not mcpreg.is_ours(entry):
         return [{"name": "mcp server", "status": "fail", "detail": f"the server named {name!r} in {path} is not leanctx's: {entry}",
                  "fix": f"rename yours, or: leanctx init --agent {agent.name} --mcp-name NAME"}]
-    want = mcpreg.wanted_entry(agent, data_dir, project)
+    want = mcpreg.wanted_entry(agent, data_dir, project, bot)
     if entry != want:
-        return [{"name": "mcp server", "status": "fail", "detail": f"the entry in {path} differs from this installation's: {entry}", "fix": fix}]
+        profile, other = ("bot", "coding") if bot else ("coding", "bot")
+        if entry == mcpreg.wanted_entry(agent, data_dir, project, not bot) or (
+                bot and entry == _without_profile(want)):  # registered before the profiles
+            detail = f"the entry in {path} offers the {other} profile's tools; this install is {profile}"
+        else:
+            detail = f"the entry in {path} differs from this installation's: {entry}"
+        return [{"name": "mcp server", "status": "fail", "detail": detail, "fix": fix}]
     command, args, env = mcpreg.launch(entry)
     missing = path_check([str(command)], path)
     if missing:
         return [missing]
     out = [{"name": "mcp server", "status": "ok", "detail": f"registered as {name!r} in {path}", "fix": None}]
-    out.extend(round_trip(str(command), list(args or []), env or {}))
+    out.append(round_trip(str(command), list(args or []), env or {}, bot))
     return out
 
 
-def round_trip(command: str, args: list[str], entry_env: dict) -> list[dict]:
+def _without_profile(entry: dict) -> dict:
+    """The entry as init wrote it before `--profile` existed (the bot's then listed every tool)."""
+    command, args, _env = mcpreg.launch(entry)
+    old = dict(entry)
+    if isinstance(entry.get("command"), list):
+        old["command"] = [command, *args[:-2]]
+    else:
+        old["args"] = args[:-2]
+    return old
+
+
+def round_trip(command: str, args: list[str], entry_env: dict, bot: bool = False) -> dict:
+    from leanctx.cache.mcpserver import tools_for
+
     started = time.perf_counter()
     try:
-        first, second, stats = asyncio.run(asyncio.wait_for(_two_reads(command, args, entry_env), ROUND_TRIP_TIMEOUT_S))
+        tools, first, second = _two_reads(command, args, entry_env)
     except Exception as exc:  # noqa: BLE001 - whatever broke, say it
-        return [{"name": "mcp round trip", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"[:300],
-                 "fix": "run `leanctx mcp` by hand to see its error; reinstall leanctx if imports fail"}]
+        return {"name": "mcp round trip", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"[:300],
+                "fix": "run `leanctx mcp` by hand to see its error; reinstall leanctx if imports fail"}
     ms = (time.perf_counter() - started) * 1000
+    want = [t["name"] for t in tools_for("bot" if bot else "coding")]
+    if tools != want:
+        return {"name": "mcp round trip", "status": "fail", "detail": f"the server offers {tools}, this install wants {want}",
+                "fix": "leanctx doctor --fix"}
     if first != _CONTENT or not second.startswith("[unchanged]"):
-        return [{"name": "mcp round trip", "status": "fail", "detail": f"unexpected answers: {first[:60]!r} / {second[:60]!r}",
-                 "fix": "leanctx doctor --fix"}]
-    return [{"name": "mcp round trip", "status": "ok", "detail": f"ctx_read returned the file, then the [unchanged] stub ({ms:.0f} ms)",
-             "fix": None, "ms": round(ms, 1)}, sdk_check(stats)]
-
-
-def sdk_check(stats: str) -> dict:
-    """The server's own account (ctx_stats "sdk") of the SDK internals it could hook."""
-    from leanctx.cache.mcpserver import SDK_UNAVAILABLE
-
-    try:
-        sdk = json.loads(stats).get("sdk")
-    except (ValueError, AttributeError):
-        sdk = None
-    if not isinstance(sdk, dict):
-        return {"name": "mcp sdk internals", "status": "warn", "detail": f"ctx_stats did not report them: {stats[:80]!r}",
-                "fix": "reinstall leanctx"}
-    if sdk.get("fast_path") is True:
-        return {"name": "mcp sdk internals", "status": "ok",
-                "detail": f"mcp {sdk.get('mcp_version')}: fast path and per-call (subagent) identity on", "fix": None}
-    return {"name": "mcp sdk internals", "status": "warn", "detail": SDK_UNAVAILABLE.format(version=sdk.get("mcp_version")),
-            "fix": "reinstall leanctx so pip picks the mcp version it declares (mcp>=2.3,<2.4)"}
+        return {"name": "mcp round trip", "status": "fail", "detail": f"unexpected answers: {first[:60]!r} / {second[:60]!r}",
+                "fix": "leanctx doctor --fix"}
+    return {"name": "mcp round trip", "status": "ok",
+            "detail": f"tools {', '.join(tools)}; ctx_read returned the file, then the [unchanged] stub ({ms:.0f} ms)",
+            "fix": None, "ms": round(ms, 1)}
 
 
 _CONTENT = "".join(f"leanctx doctor line {i}\n" for i in range(1, 41))
 
 
-async def _two_reads(command: str, args: list[str], entry_env: dict) -> tuple[str, str, str]:
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+class _Session:
+    """The host's side of one stdio MCP session: a request a line, the answer with its id."""
 
+    def __init__(self, proc: subprocess.Popen, deadline: float) -> None:
+        self.proc, self.deadline, self.next_id, self.buf = proc, deadline, 0, b""
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        self.next_id += 1
+        self.notify(method, params, self.next_id)
+        while True:
+            message = json.loads(self._line())
+            if isinstance(message, dict) and message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"]
+
+    def notify(self, method: str, params: dict | None = None, msg_id: int | None = None) -> None:
+        message: dict = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+        if msg_id is not None:
+            message["id"] = msg_id
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+
+    def _line(self) -> bytes:
+        out = self.proc.stdout
+        assert out is not None
+        while b"\n" not in self.buf:
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([out], [], [], left)[0]:
+                raise TimeoutError(f"no answer within {ROUND_TRIP_TIMEOUT_S:g} s")
+            chunk = os.read(out.fileno(), 1 << 16)
+            if not chunk:
+                raise EOFError(f"the server exited (code {self.proc.poll()})")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+
+def _text(result: dict) -> str:
+    return "".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
+
+
+def _two_reads(command: str, args: list[str], entry_env: dict) -> tuple[list[str], str, str]:
+    """(tool names, first read, second read) from the registered command, started as a host would."""
     with tempfile.TemporaryDirectory(prefix="leanctx-doctor-mcp-") as scratch:
         project = Path(scratch) / "proj"
         project.mkdir()
@@ -111,12 +159,20 @@ async def _two_reads(command: str, args: list[str], entry_env: dict) -> tuple[st
         env = dict(os.environ, **entry_env)
         env.update(LEANCTX_HOME=str(Path(scratch) / "data"), LEANCTX_DAEMON="0",
                    LEANCTX_SCOPE=f"doctor-{uuid.uuid4().hex[:12]}")
-        params = StdioServerParameters(command=command, args=args, env=env, cwd=str(project))
-        with open(os.devnull, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                answers = []
-                for tool, args in (("ctx_read", {"path": "doctor.txt"}), ("ctx_read", {"path": "doctor.txt"}), ("ctx_stats", {})):
-                    result = await session.call_tool(tool, args)
-                    answers.append("".join(c.text for c in result.content if getattr(c, "type", None) == "text"))
-        return answers[0], answers[1], answers[2]
+        proc = subprocess.Popen([command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env, cwd=str(project))
+        try:
+            session = _Session(proc, time.monotonic() + ROUND_TRIP_TIMEOUT_S)
+            session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                           "clientInfo": {"name": "leanctx-doctor", "version": "1"}})
+            session.notify("notifications/initialized")
+            tools = [t.get("name") for t in session.request("tools/list").get("tools", [])]
+            reads = [_text(session.request("tools/call", {"name": "ctx_read", "arguments": {"path": "doctor.txt"}}))
+                     for _ in range(2)]
+        finally:
+            proc.kill()
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+        return tools, reads[0], reads[1]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile

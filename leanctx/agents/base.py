@@ -37,6 +37,8 @@ NOTICE = "notice"  # an event that only carries the ids (Qwen's Notification, Ge
 
 WRAPPER_NAME = "leanctx-hook"
 MCP_SERVER = "leanctx"  # the MCP server's default name in the hosts' configs (`init --mcp-name`)
+# what the registered server command ends with for `init --bot` (it offers the state tools too)
+MCP_BOT_ARGS = ("--profile", "bot")
 
 
 def read_tool(server: str = MCP_SERVER) -> str:

@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, ClaudeShapeAgent, EventSpec
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, MCP_BOT_ARGS, ClaudeShapeAgent, EventSpec
 
 
 class Codex(ClaudeShapeAgent):
@@ -37,15 +37,18 @@ class Codex(ClaudeShapeAgent):
         base = self.config_dir(home) if project is None else project / ".codex"
         return base / "config.toml", "toml", ("mcp_servers",)
 
-    # The tools Codex may run without asking: they only read (a workspace file, the cache's
-    # counters). The state_* tools write the user's conversation thread, so they keep Codex's
-    # default: they need approval (refused by `codex exec`, whose approval policy is never).
-    auto_approved = ("ctx_read", "ctx_stats")
+    # The tools Codex may run without asking: they only read (a workspace file; with --bot also
+    # the cache's counters, which only the bot profile offers). The state_* tools write the
+    # user's conversation thread, so they keep Codex's default: they need approval (refused by
+    # `codex exec`, whose approval policy is never).
+    auto_approved = ("ctx_read",)
+    auto_approved_bot = ("ctx_read", "ctx_stats")
 
     def mcp_entry(self, command: str, args: list[str]) -> dict:
         # `codex exec` runs an MCP tool only with "approve" (else "requires approval, but approval
         # policy is never"); per tool, verified on 0.171.0: `[mcp_servers.NAME.tools.TOOL]`.
-        tools = {tool: {"approval_mode": "approve"} for tool in self.auto_approved}
+        bot = tuple(args[-len(MCP_BOT_ARGS):]) == MCP_BOT_ARGS
+        tools = {tool: {"approval_mode": "approve"} for tool in (self.auto_approved_bot if bot else self.auto_approved)}
         return {"command": command, "args": args, "tools": tools}
 
     def hook_group(self, command: str, spec: EventSpec) -> dict:

@@ -54,7 +54,18 @@ stubs.py (the exact texts). The ground truth, simulated hosts and the trace form
 bench/cache_replay.py are test/bench support in bench/support/ (not shipped).
 """
 
-from leanctx.cache.readcache import ReadCache
-from leanctx.cache.scope import CONNECTION_ENV, Connection, Resolver, Scope
-
 __all__ = ["CONNECTION_ENV", "Connection", "ReadCache", "Resolver", "Scope"]
+
+
+def __getattr__(name: str) -> object:
+    """The API above, loaded on first use: `leanctx mcp` imports `leanctx.cache.client` on the
+    path the host waits for, and must not pay for the read cache there."""
+    if name == "ReadCache":
+        from leanctx.cache.readcache import ReadCache
+
+        return ReadCache
+    if name in __all__:
+        from leanctx.cache import scope
+
+        return getattr(scope, name)
+    raise AttributeError(f"module 'leanctx.cache' has no attribute {name!r}")

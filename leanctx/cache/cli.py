@@ -99,13 +99,16 @@ def serve(detach: bool, idle_exit: str | None) -> None:
 @click.command(epilog="""\b
 Exit codes:
   0  the host closed stdin (normal end)
-  1  internal error""")
-def mcp() -> None:
-    """The stdio MCP server hosts spawn (ctx_read, ctx_stats, state_*). It starts the shared
-    daemon when none runs, and again after one exited idle."""
+  1  internal error
+  2  an unknown option or profile""")
+@click.option("--profile", type=click.Choice(["coding", "bot"]), default="coding", show_default=True,
+              help="The tools offered: coding = ctx_read; bot = also ctx_stats and the conversation-state tools.")
+def mcp(profile: str) -> None:
+    """The stdio MCP server hosts spawn (init registers it; you never run it by hand). It starts
+    the shared daemon when none runs, and again after one exited idle."""
     from leanctx.cache.mcpserver import run
 
-    sys.exit(run(_base()))
+    sys.exit(run(_base(), profile))
 
 
 def daemon_status(base: str) -> dict:

@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -365,87 +364,6 @@ def _readable(sock: socket.socket) -> bool:
     return bool(r)
 
 
-async def _within(awaitable, seconds: float):  # noqa: ANN001, ANN202
-    """await with a deadline; asyncio.timeout (3.11+) costs no extra task, wait_for does."""
-    import asyncio
-
-    if hasattr(asyncio, "timeout"):
-        async with asyncio.timeout(seconds):
-            return await awaitable
-    return await asyncio.wait_for(awaitable, seconds)
-
-
-class AsyncServiceClient:
-    """ServiceClient for an asyncio event loop (the MCP server): no worker thread per request.
-    Same rules: a pool of kept-open sockets, DaemonUnavailable when nothing accepted the
-    connection, DaemonError for anything after that, never a retry of its own."""
-
-    def __init__(self, base: str | os.PathLike, timeout: float = 20.0, connect_timeout: float = 1.0, pool: int = 4) -> None:
-        self.path = socket_path(base)
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.pool_size = pool
-        self._idle: list = []  # (StreamReader, StreamWriter)
-
-    async def _take(self):  # -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
-        import asyncio
-
-        while self._idle:
-            reader, writer = self._idle.pop()
-            if not (reader.at_eof() or writer.is_closing() or reader.exception() is not None):
-                return reader, writer
-            writer.close()  # that daemon went away while this socket was idle
-        try:
-            with _Unix(self.path) as addr:
-                return await asyncio.wait_for(asyncio.open_unix_connection(addr, limit=MAX_RESPONSE), self.connect_timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
-            raise DaemonUnavailable(f"cannot connect to {self.path}: {getattr(exc, 'strerror', None) or exc!r}") from None
-
-    async def request(self, op: str, conn: dict | None = None, args: dict | None = None, timeout: float | None = None) -> object:
-        import asyncio
-
-        msg: dict = {"v": PROTOCOL, "op": op}
-        if conn is not None:
-            msg["conn"] = conn
-        if args is not None:
-            msg["args"] = args
-        reader, writer = await self._take()
-        try:
-            writer.write(encode(msg))
-            line = await _within(reader.readline(), timeout or self.timeout)
-        except asyncio.TimeoutError:
-            writer.close()
-            raise DaemonTimeout(f"daemon did not answer {op!r} within {timeout or self.timeout:g} s") from None
-        except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
-            writer.close()
-            raise DaemonError(f"daemon request {op!r} failed: {exc!r}") from None
-        except BaseException:  # cancelled mid-request: the answer would arrive on a reused socket
-            writer.close()
-            raise
-        if not line.endswith(b"\n"):
-            writer.close()
-            raise DaemonError(f"daemon closed the connection during {op!r}")
-        try:
-            answer = decode(line)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict) or "ok" not in answer:
-            writer.close()
-            raise DaemonError(f"daemon sent a malformed answer to {op!r}")
-        if len(self._idle) < self.pool_size:
-            self._idle.append((reader, writer))
-        else:
-            writer.close()
-        if not answer["ok"]:
-            raise RemoteError(str(answer.get("error") or "unknown error"), str(answer.get("code") or "error"))
-        return answer.get("result")
-
-    def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for _, writer in idle:
-            writer.close()
-
-
 # --- the daemon's process ---------------------------------------------------------------
 
 
@@ -554,6 +472,8 @@ def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> int | No
     the caller (no zombie when it exits, not part of the caller's process tree). Returns the
     daemon's pid as the intermediate reports it (None if it did not), so a caller can tell the
     daemon it started from one that won a start race."""
+    import subprocess
+
     base = os.path.abspath(base)  # the daemon runs in /: a relative data dir would name another folder
     log = log_path(base)
     os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)

@@ -38,7 +38,6 @@ import os
 import selectors
 import signal
 import socket
-import struct
 import sys
 import threading
 import time

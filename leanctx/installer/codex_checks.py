@@ -10,29 +10,23 @@ from leanctx.agents.base import Agent
 from leanctx.installer import files, tomledit
 from leanctx.installer.files import ConfigError
 from leanctx.installer.hostload import FAIL, NOTE, toml_line, where
-from leanctx.installer.install import config_path, display
+from leanctx.installer.install import config_path
 from leanctx.installer.mcpreg import is_ours
 from leanctx.installer.trust import config_toml, trust_report
 
-# Codex 0.171 does not wait for MCP servers before its first turn; `leanctx mcp` needs 1-2 s to
-# answer initialize (importing the MCP SDK). Verified: with this top-level key at 8000 the first
-# request offers the leanctx tools, without it it does not. A global setting, so we suggest it.
-GRACE_KEY = "mcp_optional_startup_grace_ms"
-GRACE_SUGGESTED_MS = 3000
 TRUST_FIX = "start `codex`, open /hooks and trust the leanctx hooks; on a headless machine: leanctx init --agent codex{project} --trust"
 
 
 def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list[dict]:
-    """Codex silently skips hooks that are not trusted, and may start its first turn before ctx_read is up."""
+    """Codex silently skips hooks that are not trusted (and a config.toml it cannot parse)."""
     out: list[dict] = []
     toml_path = config_toml(agent, home)
     try:
         data = files.read_bytes(files.resolve_target(toml_path, home).real)
-        config = tomledit.values(toml_path, files.decode(toml_path, data)) if data is not None else {}
+        if data is not None:
+            tomledit.values(toml_path, files.decode(toml_path, data))
     except ConfigError as exc:
         return [{"name": "codex config.toml", "status": "fail", "detail": str(exc), "fix": f"fix the TOML syntax in {toml_path}"}]
-    mcp_path = agent.mcp_config(home, project)[0]
-    out.extend(_startup_grace(_read_toml(mcp_path, files.read_bytes(mcp_path)) if project else config, display(toml_path, home)))
     hooks_path = config_path(agent, home, project)
     hooks_data = files.read_bytes(hooks_path)
     report = trust_report(agent, home, hooks_path, hooks_data.decode("utf-8") if hooks_data else "")
@@ -119,16 +113,3 @@ def _project_trust(config: dict, data: bytes | None, user_toml: Path, project: P
     return [{"name": "codex project trust", "path": user_toml, "severity": FAIL,
              "reason": f'{shown} is marked trust_level = "{level}": Codex ignores its .codex/ folder',
              "fix": f'set trust_level = "trusted" under [projects."{shown}"] in {where(user_toml, home, line)}'}]
-
-
-def _startup_grace(config: dict, toml_path: str) -> list[dict]:
-    if not isinstance((config.get("mcp_servers") or {}).get("leanctx"), dict):
-        return []
-    grace = config.get(GRACE_KEY)
-    if isinstance(grace, int) and not isinstance(grace, bool) and grace >= GRACE_SUGGESTED_MS:
-        return [{"name": "codex mcp start-up", "status": "ok", "detail": f"{GRACE_KEY} = {grace}: the first turn waits for ctx_read"}]
-    return [{"name": "codex mcp start-up", "status": "info",
-             "detail": "Codex does not wait for MCP servers before its first turn, and leanctx's needs 1-2 s to start: "
-                       "the first turn may not offer ctx_read",
-             "fix": f"add `{GRACE_KEY} = {GRACE_SUGGESTED_MS}` at the top of {toml_path} (a global setting: it lets every "
-                    "optional MCP server that long)"}]

@@ -74,7 +74,7 @@ def _plan_init(
         others = [
             instructions.plan(agent, home, data_dir, project, want=profile.bot),
             *mcpreg.plan_unregister_all(agent, home, data_dir, project, keep=name if mcp else None),
-            mcpreg.plan_register(agent, home, data_dir, project, name) if mcp else None,
+            mcpreg.plan_register(agent, home, data_dir, project, name, bot=profile.bot) if mcp else None,
             *mcpapprove.plans(agent, home, data_dir, project, keep=name if mcp else None),
             instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ, server=name),
         ]

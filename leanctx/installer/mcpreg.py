@@ -19,7 +19,7 @@ from pathlib import Path
 import tomlkit
 
 from leanctx import paths
-from leanctx.agents.base import Agent
+from leanctx.agents.base import MCP_BOT_ARGS, Agent
 from leanctx.installer import files, hookconfig, manifest, tomledit
 from leanctx.installer.files import ConfigError
 from leanctx.installer.install import MAX_ATTEMPTS, Change, already_there, plan_removal
@@ -35,21 +35,23 @@ def check_name(name: str) -> str:
     return name
 
 
-def server_command(project: Path | None = None) -> tuple[str, list[str]]:
+def server_command(project: Path | None = None, bot: bool = False) -> tuple[str, list[str]]:
     """This installation's Python at user level; in a project's files (committed, shared with a
-    team) the `leanctx` console script found on PATH, so no path of this machine is written."""
+    team) the `leanctx` console script found on PATH, so no path of this machine is written.
+    The bot profile's command says so (`--profile bot`: the state tools are offered too)."""
+    profile = list(MCP_BOT_ARGS) if bot else []
     if project is not None:
-        return "leanctx", ["mcp"]
-    return sys.executable, ["-m", "leanctx", "mcp"]
+        return "leanctx", ["mcp", *profile]
+    return sys.executable, ["-m", "leanctx", "mcp", *profile]
 
 
-def wanted_entry(agent: Agent, data_dir: Path | None = None, project: Path | None = None) -> dict:
+def wanted_entry(agent: Agent, data_dir: Path | None = None, project: Path | None = None, bot: bool = False) -> dict:
     """The entry for this installation. When init ran with a LEANCTX_HOME other than the default,
     the user-level entry carries it, or the server the host spawns (without that variable) would
     look for the hooks' records in the default place while the wrapper publishes them in
     LEANCTX_HOME. A project entry never does: it is a path of this machine, and the project's
     hooks (`leanctx-hook` on PATH) use the host's environment the same way."""
-    entry = agent.mcp_entry(*server_command(project))
+    entry = agent.mcp_entry(*server_command(project, bot))
     if project is None and data_dir is not None and Path(data_dir) != paths.default_data_dir():
         entry[agent.mcp_env_key] = {"LEANCTX_HOME": str(data_dir)}
     return entry
@@ -65,13 +67,16 @@ def launch(entry: dict) -> tuple[object, object, object]:
 
 
 def is_ours(entry: object) -> bool:
-    """An entry we wrote, recognised by what it runs (`<python> -m leanctx mcp`, `leanctx mcp`)
-    whatever the host did to the file's formatting; one with other environment is the user's."""
+    """An entry we wrote, recognised by what it runs (`<python> -m leanctx mcp`, `leanctx mcp`,
+    either with `--profile bot|coding`; before the profiles, without) whatever the host did to
+    the file's formatting; one with other environment is the user's."""
     if not isinstance(entry, dict):
         return False
     command, args, env = launch(entry)
     if not isinstance(command, str) or env not in (None, {}) and (not isinstance(env, dict) or set(env) != {"LEANCTX_HOME"}):
         return False
+    if isinstance(args, list) and args[-2:] in (["--profile", "bot"], ["--profile", "coding"]):
+        args = args[:-2]
     return args == ["-m", "leanctx", "mcp"] or (args == ["mcp"] and Path(command).name == "leanctx")
 
 
@@ -125,12 +130,13 @@ def _refuse_foreign(path: Path, name: str, entry: object) -> None:
         raise ConfigError(f"{path}: has an MCP server named {name!r} that leanctx did not write; {hint}")
 
 
-def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER) -> Change | None:
+def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None, name: str = SERVER,
+                  bot: bool = False) -> Change | None:
     if agent.mcp_config(home, project) is None:  # the host reads MCP servers from no file at this level
         return None
     path, fmt, key = agent.mcp_config(home, project)
     target = files.resolve_target(path, home, project)
-    entry = wanted_entry(agent, data_dir, project)
+    entry = wanted_entry(agent, data_dir, project, bot)
     created: list = []
     if fmt == "json":
         old, new, created, stale = _register_json(target, key, name, entry)
@@ -155,7 +161,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
     if new == old:
         return already_there(agent, part_name(name), target, data_dir, old)
     files.check_writable(target.real)
-    return Change(agent, target, old, new, created, replan=lambda: plan_register(agent, home, data_dir, project, name),
+    return Change(agent, target, old, new, created, replan=lambda: plan_register(agent, home, data_dir, project, name, bot),
                   part=part_name(name), stale=stale)
 
 

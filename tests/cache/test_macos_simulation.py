@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from leanctx import agents
-from leanctx.cache import Connection, ReadCache, Resolver, client, paths, service
+from leanctx.cache import Connection, ReadCache, Resolver, client, paths
 from bench.support.oracle import payload
 from leanctx.cache.scope import ID_ONLY
 from leanctx.hooks import hostproc, publish

@@ -1,6 +1,7 @@
-"""`leanctx mcp` as a real subprocess driven by the official SDK's stdio client, against a real
-daemon: the stub on a re-read, fallback when the daemon dies mid-request or cannot start, the
-detached start, and the conversation-state tools."""
+"""`leanctx mcp` as a real subprocess driven by the official SDK's stdio client (conformance:
+our server is standard library only), against a real daemon: the stub on a re-read, fallback
+when the daemon dies mid-request or cannot start, the detached start, the conversation-state
+tools of the bot profile."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from leanctx.cache import client
+from leanctx.cache.mcpserver import PROTOCOL_VERSIONS
 from leanctx.state.slug import slugify
 
 _spec = importlib.util.spec_from_file_location("leanctx_test_service_support", Path(__file__).with_name("test_service_support.py"))
@@ -30,6 +32,8 @@ if sys.platform != "linux":
     pytestmark = pytest.mark.skip("Linux-only process checks")
 
 TOOLS = {"ctx_read", "ctx_stats", "state_show", "state_set_pending", "state_clear_pending", "state_set_summary", "state_end_thread"}
+# what init registers (mcpreg.server_command), with the bot profile unless a test says otherwise
+COMMAND = [sys.executable, "-m", "leanctx", "mcp"]
 
 
 @pytest.fixture
@@ -42,8 +46,8 @@ def project(tmp_path: Path) -> Path:
 
 
 @asynccontextmanager
-async def mcp_session(env: dict, project: Path, log: Path, **extra: str):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "leanctx.cache.cli", "mcp"],
+async def mcp_session(env: dict, project: Path, log: Path, profile: str = "bot", **extra: str):
+    params = StdioServerParameters(command=COMMAND[0], args=[*COMMAND[1:], "--profile", profile],
                                    env={**env, **extra}, cwd=str(project))
     with open(log, "a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -102,17 +106,20 @@ def test_read_twice_second_is_the_stub(daemon: subprocess.Popen, env: dict, data
     async def scenario() -> None:
         async with mcp_session(env, project, tmp_path / "mcp.log") as session:
             init = await session.initialize()
-            assert init.server_info.name == "leanctx"
-            assert len(init.instructions) <= 2048
-            assert "[unchanged]" in init.instructions and "fresh=true" in init.instructions
+            assert init.server_info.name == "leanctx" and init.protocol_version == PROTOCOL_VERSIONS[0]
+            assert init.instructions is None  # the tool description and the read rule say it once
             tools = await session.list_tools()
             assert {t.name for t in tools.tools} == TOOLS
-            schema = next(t for t in tools.tools if t.name == "ctx_read").input_schema
+            ctx_read = next(t for t in tools.tools if t.name == "ctx_read")
+            schema = ctx_read.input_schema
             assert set(schema["properties"]) == {"path", "start_line", "end_line", "fresh"} and schema["required"] == ["path"]
+            assert "`[unchanged]` stub: you already hold this text" in ctx_read.description
+            assert "fresh=true always returns the full text" in ctx_read.description
 
             assert await read(session, "a.txt") == (False, content)
             err, stub = await read(session, "a.txt")
             assert not err and stub.startswith("[unchanged]") and "a.txt" in stub and "fresh=true" in stub
+            assert "already sent earlier in this conversation and unchanged on disk since" in stub
             assert len(stub) < len(content) / 10
             assert await read(session, "a.txt", fresh=True) == (False, content)
             stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
@@ -300,6 +307,7 @@ LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
 def test_exits_when_the_host_closes_stdin(env: dict, project: Path) -> None:
+    """Also through the full CLI (`python -m leanctx.cache.cli mcp`): the coding profile by default."""
     proc = subprocess.Popen([sys.executable, "-m", "leanctx.cache.cli", "mcp"], env=dict(env, LEANCTX_DAEMON="0"),
                             cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdin.write((json.dumps(INIT) + "\n" + json.dumps(LIST) + "\n").encode())
@@ -309,11 +317,11 @@ def test_exits_when_the_host_closes_stdin(env: dict, project: Path) -> None:
     proc.stdin.close()
     assert proc.wait(10) == 0
     assert first["result"]["serverInfo"]["name"] == "leanctx"
-    assert {t["name"] for t in second["result"]["tools"]} == TOOLS
+    assert [t["name"] for t in second["result"]["tools"]] == ["ctx_read"]
     assert proc.stdout.read() == b""  # nothing but JSON-RPC lines on stdout
 
 
-def test_stdin_from_a_file_is_served_by_the_sdk_transport(env: dict, project: Path, tmp_path: Path) -> None:
+def test_stdin_from_a_file_is_served(env: dict, project: Path, tmp_path: Path) -> None:
     requests = tmp_path / "requests.jsonl"
     requests.write_text(json.dumps(INIT) + "\n")
     with open(requests, "rb") as stdin:
@@ -376,73 +384,3 @@ def test_call_id_in_meta_tells_parent_and_subagent_apart(daemon: subprocess.Pope
     asyncio.run(scenario())
 
 
-def test_the_sdks_tracing_middleware_is_dropped_unless_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The SDK's per-message OpenTelemetry span cost a fifth of a stub's round trip; its
-    documented opt-out is dropping the middleware. LEANCTX_MCP_OTEL=1 keeps it."""
-    from leanctx.cache.mcpserver import Backend, build_server
-
-    def names() -> list[str]:
-        server = build_server(Backend(str(tmp_path), {"connection_id": "c", "env": {}}, use_daemon=False))
-        return [type(m).__name__ for m in server._lowlevel_server.middleware]
-
-    monkeypatch.delenv("LEANCTX_MCP_OTEL", raising=False)
-    assert "OpenTelemetryMiddleware" not in names()
-    monkeypatch.setenv("LEANCTX_MCP_OTEL", "1")
-    assert "OpenTelemetryMiddleware" in names()
-
-
-# What a future SDK that renamed its private `_handle_call_tool` looks like to us: the SDK itself
-# still serves tools (its lowlevel server holds the bound handler), the name is gone.
-_RENAMED_SDK = """\
-from mcp.server.mcpserver import MCPServer
-
-MCPServer._renamed_handle_call_tool = MCPServer._handle_call_tool
-del MCPServer._handle_call_tool
-_init = MCPServer.__init__
-
-
-def __init__(self, *args, **kwargs):
-    self._handle_call_tool = self._renamed_handle_call_tool
-    _init(self, *args, **kwargs)
-    del self._handle_call_tool
-
-
-MCPServer.__init__ = __init__
-"""
-
-
-def renamed_sdk_env(env: dict, tmp_path: Path) -> dict:
-    """`env` with a sitecustomize that hides the SDK internals the fast path uses."""
-    site = tmp_path / "renamed_sdk"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(_RENAMED_SDK)
-    return dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")])))
-
-
-def test_the_installed_sdk_has_the_internals_the_fast_path_uses(tmp_path: Path) -> None:
-    """Fails when an `mcp` release drops or renames them: widen pyproject's bound only after this passes."""
-    from leanctx.cache.mcpserver import Backend, build_server
-
-    backend = Backend(str(tmp_path), {"connection_id": "c", "env": {}}, use_daemon=False)
-    build_server(backend)
-    assert backend.sdk["fast_path"] is True and backend.sdk["call_ids"] is True, backend.sdk
-
-
-def test_without_the_sdk_internals_reads_still_work_and_it_says_so(env: dict, data_dir: Path, project: Path,
-                                                                    tmp_path: Path) -> None:
-    """An SDK without `_handle_call_tool`: ctx_read is served by the SDK's own path (content, then
-    the stub), call ids in `_meta` are ignored, and the loss is logged and shown in ctx_stats."""
-    S.publish_conversation(data_dir, "conv-renamed", project)
-    content = (project / "b.txt").read_text()
-
-    async def scenario() -> dict:
-        async with mcp_session(renamed_sdk_env(env, tmp_path), project, tmp_path / "mcp.log", LEANCTX_DAEMON="0") as session:
-            await session.initialize()
-            assert await read(session, "b.txt") == (False, content)
-            result = await session.call_tool("ctx_read", {"path": "b.txt"}, meta={"claudecode/toolUseId": "t1"})
-            assert not result.is_error and text_of(result).startswith("[unchanged]")
-            return json.loads(text_of(await session.call_tool("ctx_stats", {})))
-
-    stats = asyncio.run(scenario())
-    assert stats["sdk"]["fast_path"] is False and stats["sdk"]["call_ids"] is False, stats
-    assert "per-call (subagent) identity are off" in (tmp_path / "mcp.log").read_text()

@@ -10,12 +10,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import uuid
 from pathlib import Path
 
 import pytest
 
-from leanctx.cache import client, tokens
+from leanctx.cache import tokens
 from tests.conftest import run_cli
 
 _spec = importlib.util.spec_from_file_location("leanctx_test_service_support", Path(__file__).with_name("test_service_support.py"))

@@ -147,7 +147,6 @@ def test_identify_refuses_what_it_cannot_check() -> None:
 def test_the_mcp_server_serves_itself_when_the_daemon_cannot_verify_it(tmp_path: Path, home: Path) -> None:
     """A daemon that answers "unverified" (here a stand-in on a real socket: the kernel cannot be
     made to fail for a live process) turns the MCP backend in-process for good, with a full read."""
-    import asyncio
     import threading
 
     from leanctx.cache.mcpserver import Backend
@@ -176,16 +175,11 @@ def test_the_mcp_server_serves_itself_when_the_daemon_cannot_verify_it(tmp_path:
     threading.Thread(target=serve, daemon=True).start()
     facts = Connection.capture("mcp-test").to_dict() | {"cwd": str(tmp_path)}
     backend = Backend(str(data), facts, autostart=False)
-
-    async def go() -> list:
-        out = [await backend.read(str(tmp_path / "a.txt")) for _ in range(2)]
-        out.append(await backend.stats())
-        backend.close()
-        return out
-
     try:
-        first, second, stats = asyncio.run(go())
+        first, second = (backend.read(str(tmp_path / "a.txt")) for _ in range(2))
+        stats = backend.stats()
     finally:
+        backend.close()
         listener.close()
     assert first["kind"] == "full" and first["text"] == "hello\n"
     assert second["kind"] == "full"  # no hook record names this process: an unknown caller, never a stub

@@ -55,12 +55,22 @@ def wired(host_home, lean):
 
 def run(claude_cli, hh, lean, run_host, script, *extra, prompt="read big.py"):
     with FakeAnthropic(script=script) as srv:
-        # Claude Code 2.1.197 may send the first turn before a slow-starting MCP server connected;
-        # MCP_CONNECTION_NONBLOCKING=false makes it wait (the official SDK takes ~1 s to import here)
-        env = hostcli.claude_env(hh.home, srv.base_url, {"MCP_CONNECTION_NONBLOCKING": "false"})
+        # No MCP_CONNECTION_NONBLOCKING: Claude Code 2.1.197 sends the first turn of `claude -p`
+        # without waiting for a slow MCP server; ours answers its handshake in tens of ms, so the
+        # first request the model gets already offers ctx_read.
+        env = hostcli.claude_env(hh.home, srv.base_url)
+        assert "MCP_CONNECTION_NONBLOCKING" not in env
         cp, _ = run_host([claude_cli, "-p", prompt, "--allowedTools", TOOLS, *extra], cwd=hh.proj, env=env)
         assert cp.returncode == 0, cp.stderr
-        return srv.main_requests
+        bodies = srv.main_requests
+        if bodies:  # `/compact` sends no turn of the main conversation
+            assert READ in offered_tools(bodies[0]), f"the first turn did not offer {READ}: {offered_tools(bodies[0])}"
+        return bodies
+
+
+def offered_tools(body: dict) -> list[str]:
+    """The names of the tools a request to the model offers."""
+    return [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
 
 
 def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(claude_cli, wired, lean, run_host):

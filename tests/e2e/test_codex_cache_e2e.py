@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.e2e import hostcli, tracetap
-from tests.e2e.fake_openai import FakeOpenAI, _tool_name, function_call, function_outputs, is_subagent, shell_call
+from tests.e2e.fake_openai import FakeOpenAI, _tool_name, function_call, function_outputs, is_subagent
 
 pytestmark = pytest.mark.e2e
 
@@ -50,19 +50,17 @@ def codex_wired(host_home, lean):
     return hh
 
 
-class WhenReady:
-    """Codex 0.171 may send the first turns before `leanctx mcp` finished starting (it does not
-    wait for MCP servers; ours needs about a second to import the SDK), and then offers no
-    `mcp__leanctx` tools. Until the request offers them, the model waits with a short shell
-    call; then the script proceeds."""
+class Scripted:
+    """The script, one item per request, noting whether each request offered the `mcp__leanctx`
+    tools (`offered`). No start-up grace and no waiting: Codex 0.171 does not wait for MCP
+    servers before its first turn, and `leanctx mcp` answers its handshake in tens of ms, so the
+    first request must offer them."""
 
     def __init__(self, script: list) -> None:
-        self.script, self.i, self.waits = script, 0, 0
+        self.script, self.i, self.offered = script, 0, []
 
     def __call__(self, body: dict):
-        if NS not in {_tool_name(t) for t in body.get("tools") or []} and self.waits < 20:
-            self.waits += 1
-            return shell_call("sleep 0.5")(body)
+        self.offered.append(NS in {_tool_name(t) for t in body.get("tools") or []})
         item = self.script[self.i] if self.i < len(self.script) else "done"
         self.i += 1
         return item(body) if callable(item) else item
@@ -71,7 +69,8 @@ class WhenReady:
 def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=False, top_level="", on_server=None):
     """init (trusting our hooks), then `codex exec`; with `tap`, our test's own tap hook is added
     (untrusted, so Codex runs with --dangerously-bypass-hook-trust). Returns (run, requests, tap log)."""
-    with FakeOpenAI(script=[WhenReady(script)] * (len(script) + 24)) as srv:
+    scripted = Scripted(script)
+    with FakeOpenAI(script=[scripted] * (len(script) + 24)) as srv:
         if on_server:
             on_server(srv)
         hostcli.write_codex_config(hh.home, srv.base_url, top_level=top_level)
@@ -81,6 +80,8 @@ def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=
         cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", *bypass, prompt], cwd=hh.proj,
                          env=hostcli.codex_env(hh.home, lean.host_env))
         assert cp.returncode == 0, cp.stderr
+        assert scripted.offered[0], "the first request did not offer the leanctx tools"
+        assert "mcp_optional_startup_grace_ms" not in (hh.codex_home / "config.toml").read_text()
         return cp, srv.requests, log
 
 
@@ -158,28 +159,27 @@ def test_codex_subagent_gets_only_its_own_stubs_and_the_parent_keeps_its_own(cod
     tracetap.check_replay(trace, hh, ["full", "full", "stub", "stub"], "codex-subagent", host="Codex", source=__file__)
 
 
-def test_codex_first_turn_offers_ctx_read_with_the_startup_grace_doctor_suggests(codex_cli, codex_wired, lean, run_host):
-    """Codex does not wait for MCP servers: without a grace its first request lacks our tools
-    (leanctx mcp needs a second or two); with the setting `leanctx doctor` suggests, it has them."""
+def test_codex_first_turn_offers_ctx_read_without_a_startup_grace(codex_cli, codex_wired, lean, run_host):
+    """Codex does not wait for MCP servers before its first turn; `leanctx mcp` is up in time
+    anyway, so no `mcp_optional_startup_grace_ms` is needed and doctor no longer suggests one.
+    (With the SDK server, 0.6-1.8 s to initialize, this first request lacked our tools.)"""
     hh = codex_wired
     offered = []
 
     def first(body: dict) -> str:
-        offered.append(NS in {_tool_name(t) for t in body.get("tools") or []})
+        offered.append(sorted(t for t in (_tool_name(t) for t in body.get("tools") or []) if t and t.startswith(NS)))
         return "done"
 
     with FakeOpenAI(script=[first]) as srv:
         config = hostcli.write_codex_config(hh.home, srv.base_url)
-        config.write_text("mcp_optional_startup_grace_ms = 8000\n" + config.read_text())
         lean.run("init", "--agent", "codex", "--trust")
+        assert "mcp_optional_startup_grace_ms" not in config.read_text()
         cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", "hi"], cwd=hh.proj,
                          env=hostcli.codex_env(hh.home, lean.host_env))
         assert cp.returncode == 0, cp.stderr
-    assert offered == [True], "the first request did not offer the leanctx tools despite the startup grace"
-    assert "mcp_optional_startup_grace_ms = 8000" in config.read_text(), "init touched the user's own key"
+    assert offered and offered[0], f"the first request did not offer the leanctx tools: {offered}"
     report = json.loads(lean.run("doctor", "--agent", "codex", "--json", ok=False).stdout)
-    grace = {c["name"]: c for c in report["agents"][0]["checks"]}["codex mcp start-up"]
-    assert grace["status"] == "ok", grace
+    assert "codex mcp start-up" not in {c["name"] for c in report["agents"][0]["checks"]}
 
 
 def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_wired, lean, run_host):
@@ -214,22 +214,27 @@ def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_w
 
 
 def test_codex_auto_approves_only_the_reading_tools(codex_cli, codex_wired, lean, run_host):
-    """init approves ctx_read and ctx_stats per tool; a state tool (it writes the user's thread)
-    keeps Codex's default, which `codex exec` (approval policy never) refuses without running it."""
+    """init --bot approves ctx_read and ctx_stats per tool; a state tool (it writes the user's
+    thread, offered with --bot only) keeps Codex's default, which `codex exec` (approval policy
+    never) refuses without running it."""
     hh = codex_wired
     reading = read_call("big.py")
     stats = function_call("ctx_stats", {}, namespace=NS)
     writing = function_call("state_set_summary", {"text": "planted by the model"}, namespace=NS)
     cks_home = hh.root / "cks"
     host_env = dict(lean.host_env, CKS_HOME=str(cks_home), CKS_ACTIVE_USER="Ana")
-    with FakeOpenAI(script=[WhenReady([reading, stats, writing, "done"])] * 28) as srv:
+    scripted = Scripted([reading, stats, writing, "done"])
+    with FakeOpenAI(script=[scripted] * 28) as srv:
         hostcli.write_codex_config(hh.home, srv.base_url)
-        lean.run("init", "--agent", "codex", "--trust")
+        lean.run("init", "--agent", "codex", "--trust", "--bot")
         cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", "read big.py"], cwd=hh.proj,
                          env=hostcli.codex_env(hh.home, host_env))
         assert cp.returncode == 0, cp.stderr
         out = outputs_by_call(srv.requests)
+    assert scripted.offered[0], "the first request did not offer the leanctx tools"
     assert "def function_199" in out[reading["call_id"]]
     assert json.loads(out[stats["call_id"]])["served_by"], out[stats["call_id"]]
     assert "requires approval" in out[writing["call_id"]], out[writing["call_id"]]
-    assert not cks_home.exists() or not any(p.is_file() for p in cks_home.rglob("*")), "the state tool ran"
+    # the bot hooks keep this user's thread in cks_home; the refused tool wrote nothing into it
+    assert not any("planted by the model" in p.read_text(errors="replace") for p in cks_home.rglob("*") if p.is_file()), \
+        "the state tool ran"

@@ -115,7 +115,7 @@ def test_copilot_publishes_its_session_stubs_the_second_read_and_uninstalls_byte
     out = outputs_by_call(bodies)
     assert "def function_199" in out[first["call_id"]] and len(out[first["call_id"]]) >= len(content), out[first["call_id"]][:300]
     assert out[second["call_id"]].startswith("[unchanged]") and "big.py" in out[second["call_id"]], out[second["call_id"]][:300]
-    assert "Read source files with the `ctx_read` tool" in json.dumps(bodies[0]), "~/.copilot/copilot-instructions.md unread"
+    assert "Read files with the `ctx_read` tool" in json.dumps(bodies[0]), "~/.copilot/copilot-instructions.md unread"
     lean.assert_no_hook_errors()
 
     # the record names the session Copilot itself reported, its transcript (agentStop) and workspace
@@ -237,7 +237,7 @@ def test_copilot_project_install_runs_only_in_a_trusted_folder(copilot_cli, host
     out = outputs_by_call(bodies)
     assert "def function_49" in out[first["call_id"]] and out[second["call_id"]].startswith("[unchanged]"), out
     assert lean.only_record("copilot")["conversation_id"] == session
-    assert "Read source files with the `ctx_read` tool" in json.dumps(bodies[0]), \
+    assert "Read files with the `ctx_read` tool" in json.dumps(bodies[0]), \
         "the read rule in .github/copilot-instructions.md did not reach the model"
     lean.assert_no_hook_errors()
     lean.run("uninstall", "--agent", "copilot", "--project", str(hh.proj))

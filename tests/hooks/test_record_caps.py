@@ -6,7 +6,6 @@ import json
 import os
 from pathlib import Path
 
-from leanctx.cache.scope import RecordSnapshot
 from leanctx.hooks.publish import MAX_RECORD_BYTES, MAX_SUBAGENTS, MAX_TEXT, read_json, record_path
 from tests.hooks.claude_session import seen_record, session
 from tests.hooks.test_hook_entry import PAYLOADS, hook_wrapper, run_hook  # noqa: F401 - fixture

@@ -672,7 +672,7 @@ def test_append_then_remove_restores_text(
 
 @PROPERTY
 @given(st.data(), RENDERERS, st.dictionaries(KEYS, VALUES, min_size=1, max_size=4), VALUES)
-def test_set_key_then_remove_key_restores_text(
+def test_set_key_then_remove_key_restores_any_rendered_text(
     data: st.DataObject, renderer: Renderer, root: dict, payload: object
 ) -> None:
     text = renderer.document(root)

@@ -60,8 +60,7 @@ def test_codex_registers_a_toml_table_keeping_comments(home: Path, data_dir: Pat
     assert text.startswith(original)
     value = tomlkit.parse(text).unwrap()
     assert value["mcp_servers"]["leanctx"] == {"command": sys.executable, "args": ["-m", "leanctx", "mcp"],
-                                               "tools": {"ctx_read": {"approval_mode": "approve"},
-                                                         "ctx_stats": {"approval_mode": "approve"}}}
+                                               "tools": {"ctx_read": {"approval_mode": "approve"}}}
     assert value["mcp_servers"]["docs"] == {"command": "docs-mcp"}
     # a user edit elsewhere: uninstall goes surgical and keeps it
     path.write_text(text.replace('"o3"', '"o4"'))
@@ -141,8 +140,55 @@ def test_codex_entry_from_before_per_tool_approval_is_ours_and_upgraded(home: Pa
     assert mcpreg.is_ours(tomlkit.parse(path.read_text()).unwrap()["mcp_servers"]["leanctx"])
     assert init(home, data_dir, "codex") == 0
     entry = tomlkit.parse(path.read_text()).unwrap()["mcp_servers"]["leanctx"]
-    assert "default_tools_approval_mode" not in entry and set(entry["tools"]) == {"ctx_read", "ctx_stats"}
+    assert "default_tools_approval_mode" not in entry and set(entry["tools"]) == {"ctx_read"}
     assert mcpreg.is_ours(entry)
     assert uninstall(home, data_dir, "codex") == 0
     assert "leanctx" not in tomlkit.parse(path.read_text()).unwrap()["mcp_servers"]
     assert path.read_text().startswith(original)
+
+
+BOT_ARGS = ["-m", "leanctx", "mcp", "--profile", "bot"]
+
+
+@pytest.mark.parametrize("name", ["claude", "codex", "cursor", "opencode"])
+def test_the_bot_profile_registers_the_bot_command_and_coding_takes_it_back(home: Path, data_dir: Path, name: str) -> None:
+    """`--bot` registers `leanctx mcp --profile bot` (the state tools are offered only then); a
+    plain init afterwards registers the coding command again; uninstall removes either."""
+    agent = agents.get(name)
+    assert run_cli("init", "--agent", name, "--bot").returncode == 0
+    command, args, _env = mcpreg.launch(mcpreg.registered(agent, home, None))
+    assert args == BOT_ARGS and command == sys.executable
+    if name == "codex":
+        assert set(mcpreg.registered(agent, home, None)["tools"]) == {"ctx_read", "ctx_stats"}
+    assert run_cli("init", "--agent", name).returncode == 0
+    assert mcpreg.launch(mcpreg.registered(agent, home, None))[1] == ["-m", "leanctx", "mcp"]
+    assert run_cli("uninstall", "--agent", name).returncode == 0
+    assert mcpreg.registered(agent, home, None) is None
+
+
+def test_a_bot_entry_from_before_the_profiles_is_recognised_and_upgraded(home: Path, data_dir: Path) -> None:
+    """A bot installed before the profiles has the plain command (which now offers ctx_read
+    alone): doctor says so and fails, `doctor --fix` (init --bot) upgrades it, doctor passes."""
+    assert run_cli("init", "--agent", "claude", "--bot").returncode == 0
+    path = home / ".claude.json"
+    path.write_text(path.read_text().replace(', "--profile", "bot"', "").replace(',\n        "--profile",\n        "bot"', ""))
+    old = mcpreg.registered(agents.get("claude"), home, None)
+    assert old["args"] == ["-m", "leanctx", "mcp"] and mcpreg.is_ours(old)
+    report = json.loads(run_cli("doctor", "--agent", "claude", "--json").stdout)
+    check = next(c for c in report["agents"][0]["checks"] if c["name"] == "mcp server")
+    assert check["status"] == "fail" and "offers the coding profile's tools; this install is bot" in check["detail"], check
+    assert run_cli("doctor", "--agent", "claude", "--fix").returncode == 0
+    assert mcpreg.registered(agents.get("claude"), home, None)["args"] == BOT_ARGS
+    report = json.loads(run_cli("doctor", "--agent", "claude", "--json").stdout)
+    checks = {c["name"]: c for c in report["agents"][0]["checks"]}
+    assert checks["mcp server"]["status"] == "ok", checks["mcp server"]
+    assert checks["mcp round trip"]["status"] == "ok" and "state_end_thread" in checks["mcp round trip"]["detail"]
+
+
+@pytest.mark.parametrize("args", [["-m", "leanctx", "mcp", "--profile", "bot"], ["-m", "leanctx", "mcp", "--profile", "coding"],
+                                  ["-m", "leanctx", "mcp"]])
+def test_every_command_init_ever_wrote_is_ours(args: list[str]) -> None:
+    assert mcpreg.is_ours({"command": sys.executable, "args": args})
+    assert mcpreg.is_ours({"command": "/usr/local/bin/leanctx", "args": args[2:]})
+    assert not mcpreg.is_ours({"command": sys.executable, "args": [*args, "--verbose"]})
+    assert not mcpreg.is_ours({"command": sys.executable, "args": ["-m", "leanctx", "mcp", "--profile", "evil"]})
