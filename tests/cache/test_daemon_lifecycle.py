@@ -81,12 +81,27 @@ def client_pids(data_dir: Path) -> list | None:
     return None if report is None else sorted(c["pid"] for c in report.get("clients", []))
 
 
+HANDSHAKE = [  # what every host sends an MCP server first
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "quiet-host", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+]
+
+
 def quiet_mcp_server(env: dict, cwd: Path, log: Path) -> subprocess.Popen:
-    """`leanctx mcp` spawned as a host spawns it (stdio pipes), then never sent a message: a
-    session whose model reads nothing."""
+    """`leanctx mcp` spawned as a host spawns it (stdio pipes), given the handshake every host
+    sends (initialize, initialized, tools/list), then never another message: a session whose
+    model reads nothing."""
     with open(log, "ab") as err:
-        return subprocess.Popen(S.leanctx_cmd("mcp"), env=env, cwd=cwd, stdin=subprocess.PIPE,
+        proc = subprocess.Popen(S.leanctx_cmd("mcp"), env=env, cwd=cwd, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=err)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in HANDSHAKE))
+    proc.stdin.flush()
+    answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    assert [a.get("id") for a in answers] == [1, 2] and "result" in answers[1], answers
+    return proc
 
 
 def end(proc: subprocess.Popen) -> None:
@@ -351,6 +366,7 @@ def test_an_orphaned_mcp_server_lets_the_daemon_go(env: dict, data_dir: Path, pr
         host = subprocess.Popen([sys.executable, "-c", host_code, str(read_end), *S.leanctx_cmd("mcp")], env=idle_env,
                                 cwd=project, pass_fds=(read_end,), stderr=err)
     os.close(read_end)
+    os.write(write_end, b"".join(json.dumps(m).encode() + b"\n" for m in HANDSHAKE))  # as every host does
     server = None
     try:
         def one_client() -> bool:
