@@ -531,7 +531,7 @@ def render(report: dict) -> str:
     for a in report["agents"]:
         state = ("ok" if a.get("installed") else "not installed") if a["ok"] else "FAILING"
         lines.append(f"{a['display_name']} ({a['agent']}): {state}  {a['config_path']}")
-        for c in a["checks"]:
+        for c in _fold_smoke(a["checks"]):
             lines.append(_line(c, "  "))
     installs = report.get("project_installs") or []
     by_folder: dict[str, list[str]] = {}
@@ -549,6 +549,20 @@ def render(report: dict) -> str:
     elif report["installed"]:
         lines.append("All good." if report["ok"] else "Some checks failed; each says how to fix it.")
     return "\n".join(lines)
+
+
+def _fold_smoke(checks: list[dict]) -> list[dict]:
+    """For the eye only (--json keeps both): an event that is wired and whose smoke run passed is
+    one line; any other outcome of either stays on its own line with its fix."""
+    out: list[dict] = []
+    for c in checks:
+        prev = out[-1] if out else None
+        if (prev is not None and c["status"] == OK and prev["status"] == OK and not prev.get("fix")
+                and prev["name"].startswith("event ") and c["name"] == "smoke " + prev["name"][len("event "):]):
+            out[-1] = {**prev, "detail": f"{prev['detail']}; smoke run: {c['detail']}"}
+        else:
+            out.append(c)
+    return out
 
 
 def _line(check: dict, indent: str) -> str:

@@ -129,6 +129,20 @@ def test_doctor_detects_broken_hook(home: Path, data_dir: Path) -> None:
     assert smoke["status"] == "fail" and "not one JSON object" in smoke["detail"]
 
 
+def test_doctor_text_folds_a_passing_smoke_run_into_its_event_line(home: Path, data_dir: Path) -> None:
+    """The text form shows a wired event and its passing smoke run as one line; a failing smoke
+    run keeps its own line with the fix. --json keeps both checks (above)."""
+    run_cli("init", "--agent", "cursor")
+    text = run_cli("doctor", "--agent", "cursor").stdout
+    assert "  [ok  ] event sessionStart: wired to our wrapper; smoke run: exit 0, valid output, published, " in text
+    assert "smoke sessionStart" not in text
+    path = wrapper.wrapper_path(data_dir)
+    path.write_text(path.read_text().replace("exec \"$LEANCTX_PYTHON\"", "echo not-json; exec \"$LEANCTX_PYTHON\""))
+    text = run_cli("doctor", "--agent", "cursor").stdout
+    assert "  [ok  ] event sessionStart: wired to our wrapper\n  [FAIL] smoke sessionStart: " in text
+    assert "fix: leanctx doctor --fix" in text
+
+
 def test_doctor_unparseable_config(home: Path) -> None:
     path = home / ".claude" / "settings.json"
     path.parent.mkdir()

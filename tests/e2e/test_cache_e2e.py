@@ -132,6 +132,7 @@ def test_a_subagent_gets_no_stub_for_its_parents_bytes_but_keeps_its_own(claude_
     hh = wired
     files = {"big.py": (hh.proj / "big.py").read_text()}
     tap = tracetap.install_tap(hh.claude_dir / "settings.json", hh.root)
+    lean.run("serve", "--detach")  # the read gate is the daemon's: up before the fake model's instant first call
     script = [
         tool_use(READ, {"path": "big.py"}),                                   # parent reads: full
         tool_use("Agent", {"description": "read big.py", "prompt": "Read big.py with ctx_read, twice.",

@@ -54,10 +54,17 @@ def call_ids(body: dict) -> list[str]:
     return [b["tool_use_id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(content, list) else []
 
 
-def two_reads(claude_cli, hh, run_host, extra_env=None, ids: list | None = None) -> list:
+def two_reads(claude_cli, hh, run_host, extra_env=None, ids: list | None = None, lean=None) -> list:
+    """Two ctx_reads of big.py in one `claude -p`. With `lean`, its daemon is started first: the
+    gate is the daemon's, and the fake model calls ctx_read within a few hundred ms of start-up,
+    sooner than a cold daemon may be listening on a loaded machine (a gate post that finds no
+    daemon is a call without a note: content, as test_the_host_fails_open_when_no_daemon_listens
+    shows). A real model's first turn takes longer than the daemon's start."""
+    if lean is not None:
+        lean.run("serve", "--detach")
     script = [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"]
     with FakeAnthropic(script=script) as srv:
-        env = hostcli.claude_env(hh.home, srv.base_url, {"MCP_CONNECTION_NONBLOCKING": "false", **(extra_env or {})})
+        env = hostcli.claude_env(hh.home, srv.base_url, dict(extra_env or {}))
         cp, _ = run_host([claude_cli, "-p", "read big.py twice", "--allowedTools", TOOLS], cwd=hh.proj, env=env)
         assert cp.returncode == 0, cp.stderr
         if ids is not None:
@@ -82,7 +89,7 @@ def test_the_http_gate_notes_each_call_by_its_id_and_the_reread_is_a_stub(claude
     handler = gate_entry(hh)
     assert handler["type"] == "http" and handler["url"].startswith("http://127.0.0.1:")
     ids: list = []
-    first, second = two_reads(claude_cli, hh, run_host, ids=ids)
+    first, second = two_reads(claude_cli, hh, run_host, ids=ids, lean=lean)
     assert "def function_199" in first
     assert second.startswith("[unchanged]") and "big.py" in second
     # the daemon took both notes from the http hook, under the ids Claude Code gave the calls
@@ -159,7 +166,7 @@ def test_the_host_fails_open_when_no_daemon_listens(claude_cli, wired, lean, run
 def test_a_wrong_secret_is_refused_and_notes_nothing(claude_cli, wired, lean, run_host):
     hh = wired
     set_gate_entry(hh, headers={"X-Leanctx-Secret": "0" * 64})
-    first, _second = two_reads(claude_cli, hh, run_host)
+    first, _second = two_reads(claude_cli, hh, run_host, lean=lean)
     assert "def function_199" in first
     assert notes(lean) == {}
     status = gate_status(lean)
