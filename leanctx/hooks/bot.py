@@ -13,6 +13,10 @@
   after a crash mid-turn is not taken as its answer, nor recorded twice.
 Each turn notes the session it came from. Only installed with `leanctx init --bot`.
 
+With LEANCTX_CHANNEL_SENDER=<attribute> (opt-in) one Claude Code session serves every sender of a
+channel: the user is the sender attribute of the `<channel ...>` wrapper (leanctx.state.channel),
+not CKS_ACTIVE_USER; see _channel_event.
+
 When CKS_ACTIVE_USER is set but empty (a channel adapter that exported no sender id) nothing is
 recorded or handed back, and one line goes to the hook log: never the `local` thread, which
 would merge every unidentified sender into one user.

@@ -25,7 +25,7 @@ import os
 import re
 
 from leanctx import fastjson
-from leanctx.state.slug import _sha256_hex
+from leanctx.state.slug import slugify
 
 SENDER_ENV = "LEANCTX_CHANNEL_SENDER"
 SOURCE_ENV = "LEANCTX_CHANNEL_SOURCE"
@@ -106,43 +106,48 @@ def sender_note(attr: str, user: str) -> str:
 
 
 def _ledger(data_dir: str, session: str) -> str:
-    return os.path.join(data_dir, "channel-turns", _sha256_hex(session)[:32] + ".json")
+    return os.path.join(data_dir, "channel-turns", slugify(session) + ".jsonl")  # one-to-one, a safe file name
 
 
 def remember(data_dir: str, session: str | None, user: str | None) -> None:
-    """Note that `user` (None: unknown) sent a prompt of the current turn of `session`."""
+    """Note that `user` (None: unknown) sent a prompt of the current turn of `session`: one line
+    appended (O_APPEND, so prompts of one turn fired at once never lose each other)."""
     if not session:
         return
     path = _ledger(data_dir, session)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    entries = _read(path) + [{"user": user}]
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(fastjson.dumps(entries[-50:]))
-    os.replace(tmp, path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (fastjson.dumps([user]) + "\n").encode("utf-8", "surrogatepass"))
+    finally:
+        os.close(fd)
     _prune(os.path.dirname(path))
 
 
 def take(data_dir: str, session: str | None) -> list[str | None]:
-    """The senders of the turn that just stopped (consumed: the next turn starts empty)."""
+    """The senders of the turn that just stopped; consumed (moved aside first, so a prompt of the
+    next turn appending meanwhile starts the next turn's file)."""
     if not session:
         return []
     path = _ledger(data_dir, session)
-    entries = _read(path)
+    taken = f"{path}.{os.getpid()}.taken"
     try:
-        os.unlink(path)
+        os.replace(path, taken)
     except OSError:
-        pass
-    return [e.get("user") for e in entries if isinstance(e, dict)]
-
-
-def _read(path: str) -> list:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = fastjson.loads(f.read())
-    except (OSError, ValueError):
         return []
-    return data if isinstance(data, list) else []
+    try:
+        with open(taken, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    finally:
+        os.unlink(taken)
+    senders: list[str | None] = []
+    for line in lines:
+        try:
+            value = fastjson.loads(line)
+        except ValueError:
+            value = None
+        senders.append(value[0] if isinstance(value, list) and value and isinstance(value[0], str) else None)
+    return senders
 
 
 def _prune(folder: str) -> None:
