@@ -25,6 +25,7 @@ import os
 import re
 
 from leanctx import fastjson
+from leanctx.state.errors import BadSlug
 from leanctx.state.slug import slugify
 
 SENDER_ENV = "LEANCTX_CHANNEL_SENDER"
@@ -105,16 +106,21 @@ def sender_note(attr: str, user: str) -> str:
             f"Run every `leanctx state ...` command for it with --user {shlex.quote(user)}.")
 
 
-def _ledger(data_dir: str, session: str) -> str:
-    return os.path.join(data_dir, "channel-turns", slugify(session) + ".jsonl")  # one-to-one, a safe file name
+def _ledger(data_dir: str, session: str | None) -> str | None:
+    """The session's file (its slug: one-to-one, a safe name); None for no or an unusable id, and
+    then no reply is ever recorded for it (the safe side)."""
+    try:
+        return os.path.join(data_dir, "channel-turns", slugify(session) + ".jsonl") if session else None
+    except BadSlug:
+        return None
 
 
 def remember(data_dir: str, session: str | None, user: str | None) -> None:
     """Note that `user` (None: unknown) sent a prompt of the current turn of `session`: one line
     appended (O_APPEND, so prompts of one turn fired at once never lose each other)."""
-    if not session:
-        return
     path = _ledger(data_dir, session)
+    if path is None:
+        return
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     try:
@@ -127,9 +133,9 @@ def remember(data_dir: str, session: str | None, user: str | None) -> None:
 def take(data_dir: str, session: str | None) -> list[str | None]:
     """The senders of the turn that just stopped; consumed (moved aside first, so a prompt of the
     next turn appending meanwhile starts the next turn's file)."""
-    if not session:
-        return []
     path = _ledger(data_dir, session)
+    if path is None:
+        return []
     taken = f"{path}.{os.getpid()}.taken"
     try:
         os.replace(path, taken)

@@ -170,3 +170,10 @@ def test_off_by_default_the_user_is_cks_active_user(cks_home: Path, tmp_path: Pa
     prompt = chan("hello", user_id="222")
     bot.fire("UserPromptSubmit", "S", prompt=prompt)
     assert bot.turns("ana") == [("user", prompt)] and bot.state("222")["turn_count"] == 0
+
+
+def test_an_unusable_session_id_records_the_message_but_never_a_reply(bot: Bot) -> None:
+    session = "x" * 5000  # longer than any id a slug can be made of
+    bot.fire("UserPromptSubmit", session, prompt=chan("hello", user_id="111"))
+    bot.fire("Stop", session, last_assistant_message="hi")
+    assert bot.turns("111") == [("user", "hello")] and "reply not recorded" in bot.log()
