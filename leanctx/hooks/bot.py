@@ -13,6 +13,10 @@
   after a crash mid-turn is not taken as its answer, nor recorded twice.
 Each turn notes the session it came from. Only installed with `leanctx init --bot`.
 
+With LEANCTX_CHANNEL_SENDER=<attribute> (opt-in) one Claude Code session serves every sender of a
+channel: the user is the sender attribute of the `<channel ...>` wrapper (leanctx.state.channel),
+not CKS_ACTIVE_USER; see _channel_event.
+
 When CKS_ACTIVE_USER is set but empty (a channel adapter that exported no sender id) nothing is
 recorded or handed back, and one line goes to the hook log: never the `local` thread, which
 would merge every unidentified sender into one user.
@@ -32,6 +36,9 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
     from leanctx.state.errors import BadSlug
     from leanctx.state.slug import active_id
 
+    session = event.session_id or event.conversation_id
+    if os.environ.get("LEANCTX_CHANNEL_SENDER", "").strip():
+        return _channel_event(agent, event, data_dir, session)
     try:
         user = active_id()
     except BadSlug as exc:
@@ -39,7 +46,6 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
 
         log(data_dir, agent.name, event.event, f"bot profile: nothing recorded: {exc}")
         return None
-    session = event.session_id or event.conversation_id
     if event.kind == SESSION_START:
         text = protocol.session_context(api.show(user), session, resumed=event.source == "resume")
         return agent.context_output(event.event, text) if text else None
@@ -53,4 +59,52 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
         api.reply(reply, user, session_id=session)  # arms a question asked in this turn
     elif event.kind in (STOP, REPLY) and not event.subagent_id:
         api.arm_pending(user)
+    return None
+
+
+def _channel_event(agent: Agent, event: HookEvent, data_dir: str, session: str | None) -> str | None:
+    """The bot profile when one session serves every sender of a Claude Code channel
+    (LEANCTX_CHANNEL_SENDER names the trusted attribute; leanctx.state.channel). The session has
+    no single user, so SessionStart hands back nothing; each sender's thread comes back with their
+    first message in the session, and a reply is recorded only for a turn one sender had alone."""
+    from leanctx.hooks import log
+    from leanctx.state import api, channel, protocol
+    from leanctx.state.errors import BadSlug
+    from leanctx.state.slug import active_id, check_id
+
+    if event.subagent_id or event.kind not in (PROMPT, STOP, REPLY):
+        return None
+    try:
+        attr = channel.sender_attribute()
+        if event.kind == PROMPT:
+            if not event.prompt:
+                return None
+            user, text, found = None, event.prompt, None
+            try:
+                found = channel.sender(event.prompt, attr)
+                user, text = (check_id(found[0]), found[1]) if found else (active_id(), event.prompt)
+            finally:
+                channel.remember(data_dir, session, user)
+            state = api.show(user)
+            notes = [] if protocol.holds_thread(state, session) else [protocol.rehydrate(state)]
+            result = api.inbound(text, user, session_id=session, source=agent.name)
+            notes.append(protocol.answer_context(result["answered"]) if result.get("answered") else "")
+            if found:
+                notes.append(channel.sender_note(attr, user))
+            joined = "\n\n".join(n for n in notes if n)
+            return agent.context_output(event.event, joined) or None if joined else None
+        senders = channel.take(data_dir, session)
+        if not senders or None in senders or len(set(senders)) > 1:
+            log(data_dir, agent.name, event.event, f"bot profile (channel): reply not recorded: the turn's senders are "
+                f"{'unknown' if not senders or None in senders else 'several'}")
+            for user in {u for u in senders if u is not None}:
+                api.arm_pending(user)
+            return None
+        reply = agent.reply_text(event)
+        if reply:
+            api.reply(reply, senders[0], session_id=session)
+        else:
+            api.arm_pending(senders[0])
+    except (channel.Refused, BadSlug) as exc:
+        log(data_dir, agent.name, event.event, f"bot profile (channel): nothing recorded: {exc}")
     return None

@@ -1,0 +1,169 @@
+"""Whose message is this? The sender of a Claude Code channel message, when the operator opts in.
+
+A channel (an MCP server declaring the `claude/channel` capability) pushes each chat message into
+one running session, and Claude Code hands it to the model, and to UserPromptSubmit, as
+
+    <channel source="SERVER" user="ana" chat_id="42">
+    the message text
+    </channel>
+
+(verified on Claude Code 2.1.197: `source` is the MCP server's name, set by Claude Code; the other
+attributes are the server's `meta`, keys `[A-Za-z_][A-Za-z0-9_]*`, values with & < > " ' escaped;
+`</channel` inside the text arrives as `<\\/channel`). One session serves every sender, so the
+bot hooks cannot take the user from CKS_ACTIVE_USER. With LEANCTX_CHANNEL_SENDER=<attribute>
+they take it from that attribute, which only the channel server writes; LEANCTX_CHANNEL_SOURCE
+(comma-separated server names) limits which servers are believed. Off unless set.
+
+Messages queued while the model works arrive as one turn (one UserPromptSubmit each, one Stop),
+so the senders of a turn are kept per session until its Stop (`remember`, `take`): a reply is
+recorded only when one sender had the whole turn.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from leanctx import fastjson
+from leanctx.state.errors import BadSlug
+from leanctx.state.slug import slugify
+
+SENDER_ENV = "LEANCTX_CHANNEL_SENDER"
+SOURCE_ENV = "LEANCTX_CHANNEL_SOURCE"
+_ATTR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_BLOCK = re.compile(r'<channel source="([^"<>]*)"((?: [A-Za-z_][A-Za-z0-9_]*="[^"<>]*")*)>\n(.*?)\n</channel>', re.S)
+_PAIR = re.compile(r' ([A-Za-z_][A-Za-z0-9_]*)="([^"<>]*)"')
+_CLOSE = re.compile(r"<\\/(?=channel(?:[>\s/]|$))", re.I)
+_ENTITIES = (("&quot;", '"'), ("&apos;", "'"), ("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
+LEDGER_KEEP = 200
+
+
+class Refused(Exception):
+    """A channel message whose sender cannot be trusted or found: record nothing for anyone."""
+
+
+def sender_attribute() -> str | None:
+    """The attribute that names the sender (None: the feature is off). Refused when malformed."""
+    attr = (os.environ.get(SENDER_ENV) or "").strip()
+    if not attr:
+        return None
+    if not _ATTR.match(attr):
+        raise Refused(f"{SENDER_ENV}={attr!r} is not an attribute name ([A-Za-z_][A-Za-z0-9_]*)")
+    return attr
+
+
+def _unescape(value: str) -> str:
+    for entity, char in _ENTITIES:
+        value = value.replace(entity, char)
+    return value
+
+
+def parse(prompt: str) -> list[dict] | None:
+    """The channel messages a prompt consists of ([{source, attrs, text}]), None when it is not a
+    channel message. Refused when it starts like one but is not exactly a run of well-formed blocks
+    (what Claude Code writes never is; a forged header inside a message's text stays its text)."""
+    if not prompt.startswith('<channel source="'):
+        return None
+    blocks, pos = [], 0
+    while pos < len(prompt):
+        m = _BLOCK.match(prompt, pos)
+        if not m:
+            raise Refused("a prompt that starts like a channel message is not one")
+        attrs = {k: _unescape(v) for k, v in _PAIR.findall(m.group(2))}
+        blocks.append({"source": _unescape(m.group(1)), "attrs": attrs, "text": _CLOSE.sub("</", m.group(3))})
+        pos = m.end()
+        while pos < len(prompt) and prompt[pos] == "\n":
+            pos += 1
+    return blocks
+
+
+def sender(prompt: str, attr: str) -> tuple[str, str] | None:
+    """(sender id, message text) of a channel prompt, None when the prompt is not a channel
+    message (typed at the terminal). Refused: no/empty sender attribute, a server not in
+    LEANCTX_CHANNEL_SOURCE, or one prompt carrying several senders' messages."""
+    blocks = parse(prompt)
+    if blocks is None:
+        return None
+    allowed = {s.strip() for s in (os.environ.get(SOURCE_ENV) or "").split(",") if s.strip()}
+    ids = set()
+    for b in blocks:
+        if allowed and b["source"] not in allowed:
+            raise Refused(f"channel source {b['source']!r} is not in {SOURCE_ENV}")
+        value = b["attrs"].get(attr, "")
+        if not value.strip():
+            raise Refused(f"channel message from {b['source']!r} has no {attr!r} attribute")
+        ids.add(value)
+    if len(ids) > 1:
+        raise Refused(f"one prompt holds messages of {len(ids)} senders")
+    return ids.pop(), "\n\n".join(b["text"] for b in blocks)
+
+
+def sender_note(attr: str, user: str) -> str:
+    """Added to the prompt's context, so the model's own `leanctx state` calls hit this thread."""
+    import shlex
+
+    return (f"[leanctx] This channel message is from {attr}={fastjson.dumps(user)}. "
+            f"Run every `leanctx state ...` command for it with --user {shlex.quote(user)}.")
+
+
+def _ledger(data_dir: str, session: str | None) -> str | None:
+    """The session's file (its slug: one-to-one, a safe name); None for no or an unusable id, and
+    then no reply is ever recorded for it (the safe side)."""
+    try:
+        return os.path.join(data_dir, "channel-turns", slugify(session) + ".jsonl") if session else None
+    except BadSlug:
+        return None
+
+
+def remember(data_dir: str, session: str | None, user: str | None) -> None:
+    """Note that `user` (None: unknown) sent a prompt of the current turn of `session`: one line
+    appended (O_APPEND, so prompts of one turn fired at once never lose each other)."""
+    path = _ledger(data_dir, session)
+    if path is None:
+        return
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (fastjson.dumps([user]) + "\n").encode("utf-8", "surrogatepass"))
+    finally:
+        os.close(fd)
+    _prune(os.path.dirname(path))
+
+
+def take(data_dir: str, session: str | None) -> list[str | None]:
+    """The senders of the turn that just stopped; consumed (moved aside first, so a prompt of the
+    next turn appending meanwhile starts the next turn's file)."""
+    path = _ledger(data_dir, session)
+    if path is None:
+        return []
+    taken = f"{path}.{os.getpid()}.taken"
+    try:
+        os.replace(path, taken)
+    except OSError:
+        return []
+    try:
+        with open(taken, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    finally:
+        os.unlink(taken)
+    senders: list[str | None] = []
+    for line in lines:
+        try:
+            value = fastjson.loads(line)
+        except ValueError:
+            value = None
+        senders.append(value[0] if isinstance(value, list) and value and isinstance(value[0], str) else None)
+    return senders
+
+
+def _prune(folder: str) -> None:
+    """Sessions that never stopped leave a file each: keep the newest LEDGER_KEEP."""
+    try:
+        names = os.listdir(folder)
+        if len(names) <= LEDGER_KEEP:
+            return
+        paths = sorted((os.path.join(folder, n) for n in names), key=lambda p: os.stat(p).st_mtime)
+        for p in paths[:-LEDGER_KEEP]:
+            os.unlink(p)
+    except OSError:
+        pass
