@@ -51,12 +51,14 @@ import threading
 import time
 from collections import OrderedDict
 
+from leanctx.cache import carry
 from leanctx.cache import dedup as rng
 from leanctx.cache import index as idx
 from leanctx.cache import stubs, tokens
 from leanctx.cache.paths import (
     FileSnap,
     ReadError,
+    fingerprint,
     line_starts,
     load,
     real_roots,
@@ -74,6 +76,10 @@ MAX_TOKENIZER_NAMES = 8  # distinct tokenizers remembered behind the cumulative 
 CONTENT_BUDGET_BYTES = 64 << 20
 DIFF_RATIO = 0.6
 DIFF_MAX_LINES = 20000
+CARRY_ENV = "LEANCTX_CARRY"  # 0: never credit files the host re-attached after a compaction
+CARRY_AGENTS = ("claude",)  # hosts whose transcript format carry.py reads (verified on 2.1.197)
+# a compact_boundary written this long before the compaction was counted is an older one
+CARRY_MAX_BOUNDARY_AGE_S = 600.0
 KINDS = ("full", "stub", "diff", "pointer", "error")
 _PLURAL = {"full": "full", "stub": "stubs", "diff": "diffs", "pointer": "pointers", "error": "errors"}
 
@@ -95,13 +101,15 @@ class Holding:
 
 
 class _Conv:
-    __slots__ = ("agent", "held", "persist", "used_ts")
+    __slots__ = ("agent", "carried", "carried_boundary", "held", "persist", "used_ts")
 
     def __init__(self, agent: str | None, persist: bool) -> None:
         self.agent = agent
         self.held: OrderedDict[str, Holding] = OrderedDict()
         self.used_ts = 0.0
         self.persist = persist
+        self.carried: int | None = None  # the compaction counter re-attached files were looked up for
+        self.carried_boundary: str | None = None  # the transcript's compact_boundary credited then
 
 
 def _bucket() -> dict:
@@ -148,11 +156,15 @@ def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] |
 
 class ReadCache:
     def __init__(self, state_dir: str | None, *, dedup: bool | None = None, max_file_bytes: int = 2_000_000,
-                 allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time) -> None:
+                 allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time,
+                 carry: bool | None = None) -> None:
         self.state_dir = str(state_dir) if state_dir else None
         if dedup is None:
             dedup = not switched_off(os.environ.get("LEANCTX_DEDUP"))
         self.dedup = bool(dedup)
+        if carry is None:
+            carry = not switched_off(os.environ.get(CARRY_ENV))
+        self.carry = bool(carry)
         self.max_file_bytes = int(max_file_bytes)
         self.allow = real_roots(allow)
         self.autosave_s = autosave_s
@@ -331,7 +343,83 @@ class ReadCache:
             self._maybe_autosave()
         return result
 
+    # -- files the host re-attached after a compaction --------------------------------------
+    def _maybe_carry(self, scope: Scope) -> None:
+        """Once per conversation and compaction counter: credit the files Claude Code re-attached
+        after its last compaction (read back from the transcript, carry.py) to the new epoch, so
+        re-reading one is the stub (unchanged) or a diff (changed since), not a second copy.
+
+        Credited only: the conversation's own context (never a subagent's key: Scope.carry is
+        None there), stubs allowed now, a compact_boundary not credited before and written
+        shortly before the compaction was counted (else it belongs to an earlier compaction and
+        this one's is not written yet), whole files whose attached text is exactly what we
+        compare against; ranges only when the lines equal the file's lines on disk now."""
+        if not (self.carry and scope.carry and scope.key and scope.stub_ok and scope.compactions > 0
+                and scope.agent in CARRY_AGENTS):
+            return
+        with self._lock:
+            conv = self._convs.get(scope.key)
+            if conv is not None and conv.carried == scope.compactions:
+                return
+            conv = self._conv(scope)
+            conv.carried = scope.compactions
+            done = conv.carried_boundary
+        transcript, compacted_ts = scope.carry
+        found = carry.last_boundary(transcript)
+        if found is None or found.uuid == done:
+            return
+        when = carry.iso_ts(found.timestamp)
+        if when is None or not (compacted_ts - CARRY_MAX_BOUNDARY_AGE_S <= when <= compacted_ts + CARRY_MAX_BOUNDARY_AGE_S):
+            return
+        roots = self._roots(tuple(scope.roots))
+        credits = []
+        for f in found.files:
+            try:
+                real, rel = resolve(f.path, roots, self.allow, scope.cwd)
+                snap = load(real, rel, self.max_file_bytes, roots + self.allow)
+            except ReadError:
+                continue
+            h = self._credit(f, snap, scope.compactions)
+            if h is not None:
+                credits.append((real, h, f.content if h.fp != snap.fp else None))
+        with self._lock:
+            if conv.carried != scope.compactions:
+                return  # a later compaction was seen meanwhile
+            conv.carried_boundary = found.uuid
+            for real, h, old_text in credits:
+                cur = conv.held.get(real)
+                if cur is not None and cur.compactions == scope.compactions:
+                    continue  # read in this epoch already: what it holds is newer
+                self._hold(conv, real, h)
+                if old_text is not None:
+                    self._put_content(h.fp, old_text)
+
+    @staticmethod
+    def _credit(f, snap: FileSnap, epoch: int) -> Holding | None:  # noqa: ANN001 - carry.Attached
+        """The holding a re-attached file gives, or None when its bytes cannot be pinned down."""
+        n = snap.nlines
+        if f.whole:
+            data = f.content.encode("utf-8", "surrogatepass")
+            fp = fingerprint(data)
+            if fp == snap.fp:
+                return Holding(snap.fp, snap.size, snap.mtime_ns, epoch, n, True, [(1, n)] if n else [])
+            # changed since it was attached: held as attached, so the next read is a diff against
+            # exactly those bytes (mtime -1: never equal, never a stub)
+            lines = len(split_lines(f.content))
+            return Holding(fp, len(data), -1, epoch, lines, True, [(1, lines)] if lines else [])
+        end = f.start_line + f.num_lines - 1
+        if f.num_lines < 1 or end > n or f.start_line > n:
+            return None
+        # Claude Code's content for a range is the lines joined by "\n", without the last one's
+        want = snap.slice(f.start_line, end)
+        if want.endswith("\n"):
+            want = want[:-1]
+        if want != f.content:
+            return None
+        return Holding(snap.fp, snap.size, snap.mtime_ns, epoch, n, False, [(f.start_line, end)])
+
     def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool) -> dict:
+        self._maybe_carry(scope)
         roots = self._roots(tuple(scope.roots))
         real, rel = resolve(path, roots, self.allow, scope.cwd)
         self._before_open(real)
