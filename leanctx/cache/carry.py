@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from typing import NamedTuple
+
+from leanctx.hooks.transcript import iso_ts, read_tail
+
+__all__ = ["Attached", "Boundary", "iso_ts", "last_boundary"]
 
 MAX_TAIL_BYTES = 8 << 20  # re-attached files are <= ~200 KB in all; the summary and tool lists more
 FIRST_TAIL_BYTES = 512 << 10  # tried first; then 4x larger up to MAX_TAIL_BYTES
@@ -51,29 +54,6 @@ class Boundary(NamedTuple):
     uuid: str
     timestamp: str  # ISO 8601, UTC (`2026-12-01T15:30:45.985Z`)
     files: list  # [Attached]
-
-
-def read_tail(path: str, limit: int = MAX_TAIL_BYTES) -> tuple[bytes, bool] | None:
-    """The last `limit` bytes of a regular file we own, from its first whole line on, and
-    whether that is the whole file (None: unreadable, not a regular file, or not ours)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
-    except (OSError, ValueError, TypeError):
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
-            return None
-        start = max(0, st.st_size - limit)
-        data = os.pread(fd, st.st_size - start, start)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if start > 0:  # we started mid-file: drop the partial first line
-        cut = data.find(b"\n")
-        data = data[cut + 1:] if cut >= 0 else b""
-    return data, start == 0
 
 
 def _int(v: object) -> int | None:
@@ -151,16 +131,3 @@ def _entry(line: bytes) -> dict | None:
     except (ValueError, UnicodeDecodeError):
         return None
     return v if isinstance(v, dict) else None
-
-
-def iso_ts(value: str) -> float | None:
-    """Seconds since the epoch for a transcript timestamp (`…Z`), or None."""
-    import calendar
-    import time
-
-    try:
-        main, _, frac = value.rstrip("Z").partition(".")
-        secs = calendar.timegm(time.strptime(main, "%Y-%m-%dT%H:%M:%S"))
-        return secs + (float("0." + frac) if frac.isdigit() else 0.0)
-    except (ValueError, OverflowError):
-        return None
