@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.e2e import hostcli
@@ -32,8 +33,10 @@ ORDER = [BIG, *SMALL]  # read in this order: Claude Code re-attaches the 5 most 
 CHANGED = "f5.py"  # re-attached, then changed on disk between the compaction and the re-read
 EDITED = "f2.py"  # edited by the model before the compaction: that makes it recent, so re-attached
 ATTACHED = ["f2.py", "f4.py", "f5.py", "f6.py", "f7.py"]  # what Claude Code 2.1.197 re-attached (observed)
+STALE = "f1.py"  # read, then changed on disk before the compaction (not re-attached)
 POOR_SUMMARY = "<summary>SUMMARY-TEXT</summary>"
 WAYS = ("none", "before", "carry")
+CARD_HEAD = "[leanctx state card"
 # facts planted before the compaction, for the state card (item 3)
 PLANTED = {"prompt": "PLANTED-PROMPT", "todo": "PLANTED-TODO", "failure": "PLANTED-FAIL"}
 
@@ -51,7 +54,7 @@ def marker(name: str) -> str:
 
 
 def _run(claude_cli: str, hh: hostcli.HostHome, script: list, prompt: str, *extra: str, env_extra: dict) -> FakeAnthropic:
-    tools = "Read,Edit,Bash,TodoWrite" + (f",{READ}" if env_extra.get("LEANCTX_HOME") else "")
+    tools = "Read,Edit,Bash,TaskCreate,TaskUpdate" + (f",{READ}" if env_extra.get("LEANCTX_HOME") else "")
     with FakeAnthropic(script=script, compact_text=POOR_SUMMARY) as srv:
         env = hostcli.claude_env(hh.home, srv.base_url, {"MCP_CONNECTION_NONBLOCKING": "false", **env_extra})
         cp, _ = _run_host([claude_cli, "-p", prompt, "--allowedTools", tools, *extra], cwd=hh.proj, env=env)
@@ -72,23 +75,31 @@ def run_way(claude_cli: str, root: Path, way: str) -> dict:
         (p / name).write_text(file_text(name))
     env_extra: dict = {}
     if way != "none":
-        env_extra = {"LEANCTX_HOME": str(hh.home / "leanctx-data"), "LEANCTX_CARRY": "0" if way == "before" else "1"}
+        off = "0" if way == "before" else "1"
+        env_extra = {"LEANCTX_HOME": str(hh.home / "leanctx-data"), "LEANCTX_CARRY": off, "LEANCTX_COMPACT_HINT": off,
+                     "LEANCTX_STATE_CARD": off}
         cp = subprocess.run([sys.executable, "-m", "leanctx", "init", "--agent", "claude"], env={**lean_env(hh), **env_extra},
                             capture_output=True, text=True, timeout=120)
         assert cp.returncode == 0, cp.stderr
     try:
         before = [tool_use("Read", {"file_path": str(p / name)}) for name in ORDER]
         before += [
-            tool_use("TodoWrite", {"todos": [
-                {"content": "Refactor f2 helpers", "status": "completed", "activeForm": "Refactoring f2 helpers"},
-                {"content": "Fix the failing integration test", "status": "in_progress", "activeForm": "Fixing the test"},
-                {"content": f"Write the release note {PLANTED['todo']}", "status": "pending", "activeForm": "Writing the note"},
-            ]}),
+            # Claude Code 2.1.197 offers TaskCreate/TaskUpdate in -p mode (TodoWrite "is not enabled")
+            tool_use("TaskCreate", {"subject": "Refactor f2 helpers", "description": "rename"}),
+            tool_use("TaskCreate", {"subject": "Fix the failing integration test", "description": "exit 3"}),
+            tool_use("TaskCreate", {"subject": f"Write the release note {PLANTED['todo']}", "description": "notes"}),
+            tool_use("TaskUpdate", {"taskId": "1", "status": "completed"}),
+            tool_use("TaskUpdate", {"taskId": "2", "status": "in_progress"}),
             tool_use("Edit", {"file_path": str(p / EDITED), "old_string": "return value + 229", "new_string": "return value + 9229"}),
             tool_use("Bash", {"command": f"sh -c 'echo boom-{PLANTED['failure']} >&2; exit 3'", "description": "run the failing check"}),
             "Done for now.",
         ]
         _run(claude_cli, hh, before, f"Please refactor the helpers {PLANTED['prompt']}", env_extra=env_extra)
+        # a file the model read changes on disk before the compaction (stamped 30 s later: the
+        # runs are faster than the card's 1 s allowance between the transcript's clock and disk's)
+        (p / STALE).write_text(file_text(STALE).replace("return value + 105", "return value + 99105"))
+        later = time.time() + 30
+        os.utime(p / STALE, (later, later))
         compact = _run(claude_cli, hh, [], "/compact", "--continue", env_extra=env_extra)
         (p / CHANGED).write_text(file_text(CHANGED).replace("return value + 510", "return value + 77510"))
         if way == "none":
@@ -148,7 +159,29 @@ def figures(out: dict) -> dict:
         "reread_tokens": reread,
         "attached_tokens": attached_tokens,
         "total_tokens": reread + attached_tokens,
+        "card_bytes": len((card_of(first) or "").encode()),
+        "card_facts": sorted(k for k, v in PLANTED.items() if v in (card_of(first) or "")),
     }
+
+
+def card_of(body: dict) -> str | None:
+    """The state card as the model received it (inside a system reminder), or None."""
+    for message in body["messages"]:
+        blocks = message["content"] if isinstance(message["content"], list) else [{"type": "text", "text": message["content"]}]
+        for block in blocks:
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(text, str) and CARD_HEAD in text:
+                card = text[text.index(CARD_HEAD):]
+                end = card.find("</system-reminder>")
+                return (card[:end] if end >= 0 else card).strip()
+    return None
+
+
+def compaction_prompt(out: dict) -> str:
+    """The last user text of the request that asked the fake model for the summary."""
+    (body,) = out["compact_requests"]
+    content = body["messages"][-1]["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content if isinstance(b, dict))
 
 
 def transcript_of(hh: hostcli.HostHome) -> Path:

@@ -7,6 +7,8 @@ leanctx without carry (LEANCTX_CARRY=0, what it did before), leanctx with carry.
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.e2e import compaction_scenario as sc
@@ -25,12 +27,31 @@ def test_carry_reattached_files_get_stubs_and_a_changed_one_a_diff(claude_cli, t
     assert fig["duplicates"] == 0, fig
     last = out["bodies"][-1]
     assert all(sc.copies(last, n) == 1 for n in sc.ATTACHED)
+    # item 2: the PreCompact instruction reached the summariser, with the paths worked with
+    prompt = sc.compaction_prompt(out)
+    assert "Additional Instructions:" in prompt and "do not copy file contents" in prompt, prompt[-600:]
+    assert "big.py" in prompt[prompt.index("Additional Instructions:"):]
+    # item 3: one card, all planted facts, within 1.5 KB, no file contents
+    card = sc.card_of(out["bodies"][0])
+    assert card is not None and len(card.encode()) <= 1536, card
+    assert fig["card_facts"] == sorted(sc.PLANTED), card
+    assert "(exit 3)" in card and "Files edited: f2.py" in card, card
+    assert "Changed on disk since last read: f1.py" in card, card
+    assert str(sc.transcript_of(out["home"])) in card, card
+    assert not any(sc.marker(n) in card for n in sc.ORDER)
+    assert json_count(out["bodies"][0], sc.CARD_HEAD) == 1  # injected once
 
 
 def test_without_carry_every_reattached_file_is_sent_twice(claude_cli, tmp_path):
     """What leanctx did before (and does with LEANCTX_CARRY=0): the counter moved, so every
     re-read is full, including the 5 files Claude Code had just re-attached."""
-    fig = sc.figures(sc.run_way(claude_cli, tmp_path, "before"))
+    out = sc.run_way(claude_cli, tmp_path, "before")
+    fig = sc.figures(out)
     assert fig["attached"] == sc.ATTACHED, fig
     assert set(fig["verdicts"].values()) == {"full"}, fig["verdicts"]
     assert fig["duplicates"] == len(sc.ATTACHED), fig
+    assert fig["card_bytes"] == 0 and "leanctx:" not in sc.compaction_prompt(out)
+
+
+def json_count(body: dict, text: str) -> int:
+    return json.dumps(body).count(text)
