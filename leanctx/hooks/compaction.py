@@ -235,33 +235,43 @@ def _clip(text: str, n: int) -> str:
 
 
 def _names(paths: list[str], cwd: str | None, n: int = 8) -> str:
-    shown = [_rel(p, cwd) for p in paths[-n:]]
+    shown = [_clip(_rel(p, cwd), 80) for p in paths[-n:]]
     more = len(paths) - len(shown)
     return ", ".join(shown) + (f" (+{more} more)" if more > 0 else "")
 
 
-def state_card(transcript: str | None, cwd: str | None, compactions: int | None = None) -> str:
-    """The card's text (at most CARD_MAX_BYTES of UTF-8), or '' when switched off."""
+# Each line's budget in characters, so one long fact cannot push the others out of the card
+# (what still does not fit is dropped from the end, the transcript path last).
+BUDGET = {"prompt": 260, "tasks": 360, "failure": 200, "edited": 200, "changed": 160, "git": 160}
+
+
+def state_card(transcript: str | None, cwd: str | None) -> str:
+    """The card's text (at most CARD_MAX_BYTES of UTF-8), or '' when switched off or when the
+    transcript cannot be read."""
     if switched_off(CARD_ENV):
         return ""
     facts = scan(transcript)
-    lines = ["[leanctx state card: facts read from the transcript, git and disk after this compaction; "
-             "not a summary. Re-read files on demand; the recent ones were re-attached above.]"]
+    if not facts.seen:  # no transcript we can read: say nothing rather than a card of guesses
+        return ""
+    lines = ["[leanctx state card: facts from the transcript, git and disk at this compaction; not a summary; "
+             "no file contents]"]
     if facts.prompt:
-        lines.append(f"Last user request: \"{_clip(facts.prompt, 300)}\"")
+        lines.append(_clip(f"Last user request: \"{_clip(facts.prompt, BUDGET['prompt'] - 22)}\"", BUDGET["prompt"]))
     tasks = _open_tasks(facts)
     if tasks:
-        lines.append("Open tasks: " + "; ".join(_clip(t, 120) for t in tasks[:8]) + (f" (+{len(tasks) - 8} more)" if len(tasks) > 8 else ""))
+        line = "Open tasks: " + "; ".join(_clip(t, 100) for t in tasks[:6]) + (f" (+{len(tasks) - 6} more)" if len(tasks) > 6 else "")
+        lines.append(_clip(line, BUDGET["tasks"]))
     if facts.failure:
-        lines.append(f"Last failing command: `{_clip(facts.failure[0], 160)}` (exit {_clip(facts.failure[1], 12)})")
+        lines.append(_clip(f"Last failing command: `{_clip(facts.failure[0], 140)}` (exit {_clip(facts.failure[1], 12)})",
+                           BUDGET["failure"]))
     if facts.edited:
-        lines.append("Files edited: " + _names(list(facts.edited), cwd))
+        lines.append(_clip("Files edited: " + _names(list(facts.edited), cwd), BUDGET["edited"]))
     changed = _changed_since_read(facts)
     if changed:
-        lines.append("Changed on disk since last read: " + _names(changed, cwd))
+        lines.append(_clip("Changed on disk since last read: " + _names(changed, cwd), BUDGET["changed"]))
     branch, dirty = _git(cwd)
     if branch:
-        lines.append(f"Git: branch {branch}" + (f", uncommitted: {_names(dirty, None)}" if dirty else ", clean"))
+        lines.append(_clip(f"Git: branch {branch}" + (f", uncommitted: {_names(dirty, None)}" if dirty else ", clean"), BUDGET["git"]))
     tail = f"Full transcript: {transcript}" if transcript else ""
     return _fit(lines, tail)
 
