@@ -193,6 +193,7 @@ class ReadCache:
         for key, c in doc["conversations"].items():
             conv = _Conv(c["agent"], True)
             conv.used_ts = c["used_ts"]
+            conv.carried_boundary = c.get("carried_boundary")
             for path, h in c["held"].items():
                 conv.held[path] = Holding(h["fp"], h["size"], h["mtime_ns"], h["compactions"], h["lines"],
                                           h["whole"], h["ranges"], cold=True)
@@ -227,6 +228,8 @@ class ReadCache:
                     continue
                 convs[key] = {"agent": c.agent, "used_ts": c.used_ts,
                               "held": {p: h.to_dict() for p, h in c.held.items()}}
+                if c.carried_boundary:
+                    convs[key]["carried_boundary"] = c.carried_boundary
             stats = {"total": dict(self._stats["total"]), "by_agent": self._stats["by_agent"],
                      "by_conversation": dict(self._stats["by_conversation"]), "counted_with": sorted(self._counted_with)}
             idx.save(self.state_dir, {"conversations": convs, "stats": stats, "tokenizer": tokens.name()})
@@ -386,6 +389,7 @@ class ReadCache:
             if conv.carried != scope.compactions:
                 return  # a later compaction was seen meanwhile
             conv.carried_boundary = found.uuid
+            self._dirty = True
             for real, h, old_text in credits:
                 cur = conv.held.get(real)
                 if cur is not None and cur.compactions == scope.compactions:

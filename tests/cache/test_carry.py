@@ -263,3 +263,14 @@ def test_stubs_survive_a_daemon_restart_in_the_same_epoch(world: World) -> None:
     assert world.read(c, "f4.py")["kind"] == "stub"
     world.restart()
     assert world.read(c, "f6.py")["kind"] == "stub"
+
+
+def test_a_restart_remembers_which_boundary_was_credited(world: World) -> None:
+    """After a daemon restart, a compaction counted without a new boundary in the transcript
+    (still being written) must not credit the old boundary's files to the new epoch."""
+    h, c, _, t = compacted(world)
+    assert world.read(c, "f4.py")["kind"] == "stub"
+    world.restart()
+    world.tick(5)
+    world.hook(h, "compact", "s1", transcript_path=str(t))
+    assert world.read(c, "f6.py")["kind"] == "full"
