@@ -78,8 +78,15 @@ DIFF_RATIO = 0.6
 DIFF_MAX_LINES = 20000
 CARRY_ENV = "LEANCTX_CARRY"  # 0: never credit files the host re-attached after a compaction
 CARRY_AGENTS = ("claude",)  # hosts whose transcript format carry.py reads (verified on 2.1.197)
-# a compact_boundary written this long before the compaction was counted is an older one
+# A compact_boundary is this compaction's when written between the bump before it (PreCompact)
+# and this one (SessionStart(compact)), give or take CARRY_SLACK_S; with no bump before it (the
+# first compaction, PreCompact not wired), at most CARRY_MAX_BOUNDARY_AGE_S before.
+CARRY_SLACK_S = 5.0
 CARRY_MAX_BOUNDARY_AGE_S = 600.0
+# Claude Code writes the boundary and its attachments to the transcript some time after the
+# compaction (in one process: not before the turn's next reads, observed on 2.1.197), so the
+# transcript is looked at again when it has grown, at most this many times per compaction.
+CARRY_MAX_TRIES = 8
 KINDS = ("full", "stub", "diff", "pointer", "error")
 _PLURAL = {"full": "full", "stub": "stubs", "diff": "diffs", "pointer": "pointers", "error": "errors"}
 
@@ -101,15 +108,16 @@ class Holding:
 
 
 class _Conv:
-    __slots__ = ("agent", "carried", "carried_boundary", "held", "persist", "used_ts")
+    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "held", "persist", "used_ts")
 
     def __init__(self, agent: str | None, persist: bool) -> None:
         self.agent = agent
         self.held: OrderedDict[str, Holding] = OrderedDict()
         self.used_ts = 0.0
         self.persist = persist
-        self.carried: int | None = None  # the compaction counter re-attached files were looked up for
+        self.carried: int | None = None  # the compaction counter re-attached files were credited for
         self.carried_boundary: str | None = None  # the transcript's compact_boundary credited then
+        self.carry_tries: tuple = ()  # (counter, transcript size, mtime, tries) of the last look
 
 
 def _bucket() -> dict:
@@ -348,32 +356,43 @@ class ReadCache:
 
     # -- files the host re-attached after a compaction --------------------------------------
     def _maybe_carry(self, scope: Scope) -> None:
-        """Once per conversation and compaction counter: credit the files Claude Code re-attached
+        """At most once per conversation and compaction counter: credit the files Claude Code re-attached
         after its last compaction (read back from the transcript, carry.py) to the new epoch, so
         re-reading one is the stub (unchanged) or a diff (changed since), not a second copy.
 
         Credited only: the conversation's own context (never a subagent's key: Scope.carry is
         None there), stubs allowed now, a compact_boundary not credited before and written
-        shortly before the compaction was counted (else it belongs to an earlier compaction and
-        this one's is not written yet), whole files whose attached text is exactly what we
-        compare against; ranges only when the lines equal the file's lines on disk now."""
+        between the compaction's two bumps (else it belongs to another compaction and this one's
+        is not written yet: looked for again when the transcript grows), whole files whose
+        attached text is exactly what we compare against; ranges only when the lines equal the
+        file's lines on disk now. A file this conversation already read in this epoch keeps
+        what that read recorded."""
         if not (self.carry and scope.carry and scope.key and scope.stub_ok and scope.compactions > 0
                 and scope.agent in CARRY_AGENTS):
+            return
+        transcript, after, compacted_ts = scope.carry
+        try:
+            st = os.stat(transcript)
+        except (OSError, ValueError):
             return
         with self._lock:
             conv = self._convs.get(scope.key)
             if conv is not None and conv.carried == scope.compactions:
                 return
             conv = self._conv(scope)
-            conv.carried = scope.compactions
+            tries = conv.carry_tries
+            n = tries[3] if tries and tries[0] == scope.compactions else 0
+            if tries[:3] == (scope.compactions, st.st_size, st.st_mtime_ns) or n >= CARRY_MAX_TRIES:
+                return  # looked at this very transcript already, or gave up for this compaction
+            conv.carry_tries = (scope.compactions, st.st_size, st.st_mtime_ns, n + 1)
             done = conv.carried_boundary
-        transcript, compacted_ts = scope.carry
         found = carry.last_boundary(transcript)
         if found is None or found.uuid == done:
-            return
+            return  # not written yet (or an older one): look again when the transcript grows
         when = carry.iso_ts(found.timestamp)
-        if when is None or not (compacted_ts - CARRY_MAX_BOUNDARY_AGE_S <= when <= compacted_ts + CARRY_MAX_BOUNDARY_AGE_S):
-            return
+        low = after - CARRY_SLACK_S if after is not None else compacted_ts - CARRY_MAX_BOUNDARY_AGE_S
+        if when is None or not (low <= when <= compacted_ts + CARRY_SLACK_S):
+            return  # another compaction's
         roots = self._roots(tuple(scope.roots))
         credits = []
         for f in found.files:
@@ -386,8 +405,9 @@ class ReadCache:
             if h is not None:
                 credits.append((real, h, f.content if h.fp != snap.fp else None))
         with self._lock:
-            if conv.carried != scope.compactions:
-                return  # a later compaction was seen meanwhile
+            if conv.carried == scope.compactions or conv.carry_tries[:1] != (scope.compactions,):
+                return  # credited by a read beside this one, or a later compaction was seen meanwhile
+            conv.carried = scope.compactions
             conv.carried_boundary = found.uuid
             self._dirty = True
             for real, h, old_text in credits:

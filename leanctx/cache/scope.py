@@ -174,9 +174,10 @@ class Scope:
     reason: str  # why not, when stub_ok is False (for stats and tests)
     cwd: str | None = None  # where relative paths resolve (the record's cwd, else the server's)
     persist: bool = field(default=True)  # may deliveries under this key outlive the daemon
-    # (transcript path, when the last compaction was counted): the conversation's own context,
-    # never a subagent's, so the read cache can credit what the host re-attached (carry.py)
-    carry: tuple[str, float] | None = None
+    # (transcript path, the bump before the last compaction bump or None, the last bump): the
+    # conversation's own context, never a subagent's, so the read cache can credit what the host
+    # re-attached (carry.py)
+    carry: tuple[str, float | None, float] | None = None
 
 
 # -- hook records -------------------------------------------------------------------------
@@ -188,6 +189,7 @@ class Rec:
     __slots__ = (
         "agent",
         "calls",
+        "compacted_after",
         "compacted_ts",
         "compactions",
         "conversation_id",
@@ -206,7 +208,7 @@ class Rec:
         "transcript",
         "updated_ts",
     )
-    _OPTIONAL = ("compacted_ts", "transcript")  # absent from state files of older versions
+    _OPTIONAL = ("compacted_after", "compacted_ts", "transcript")  # absent from state files of older versions
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__ if k != "ghost"}
@@ -225,6 +227,7 @@ class Rec:
             r.updated_ts = float(r.updated_ts)
             r.transcript = r.transcript if isinstance(r.transcript, str) else None
             r.compacted_ts = _num(r.compacted_ts)
+            r.compacted_after = _num(r.compacted_after)
             if not (isinstance(r.path, str) and isinstance(r.conversation_id, str) and isinstance(r.compactions, int)):
                 return None
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -302,6 +305,7 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     r.ended = bool(value.get("ended_at"))
     r.transcript = value.get("transcript_path") if isinstance(value.get("transcript_path"), str) else None
     r.compacted_ts = _num(value.get("last_compaction_ts"))
+    r.compacted_after = _num(value.get("prev_compaction_ts"))
     host = value.get("host") if isinstance(value.get("host"), dict) else {}
     pid, ticks = host.get("pid"), host.get("start_ticks")
     r.host_pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
@@ -347,11 +351,11 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     return r
 
 
-def _carry_of(rec: Rec) -> tuple[str, float] | None:
+def _carry_of(rec: Rec) -> tuple[str, float | None, float] | None:
     """What the read cache needs to credit re-attached files: the record's transcript and the
-    time its last compaction was counted (None before any compaction)."""
+    times of the last two compaction bumps (None before any compaction)."""
     if rec.transcript and rec.compactions > 0 and rec.compacted_ts is not None:
-        return (rec.transcript, rec.compacted_ts)
+        return (rec.transcript, rec.compacted_after, rec.compacted_ts)
     return None
 
 

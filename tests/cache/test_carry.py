@@ -274,3 +274,51 @@ def test_a_restart_remembers_which_boundary_was_credited(world: World) -> None:
     world.tick(5)
     world.hook(h, "compact", "s1", transcript_path=str(t))
     assert world.read(c, "f6.py")["kind"] == "full"
+
+
+def test_another_session_gets_nothing_from_this_ones_compaction(world: World) -> None:
+    """Session s1 compacted; s2 (another host process, its own transcript without a boundary, a
+    compaction of its own counted) re-reads the same files: content, never s1's credit."""
+    compacted(world)
+    lines = [d for d in fixture_lines(world, world.t) if d.get("subtype") != "compact_boundary"]
+    t2 = write_transcript(world, lines, "s2.jsonl")
+    h2 = world.host()
+    world.session(h2, "s2", transcript_path=str(t2))
+    world.hook(h2, "compact", "s2", transcript_path=str(t2))
+    c2 = world.conn(h2)
+    assert all(world.read(c2, n)["kind"] == "full" for n in ATTACHED)
+
+
+def test_a_boundary_written_after_the_first_read_is_still_credited(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In one Claude Code process the boundary and the attachments reach the transcript after
+    the turn's first reads (observed on 2.1.197 with an automatic compaction): the transcript is
+    looked at again when it has grown, and only then."""
+    lines = fixture_lines(world, world.t + 0.5)
+    at = next(i for i, d in enumerate(lines) if d.get("subtype") == "compact_boundary")
+    t = write_transcript(world, lines[:at])
+    _, c, _, _ = compacted(world, transcript=t)
+    looks = []
+    real = carry.last_boundary
+    monkeypatch.setattr(carry, "last_boundary", lambda path, *a: looks.append(path) or real(path, *a))
+    assert world.read(c, "f1.py")["kind"] == "full"
+    assert world.read(c, "f4.py")["kind"] == "full"  # nothing written yet
+    assert len(looks) == 1  # the transcript did not change: not read again
+    with t.open("a") as f:
+        f.write("".join(json.dumps(d) + "\n" for d in lines[at:]))
+    assert world.read(c, "f6.py")["kind"] == "stub"
+    assert world.read(c, "f4.py")["kind"] == "stub"  # its own full read in this epoch
+    assert len(looks) == 2
+
+
+def test_a_transcript_that_never_shows_the_boundary_is_given_up(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [d for d in fixture_lines(world, world.t + 0.5) if d.get("subtype") != "compact_boundary"]
+    t = write_transcript(world, lines)
+    _, c, _, _ = compacted(world, transcript=t)
+    looks = []
+    real = carry.last_boundary
+    monkeypatch.setattr(carry, "last_boundary", lambda path, *a: looks.append(path) or real(path, *a))
+    for i in range(20):
+        with t.open("a") as f:
+            f.write(json.dumps({"type": "user", "n": i}) + "\n")
+        assert world.read(c, "f4.py")["kind"] in ("full", "stub")
+    assert len(looks) == 8

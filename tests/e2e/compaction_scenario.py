@@ -191,3 +191,39 @@ def transcript_of(hh: hostcli.HostHome) -> Path:
 
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
+
+
+AUTO_WINDOW = "20000"  # CLAUDE_CODE_AUTO_COMPACT_WINDOW: the fake's high usage figure crosses it
+
+
+def run_auto(claude_cli: str, root: Path) -> dict:
+    """One `claude -p` process: Read the 8 files; the answer to the 8th reports 190,000 input
+    tokens, so Claude Code compacts on its own before the next turn; then ctx_read all 8."""
+    import itertools
+
+    hh = hostcli.make_home(root, {})
+    p = hh.proj
+    for name in ORDER:
+        (p / name).write_text(file_text(name))
+    env_extra = {"LEANCTX_HOME": str(hh.home / "leanctx-data")}
+    cp = subprocess.run([sys.executable, "-m", "leanctx", "init", "--agent", "claude"], env={**lean_env(hh), **env_extra},
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    script = [tool_use("Read", {"file_path": str(p / n)}) for n in ORDER] + [tool_use(READ, {"path": n}) for n in ORDER] + ["done"]
+    mains = itertools.count(1)
+
+    def usage(body: dict, kind: str) -> int:
+        return 190_000 if kind == "main" and next(mains) == len(ORDER) else 1
+
+    try:
+        with FakeAnthropic(script=script, compact_text=POOR_SUMMARY, input_tokens=usage) as srv:
+            env = hostcli.claude_env(hh.home, srv.base_url, {"MCP_CONNECTION_NONBLOCKING": "false", **env_extra,
+                                                             "CLAUDE_CODE_AUTO_COMPACT_WINDOW": AUTO_WINDOW})
+            cp, _ = _run_host([claude_cli, "-p", "work", "--allowedTools", f"Read,{READ}"], cwd=p, env=env)
+            assert cp.returncode == 0, cp.stderr
+    finally:
+        subprocess.run([sys.executable, "-m", "leanctx", "stop"], env={**lean_env(hh), **env_extra}, capture_output=True, timeout=60)
+    bodies = srv.main_requests
+    n = len(ORDER)
+    return {"home": hh, "bodies": bodies, "kinds": [r.kind for r in srv.log if r.path.startswith("/v1/messages")],
+            "results": {name: last_tool_result(bodies[n + 1 + i]) for i, name in enumerate(ORDER)}, "first": bodies[n]}

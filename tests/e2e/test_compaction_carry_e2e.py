@@ -8,6 +8,7 @@ leanctx without carry (LEANCTX_CARRY=0, what it did before), leanctx with carry.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,25 @@ def test_without_carry_every_reattached_file_is_sent_twice(claude_cli, tmp_path)
 
 def json_count(body: dict, text: str) -> int:
     return json.dumps(body).count(text)
+
+
+def test_automatic_compaction_in_one_process(claude_cli, tmp_path):
+    """A high usage figure makes Claude Code 2.1.197 compact on its own, mid-turn, in the same
+    process. It writes the boundary and the attachments to the transcript only after the turn's
+    first read, so that read is full; the transcript is looked at again as it grows, and every
+    later read of a re-attached file is the stub. Never a stub for a file it did not attach."""
+    from leanctx.cache import carry
+
+    out = sc.run_auto(claude_cli, tmp_path)
+    assert out["kinds"].count("compact") == 1, out["kinds"]
+    found = carry.last_boundary(str(sc.transcript_of(out["home"])))
+    assert found is not None
+    attached = {Path(f.path).name for f in found.files}
+    verdicts = {n: sc.verdict(t, n) for n, t in out["results"].items()}
+    stubs = {n for n, v in verdicts.items() if v == "stub"}
+    assert stubs <= attached, (verdicts, attached)  # never a stub for what was not attached
+    assert set(verdicts.values()) <= {"stub", "full"}, verdicts
+    later = [n for n in sc.ORDER[2:] if n in attached]  # read after two tool rounds since the compaction
+    assert later and all(verdicts[n] == "stub" for n in later), (verdicts, attached)
+    card = sc.card_of(out["first"])
+    assert card is not None and len(card.encode()) <= 1536
