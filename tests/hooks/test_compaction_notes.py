@@ -130,7 +130,7 @@ def test_a_hostile_transcript_still_gives_a_capped_card(hook_wrapper: Path, data
     proj.mkdir()
     t = tmp_path / "t.jsonl"
     rows = [{"type": "user", "isSidechain": False, "message": {"role": "user", "content": "P" * 100_000}}]
-    content = [{"type": "tool_use", "id": f"c{i}", "name": "TaskCreate", "input": {"subject": "S" * 5000, "description": "d"}}
+    content = [{"type": "tool_use", "id": f"c{i}", "name": "TaskCreate", "input": {"subject": "S" * 1000, "description": "d"}}
                for i in range(300)]
     content += [{"type": "tool_use", "id": f"e{i}", "name": "Write", "input": {"file_path": str(proj / ("dir" * 200) / f"{i}.py")}}
                 for i in range(300)]
@@ -143,8 +143,13 @@ def test_a_hostile_transcript_still_gives_a_capped_card(hook_wrapper: Path, data
     t.write_text("".join(json.dumps(r) + "\n" for r in rows))
     card = card_of(fire(hook_wrapper, "SessionStart", proj, t, source="compact"))
     assert len(card.encode()) <= CARD_MAX_BYTES and card.startswith("[leanctx state card")
-    assert "Last failing command" in card or "Open tasks" in card
+    assert "Last failing command" in card and "Open tasks" in card and "Last user request" in card
     assert fire(hook_wrapper, "PreCompact", proj, t, trigger="auto").count("\n") <= 2  # the path list is one capped line
+    # one line longer than the tail the hook reads: it is not read, the card still comes, capped
+    t.write_text(json.dumps({"type": "user", "isSidechain": False, "message": {"role": "user", "content": "Q" * (2 << 20)}})
+                 + "\n" + "".join(json.dumps(r) + "\n" for r in rows[:1]))
+    card = card_of(fire(hook_wrapper, "SessionStart", proj, t, source="compact"))
+    assert len(card.encode()) <= CARD_MAX_BYTES and "PPPP" in card and "QQQQ" not in card
 
 
 @pytest.mark.parametrize("kind", ["missing", "fifo", "garbage", "directory"])
