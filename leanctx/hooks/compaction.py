@@ -28,6 +28,7 @@ CARD_MAX_BYTES = 1536
 HINT_ENV = "LEANCTX_COMPACT_HINT"
 CARD_ENV = "LEANCTX_STATE_CARD"
 MAX_PATHS = 40  # in the PreCompact path list
+MAX_STATS = 200  # files looked at on disk for "changed since last read" (the most recently read)
 GIT_TIMEOUT_S = 2.0
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 READ_TOOLS = ("Read", "mcp__leanctx__ctx_read")
@@ -159,6 +160,11 @@ def _task_id(result: object, text: str) -> str | None:
     return None
 
 
+def _path_or_none(value: object) -> str | None:
+    """A payload's folder as we may use it: an absolute path without NUL, else None."""
+    return value if isinstance(value, str) and value.startswith("/") and "\0" not in value else None
+
+
 def _rel(path: str, cwd: str | None) -> str:
     if cwd and path.startswith(cwd.rstrip("/") + "/"):
         return path[len(cwd.rstrip("/")) + 1:]
@@ -169,6 +175,7 @@ def compact_hint(transcript: str | None, cwd: str | None) -> str:
     """PreCompact stdout: the instruction, then the paths this conversation read or edited."""
     if switched_off(HINT_ENV):
         return ""
+    cwd = _path_or_none(cwd)
     facts = scan(transcript)
     paths = list(dict.fromkeys([*facts.read, *facts.edited]))[-MAX_PATHS:]
     out = HINT
@@ -188,7 +195,7 @@ def _open_tasks(facts: Facts) -> list[str]:
 
 def _changed_since_read(facts: Facts) -> list[str]:
     out = []
-    for path, when in facts.read.items():
+    for path, when in list(facts.read.items())[-MAX_STATS:]:
         last = max(when, facts.edited.get(path, 0.0))
         try:
             mtime = os.stat(path).st_mtime
@@ -250,6 +257,7 @@ def state_card(transcript: str | None, cwd: str | None) -> str:
     transcript cannot be read."""
     if switched_off(CARD_ENV):
         return ""
+    cwd = _path_or_none(cwd)
     facts = scan(transcript)
     if not facts.seen:  # no transcript we can read: say nothing rather than a card of guesses
         return ""

@@ -165,3 +165,16 @@ def test_no_readable_transcript_no_card(hook_wrapper: Path, data_dir: Path, tmp_
         t.mkdir()
     assert fire(hook_wrapper, "SessionStart", proj, t, source="compact") == ""
     assert read_json(record_path(data_dir, "claude", SID))["compactions"] == 1
+
+
+@pytest.mark.parametrize("cwd", [123, None, "relative/dir", "/no/such/dir", "/tmp/\u0000x", ["/x"]])
+def test_an_ill_typed_cwd_still_gives_the_hint_and_card(hook_wrapper: Path, data_dir: Path, session, cwd: object) -> None:
+    proj, t = session
+    body = {"session_id": SID, "transcript_path": str(t), "cwd": cwd, "hook_event_name": "SessionStart", "source": "compact"}
+    proc = run_hook(hook_wrapper, "claude", "SessionStart", json.dumps(body).encode())
+    assert proc.returncode == 0 and proc.stderr == b""
+    card = card_of(proc.stdout.decode())
+    assert "PLANTED-PROMPT" in card and len(card.encode()) <= CARD_MAX_BYTES
+    body.update(hook_event_name="PreCompact", trigger="manual")
+    proc = run_hook(hook_wrapper, "claude", "PreCompact", json.dumps(body).encode())
+    assert proc.stdout.decode().startswith("leanctx: ") and "f7.py" in proc.stdout.decode()
