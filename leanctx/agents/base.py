@@ -220,6 +220,9 @@ class Agent:
     stderr_is_output: ClassVar[bool] = False
     #: the host reads its MCP file as JSONC even where its hooks file is strict (Copilot)
     mcp_jsonc_ok: ClassVar[bool] = False
+    #: the host puts PreCompact's plain stdout into its summary prompt and SessionStart(compact)'s
+    #: additionalContext after the summary (verified on Claude Code 2.1.197): hooks/compaction.py
+    compaction_notes: ClassVar[bool] = False
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)

@@ -39,6 +39,7 @@ class Claude(ClaudeShapeAgent):
     rules_file = "CLAUDE.md"
     mcp_user_file = ".claude.json"
     http_read_gate = True  # verified on 2.1.197: http hooks fire before MCP tools and fail open
+    compaction_notes = True  # verified on 2.1.197 (tests/e2e/test_compaction_carry_e2e.py)
 
     def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
         # user scope lives in ~/.claude.json (beside ~/.claude, or inside CLAUDE_CONFIG_DIR)
@@ -65,6 +66,12 @@ class Claude(ClaudeShapeAgent):
         if any(os.environ.get(var) for var in FOREIGN_RUNNERS):
             return None
         return self, event
+
+    def check_output(self, event: str, stdout: str) -> str | None:
+        # PreCompact's plain stdout is our instruction to the summariser (hooks/compaction.py)
+        if event == "PreCompact" and stdout.startswith("leanctx:"):
+            return None
+        return super().check_output(event, stdout)
 
     def unparseable_effect(self, path: Path, home: Path) -> str:
         if path == self.mcp_config(home, None)[0]:

@@ -3,7 +3,7 @@
 `<state dir>/read_index.json`, written atomically (temp file + fsync + rename, mode 0600):
 
     {"schema": 1, "saved_ts": 1786000000.0,
-     "conversations": {"<key>": {"agent": "claude", "used_ts": 1786000000.0,
+     "conversations": {"<key>": {"agent": "claude", "used_ts": 1786000000.0, "carried_boundary": "<uuid>",
          "held": {"/real/path.py": {"fp": "<size>:<blake2b>", "size": 120, "mtime_ns": 1786…,
                                      "compactions": 0, "lines": 4, "whole": true, "ranges": [[1, 4]]}}}},
      "stats": {...cumulative counters...}}
@@ -89,7 +89,9 @@ def load(state_dir: str) -> tuple[dict, str | None]:
             if not isinstance(held, dict):
                 raise IndexError_("held is not an object")
             agent = c.get("agent")
+            carried = c.get("carried_boundary")  # the last compact_boundary credited (readcache carry)
             out[key] = {
+                "carried_boundary": carried if isinstance(carried, str) and 0 < len(carried) <= 200 else None,
                 "agent": agent if isinstance(agent, str) else None,
                 "used_ts": float(c.get("used_ts") or 0.0) if isinstance(c.get("used_ts"), (int, float)) else 0.0,
                 "held": {p: validate_holding(h) for p, h in held.items() if isinstance(p, str) and os.path.isabs(p)},

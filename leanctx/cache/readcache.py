@@ -51,12 +51,14 @@ import threading
 import time
 from collections import OrderedDict
 
+from leanctx.cache import carry
 from leanctx.cache import dedup as rng
 from leanctx.cache import index as idx
 from leanctx.cache import stubs, tokens
 from leanctx.cache.paths import (
     FileSnap,
     ReadError,
+    fingerprint,
     line_starts,
     load,
     real_roots,
@@ -74,6 +76,17 @@ MAX_TOKENIZER_NAMES = 8  # distinct tokenizers remembered behind the cumulative 
 CONTENT_BUDGET_BYTES = 64 << 20
 DIFF_RATIO = 0.6
 DIFF_MAX_LINES = 20000
+CARRY_ENV = "LEANCTX_CARRY"  # 0: never credit files the host re-attached after a compaction
+CARRY_AGENTS = ("claude",)  # hosts whose transcript format carry.py reads (verified on 2.1.197)
+# A compact_boundary is this compaction's when written between the bump before it (PreCompact)
+# and this one (SessionStart(compact)), give or take CARRY_SLACK_S; with no bump before it (the
+# first compaction, PreCompact not wired), at most CARRY_MAX_BOUNDARY_AGE_S before.
+CARRY_SLACK_S = 5.0
+CARRY_MAX_BOUNDARY_AGE_S = 600.0
+# Claude Code writes the boundary and its attachments to the transcript some time after the
+# compaction (in one process: not before the turn's next reads, observed on 2.1.197), so the
+# transcript is looked at again when it has grown, at most this many times per compaction.
+CARRY_MAX_TRIES = 8
 KINDS = ("full", "stub", "diff", "pointer", "error")
 _PLURAL = {"full": "full", "stub": "stubs", "diff": "diffs", "pointer": "pointers", "error": "errors"}
 
@@ -95,13 +108,16 @@ class Holding:
 
 
 class _Conv:
-    __slots__ = ("agent", "held", "persist", "used_ts")
+    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "held", "persist", "used_ts")
 
     def __init__(self, agent: str | None, persist: bool) -> None:
         self.agent = agent
         self.held: OrderedDict[str, Holding] = OrderedDict()
         self.used_ts = 0.0
         self.persist = persist
+        self.carried: int | None = None  # the compaction counter re-attached files were credited for
+        self.carried_boundary: str | None = None  # the transcript's compact_boundary credited then
+        self.carry_tries: tuple = ()  # (counter, transcript size, mtime, tries) of the last look
 
 
 def _bucket() -> dict:
@@ -148,11 +164,15 @@ def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] |
 
 class ReadCache:
     def __init__(self, state_dir: str | None, *, dedup: bool | None = None, max_file_bytes: int = 2_000_000,
-                 allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time) -> None:
+                 allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time,
+                 carry: bool | None = None) -> None:
         self.state_dir = str(state_dir) if state_dir else None
         if dedup is None:
             dedup = not switched_off(os.environ.get("LEANCTX_DEDUP"))
         self.dedup = bool(dedup)
+        if carry is None:
+            carry = not switched_off(os.environ.get(CARRY_ENV))
+        self.carry = bool(carry)
         self.max_file_bytes = int(max_file_bytes)
         self.allow = real_roots(allow)
         self.autosave_s = autosave_s
@@ -181,6 +201,7 @@ class ReadCache:
         for key, c in doc["conversations"].items():
             conv = _Conv(c["agent"], True)
             conv.used_ts = c["used_ts"]
+            conv.carried_boundary = c.get("carried_boundary")
             for path, h in c["held"].items():
                 conv.held[path] = Holding(h["fp"], h["size"], h["mtime_ns"], h["compactions"], h["lines"],
                                           h["whole"], h["ranges"], cold=True)
@@ -215,6 +236,8 @@ class ReadCache:
                     continue
                 convs[key] = {"agent": c.agent, "used_ts": c.used_ts,
                               "held": {p: h.to_dict() for p, h in c.held.items()}}
+                if c.carried_boundary:
+                    convs[key]["carried_boundary"] = c.carried_boundary
             stats = {"total": dict(self._stats["total"]), "by_agent": self._stats["by_agent"],
                      "by_conversation": dict(self._stats["by_conversation"]), "counted_with": sorted(self._counted_with)}
             idx.save(self.state_dir, {"conversations": convs, "stats": stats, "tokenizer": tokens.name()})
@@ -331,7 +354,96 @@ class ReadCache:
             self._maybe_autosave()
         return result
 
+    # -- files the host re-attached after a compaction --------------------------------------
+    def _maybe_carry(self, scope: Scope) -> None:
+        """At most once per conversation and compaction counter: credit the files Claude Code re-attached
+        after its last compaction (read back from the transcript, carry.py) to the new epoch, so
+        re-reading one is the stub (unchanged) or a diff (changed since), not a second copy.
+
+        Credited only: the conversation's own context (never a subagent's key: Scope.carry is
+        None there), stubs allowed now, a compact_boundary not credited before and written
+        between the compaction's two bumps (else it belongs to another compaction and this one's
+        is not written yet: looked for again when the transcript grows), whole files whose
+        attached text is exactly what we compare against; ranges only when the lines equal the
+        file's lines on disk now. A file this conversation already read in this epoch keeps
+        what that read recorded."""
+        if not (self.carry and scope.carry and scope.key and scope.stub_ok and scope.compactions > 0
+                and scope.agent in CARRY_AGENTS):
+            return
+        transcript, after, compacted_ts = scope.carry
+        try:
+            st = os.stat(transcript)
+        except (OSError, ValueError):
+            return
+        with self._lock:
+            conv = self._convs.get(scope.key)
+            if conv is not None and conv.carried == scope.compactions:
+                return
+            conv = self._conv(scope)
+            tries = conv.carry_tries
+            n = tries[3] if tries and tries[0] == scope.compactions else 0
+            if tries[:3] == (scope.compactions, st.st_size, st.st_mtime_ns) or n >= CARRY_MAX_TRIES:
+                return  # looked at this very transcript already, or gave up for this compaction
+            conv.carry_tries = (scope.compactions, st.st_size, st.st_mtime_ns, n + 1)
+            done = conv.carried_boundary
+        found = carry.last_boundary(transcript)
+        if found is None or found.uuid == done:
+            return  # not written yet (or an older one): look again when the transcript grows
+        when = carry.iso_ts(found.timestamp)
+        low = after - CARRY_SLACK_S if after is not None else compacted_ts - CARRY_MAX_BOUNDARY_AGE_S
+        if when is None or not (low <= when <= compacted_ts + CARRY_SLACK_S):
+            return  # another compaction's
+        roots = self._roots(tuple(scope.roots))
+        credits = []
+        for f in found.files:
+            try:
+                real, rel = resolve(f.path, roots, self.allow, scope.cwd)
+                snap = load(real, rel, self.max_file_bytes, roots + self.allow)
+            except ReadError:
+                continue
+            h = self._credit(f, snap, scope.compactions)
+            if h is not None:
+                credits.append((real, h, f.content if h.fp != snap.fp else None))
+        with self._lock:
+            if conv.carried == scope.compactions or conv.carry_tries[:1] != (scope.compactions,):
+                return  # credited by a read beside this one, or a later compaction was seen meanwhile
+            conv.carried = scope.compactions
+            conv.carried_boundary = found.uuid
+            self._dirty = True
+            for real, h, old_text in credits:
+                cur = conv.held.get(real)
+                if cur is not None and cur.compactions == scope.compactions:
+                    continue  # read in this epoch already: what it holds is newer
+                self._hold(conv, real, h)
+                if old_text is not None:
+                    self._put_content(h.fp, old_text)
+
+    @staticmethod
+    def _credit(f, snap: FileSnap, epoch: int) -> Holding | None:  # noqa: ANN001 - carry.Attached
+        """The holding a re-attached file gives, or None when its bytes cannot be pinned down."""
+        n = snap.nlines
+        if f.whole:
+            data = f.content.encode("utf-8", "surrogatepass")
+            fp = fingerprint(data)
+            if fp == snap.fp:
+                return Holding(snap.fp, snap.size, snap.mtime_ns, epoch, n, True, [(1, n)] if n else [])
+            # changed since it was attached: held as attached, so the next read is a diff against
+            # exactly those bytes (mtime -1: never equal, never a stub)
+            lines = len(split_lines(f.content))
+            return Holding(fp, len(data), -1, epoch, lines, True, [(1, lines)] if lines else [])
+        end = f.start_line + f.num_lines - 1
+        if f.num_lines < 1 or end > n or f.start_line > n:
+            return None
+        # Claude Code's content for a range is the lines joined by "\n", without the last one's
+        want = snap.slice(f.start_line, end)
+        if want.endswith("\n"):
+            want = want[:-1]
+        if want != f.content:
+            return None
+        return Holding(snap.fp, snap.size, snap.mtime_ns, epoch, n, False, [(f.start_line, end)])
+
     def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool) -> dict:
+        self._maybe_carry(scope)
         roots = self._roots(tuple(scope.roots))
         real, rel = resolve(path, roots, self.allow, scope.cwd)
         self._before_open(real)

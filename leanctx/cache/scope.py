@@ -174,6 +174,10 @@ class Scope:
     reason: str  # why not, when stub_ok is False (for stats and tests)
     cwd: str | None = None  # where relative paths resolve (the record's cwd, else the server's)
     persist: bool = field(default=True)  # may deliveries under this key outlive the daemon
+    # (transcript path, the bump before the last compaction bump or None, the last bump): the
+    # conversation's own context, never a subagent's, so the read cache can credit what the host
+    # re-attached (carry.py)
+    carry: tuple[str, float | None, float] | None = None
 
 
 # -- hook records -------------------------------------------------------------------------
@@ -185,6 +189,8 @@ class Rec:
     __slots__ = (
         "agent",
         "calls",
+        "compacted_after",
+        "compacted_ts",
         "compactions",
         "conversation_id",
         "created_at",
@@ -199,8 +205,10 @@ class Rec:
         "roots",
         "session_id",
         "subagents",
+        "transcript",
         "updated_ts",
     )
+    _OPTIONAL = ("compacted_after", "compacted_ts", "transcript")  # absent from state files of older versions
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__ if k != "ghost"}
@@ -211,12 +219,15 @@ class Rec:
         try:
             for k in cls.__slots__:
                 if k != "ghost":
-                    setattr(r, k, d.get(k, {}) if k == "calls" else d[k])
+                    setattr(r, k, d.get(k, {}) if k == "calls" else d.get(k) if k in cls._OPTIONAL else d[k])
             r.roots = tuple(r.roots)
             r.calls = {str(a): str(b) for a, b in dict(r.calls).items()}
             r.subagents = {str(a): float(b) for a, b in dict(r.subagents).items()}
             r.inherited = {str(a): float(b) for a, b in dict(r.inherited).items()}
             r.updated_ts = float(r.updated_ts)
+            r.transcript = r.transcript if isinstance(r.transcript, str) else None
+            r.compacted_ts = _num(r.compacted_ts)
+            r.compacted_after = _num(r.compacted_after)
             if not (isinstance(r.path, str) and isinstance(r.conversation_id, str) and isinstance(r.compactions, int)):
                 return None
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -292,6 +303,9 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     missed, missed_at = pending_missed(path, value)
     r.compactions = comp + missed
     r.ended = bool(value.get("ended_at"))
+    r.transcript = value.get("transcript_path") if isinstance(value.get("transcript_path"), str) else None
+    r.compacted_ts = _num(value.get("last_compaction_ts"))
+    r.compacted_after = _num(value.get("prev_compaction_ts"))
     host = value.get("host") if isinstance(value.get("host"), dict) else {}
     pid, ticks = host.get("pid"), host.get("start_ticks")
     r.host_pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
@@ -335,6 +349,14 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
     r.inherited = {}
     r.ghost = False
     return r
+
+
+def _carry_of(rec: Rec) -> tuple[str, float | None, float] | None:
+    """What the read cache needs to credit re-attached files: the record's transcript and the
+    times of the last two compaction bumps (None before any compaction)."""
+    if rec.transcript and rec.compactions > 0 and rec.compacted_ts is not None:
+        return (rec.transcript, rec.compacted_after, rec.compacted_ts)
+    return None
 
 
 def _kept(rec: Rec, now: float) -> bool:
@@ -740,7 +762,8 @@ class Resolver:
             return Scope(None, rec.agent, 0, self._roots_of([rec], conn), False, "conversation ended", rec.cwd or conn.cwd, False)
         agent_id = rec.calls[call_id]
         key = f"{rec.key()}/agent:{agent_id}" if agent_id else rec.key()
-        scope = Scope(key, rec.agent, rec.compactions, self._roots_of([rec], conn), True, "", rec.cwd or conn.cwd, True)
+        scope = Scope(key, rec.agent, rec.compactions, self._roots_of([rec], conn), True, "", rec.cwd or conn.cwd, True,
+                      None if agent_id else _carry_of(rec))
         return self._guard(scope, rec)
 
     def _guard(self, scope: Scope, rec: Rec | None) -> Scope:
@@ -760,7 +783,7 @@ class Resolver:
         open_subs = [s for s, ts in {**rec.inherited, **rec.subagents}.items() if now - ts <= IN_TURN_MAX_AGE_S]
         reason = f"subagent window open ({len(open_subs)})" if open_subs else ""
         return Scope(key, agent or rec.agent, rec.compactions, self._roots_of([rec], conn), not open_subs, reason,
-                     rec.cwd or conn.cwd, True)
+                     rec.cwd or conn.cwd, True, _carry_of(rec) if key == rec.key() else None)
 
     def _explicit(self, conn: Connection, key: str, match_id: str | None, now: float, agent: str | None) -> Scope:
         rec = None

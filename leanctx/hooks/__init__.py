@@ -60,6 +60,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
     `--bot` (the always-on bot profile) also records turns in conversation-state and returns the
     rehydrated thread at session start; `--guard` turns a pre-tool event into the multi-user guard."""
     from leanctx import agents
+    from leanctx.agents.base import PRE_COMPACT, SESSION_START
     from leanctx.hooks.publish import publish
 
     agent = agents.get(agent_name)
@@ -100,11 +101,21 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
             return check(agent, event)
         return agent.read_gate_output(event) if noted else agent.no_opinion(event.event)
     publish(data_dir, event)
+    out = ""
     if "--bot" in flags:
         from leanctx.hooks.bot import on_event
 
-        return on_event(agent, event, data_dir) or agent.output(event)
-    return agent.output(event)
+        out = on_event(agent, event, data_dir)
+    if not out and agent.compaction_notes and not event.subagent_id and (
+            event.kind == PRE_COMPACT or (event.kind == SESSION_START and event.source == "compact")):
+        from leanctx.hooks import compaction
+
+        if event.kind == PRE_COMPACT:
+            out = compaction.compact_hint(event.transcript_path, event.cwd)
+        else:
+            card = compaction.state_card(event.transcript_path, event.cwd)
+            out = agent.context_output(event.event, card) if card else ""
+    return out or agent.output(event)
 
 
 def _no_opinion(agent_name: str, event_name: str) -> str:

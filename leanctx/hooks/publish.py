@@ -229,6 +229,9 @@ def _compacted(record: dict, stamp: str, ts: float) -> None:
     # extra full re-send, while a missed compaction would let a stub through.
     record["compactions"] = int(record.get("compactions") or 0) + 1
     record["last_compaction_at"] = stamp
+    # the bump before this one: Claude Code writes its compact_boundary between PreCompact and
+    # SessionStart(compact), so the read cache credits only a boundary inside that window
+    record["prev_compaction_ts"] = record.get("last_compaction_ts")
     record["last_compaction_ts"] = ts
 
 

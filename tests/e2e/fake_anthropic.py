@@ -171,10 +171,14 @@ class FakeAnthropic(ScriptedFakeServer):
         model: str = "claude-fake",
         host: str = "127.0.0.1",
         port: int = 0,
+        input_tokens: int | Callable[[dict, str], int] = 1,
     ) -> None:
         super().__init__(script, default_text=default_text, side_text=side_text, compact_text=compact_text,
                          classify=classify, model=model, host=host, port=port)
         self._msg_ids = itertools.count()
+        # the usage an answer reports (or f(body, kind) -> it): a high figure near Claude Code's
+        # window (CLAUDE_CODE_AUTO_COMPACT_WINDOW) makes it compact on its own before the next turn
+        self.input_tokens = input_tokens
 
     def _make_handler(self) -> type:
         return _make_handler(self)
@@ -249,6 +253,8 @@ def _make_handler(srv: FakeAnthropic):
             if path.endswith("/v1/messages") and isinstance(body, dict):
                 kind, blocks = srv._answer(body)
                 self._record(kind, body, blocks)
+                tokens = srv.input_tokens
+                self._input_tokens = tokens(body, kind) if callable(tokens) else tokens
                 model = body.get("model") or srv.model
                 if body.get("stream"):
                     return self._stream(blocks, model)
@@ -267,7 +273,7 @@ def _make_handler(srv: FakeAnthropic):
                 "content": blocks,
                 "stop_reason": stop,
                 "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
+                "usage": {"input_tokens": self._input_tokens, "output_tokens": 1},
             }
 
         def _stream(self, blocks: list, model: str) -> None:
@@ -290,7 +296,7 @@ def _make_handler(srv: FakeAnthropic):
                             "content": [],
                             "stop_reason": None,
                             "stop_sequence": None,
-                            "usage": {"input_tokens": 1, "output_tokens": 1},
+                            "usage": {"input_tokens": self._input_tokens, "output_tokens": 1},
                         },
                     },
                 )
