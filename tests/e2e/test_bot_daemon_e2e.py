@@ -12,6 +12,7 @@ import json
 import psutil
 import pytest
 
+from tests.cache import test_service_support as S
 from tests.e2e import hostcli
 from tests.e2e.fake_anthropic import FakeAnthropic
 from tests.e2e.test_sdk_bot_e2e import FIRST, BotProcess, sdk_installed  # noqa: F401 (fixture)
@@ -22,15 +23,8 @@ IDLE_MIN = "0.02"  # 1.2 s, noticed at the daemon's next housekeeping round
 GENEROUS_S = 180.0
 
 
-def wait_until(predicate, timeout: float = GENEROUS_S, step: float = 0.2) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
+def wait_until(predicate, timeout: float = GENEROUS_S) -> bool:
+    return S.wait_until(predicate, timeout, step=0.2)
 
 
 def status(lean) -> dict:

@@ -11,26 +11,15 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 
 import pytest
 
 from tests.e2e import hostcli
 from tests.e2e.fake_anthropic import FakeAnthropic, tool_use
-from tests.e2e.test_cache_e2e import READ, TOOLS, tool_results
+from tests.e2e.test_cache_e2e import READ, TOOLS, tool_results, wired  # noqa: F401 - the fixture, shared
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def wired(host_home, lean):
-    lean.run("init", "--agent", "claude")
-    big = host_home.proj / "big.py"
-    big.write_text("".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(200)))
-    yield host_home
-    subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
 
 
 def gate_entry(hh) -> dict:

@@ -118,6 +118,25 @@ def sdk_installed():
         missing("claude-agent-sdk is not installed (pip install -e '.[sdk]')")
 
 
+def restart_and_answer(bot) -> None:
+    """kill -9 the bot, start a new process, and the user answers the question it asked."""
+    bot.kill9()
+    bot.start()
+    bot.send("002", "pro")
+    assert bot.wait_replies(2)[1]["reply"] == "Pro it is: welcome aboard."
+
+
+def assert_thread_handed_back(first: str, home) -> dict:
+    """The new process's first request carries the thread and the answer line; on disk the
+    question is answered. Returns the state."""
+    for needle in (SUMMARY, FIRST, QUESTION, "basic", "answers your pending question", "Their answer: \\\"pro\\\""):
+        assert needle in first, needle
+    state = state_of(home)
+    assert state["pending"] is None
+    assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
+    return state
+
+
 @pytest.fixture(params=["bundled", "npm"])
 def sdk_cli(request, sdk_installed):
     """The SDK's bundled Claude Code (None: the SDK finds it) or `cli_path` to the pinned npm CLI."""
@@ -149,18 +168,11 @@ def test_native_bot_resumes_after_kill9_with_isolated_settings(host_home, sdk_cl
             assert first_main == 2  # the two parallel tool calls, then the question
             assert "leanctx" in request_text(srv.main_requests[0]["system"])  # the instructions reached the model
 
-            bot.kill9()
-            bot.start()
-            bot.send("002", "pro")
-            assert bot.wait_replies(2)[1]["reply"] == "Pro it is: welcome aboard."
+            restart_and_answer(bot)
         finally:
             bot.stop()
         first = request_text(srv.main_requests[first_main])
-    for needle in (SUMMARY, FIRST, QUESTION, "basic", "answers your pending question", "Their answer: \\\"pro\\\""):
-        assert needle in first, needle
-    state = state_of(hh.home)
-    assert state["pending"] is None
-    assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
+    state = assert_thread_handed_back(first, hh.home)
     assert [(t["role"], t["text"]) for t in state["recent_turns"]][-2:] == [("user", "pro"), ("agent", "Pro it is: welcome aboard.")]
     assert not (hh.home / ".claude" / "settings.json").exists()  # nothing of the host's settings was needed
 
@@ -187,18 +199,11 @@ def test_settings_bot_resumes_after_kill9(host_home, lean, sdk_cli):
             assert bot.wait_replies(1)[0]["reply"] == f"{QUESTION} basic or pro?"
             assert state_of(hh.home)["pending"]["question"] == QUESTION
             first_main = len(srv.main_requests)
-            bot.kill9()
-            bot.start()
-            bot.send("002", "pro")
-            assert bot.wait_replies(2)[1]["reply"] == "Pro it is: welcome aboard."
+            restart_and_answer(bot)
         finally:
             bot.stop()
         first = request_text(srv.main_requests[first_main])
-    for needle in (SUMMARY, FIRST, QUESTION, "basic", "answers your pending question", "Their answer: \\\"pro\\\""):
-        assert needle in first, needle
-    state = state_of(hh.home)
-    assert state["pending"] is None
-    assert state["last_answer"]["question"] == QUESTION and state["last_answer"]["answer"] == "pro"
+    assert_thread_handed_back(first, hh.home)
     lean.assert_no_hook_errors()
 
 

@@ -29,12 +29,13 @@ BLOCK = "[leanctx conversation state]"
 class Bot:
     """The `init --bot` Claude hooks as Claude Code runs them, for one user."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, **env: str) -> None:
+        self.data = data
         self.path = wrapper.wrapper_path(data)
         self.path.parent.mkdir(parents=True)
         self.path.write_text(wrapper.render(data))
         self.path.chmod(0o755)
-        self.env = {k: v for k, v in os.environ.items() if k != "CKS_ACTIVE_USER"} | {"CKS_ACTIVE_USER": USER}
+        self.env = {k: v for k, v in os.environ.items() if k != "CKS_ACTIVE_USER"} | (env or {"CKS_ACTIVE_USER": USER})
 
     def fire(self, event: str, session: str, **fields: str) -> str:
         payload = json.loads((PAYLOADS / "claude" / f"{event}.json").read_text()) | {"session_id": session} | fields

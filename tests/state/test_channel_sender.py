@@ -10,14 +10,12 @@ the real `leanctx state` command.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from leanctx.installer import wrapper
-from tests.conftest import PAYLOADS, run_cli
+from tests.conftest import run_cli
+from tests.state.test_bot_restarts import Bot as HookBot
 
 BLOCK = "[leanctx conversation state]"
 
@@ -29,22 +27,8 @@ def chan(text: str, **meta: str) -> str:
     return f'<channel source="chan"{attrs}>\n' + text.replace("</channel", "<\\/channel") + "\n</channel>"
 
 
-class Bot:
-    def __init__(self, data: Path, **env: str) -> None:
-        self.data = data
-        self.path = wrapper.wrapper_path(data)
-        self.path.parent.mkdir(parents=True)
-        self.path.write_text(wrapper.render(data))
-        self.path.chmod(0o755)
-        self.env = {k: v for k, v in os.environ.items() if k != "CKS_ACTIVE_USER"} | env
-
-    def fire(self, event: str, session: str, **fields: str) -> str:
-        payload = json.loads((PAYLOADS / "claude" / f"{event}.json").read_text()) | {"session_id": session} | fields
-        proc = subprocess.run(["/bin/sh", "-c", wrapper.command(self.path, "claude", event, ("--bot",))],
-                              input=json.dumps(payload).encode(), capture_output=True, env=self.env, timeout=60)
-        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
-        out = proc.stdout.decode()
-        return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out.strip() else ""
+class Bot(HookBot):
+    """The `init --bot` Claude hooks (tests/state/test_bot_restarts.py), state read per sender."""
 
     def state(self, user: str) -> dict:
         proc = run_cli("state", "show", "--json", "--user", user, env=self.env)
