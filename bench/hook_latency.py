@@ -32,12 +32,13 @@ READ_TOOL = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {"path": "src/
 # (agent, event, payload file[, fields to set]): each host's main events, and the read gate that
 # runs before every ctx_read (a recorded MCP PreToolUse payload, aimed at our tool); Cursor uses
 # documented shapes, every other host payloads recorded from its real CLI
+# (Claude Code's read gate is an http hook the daemon answers, no process: bench/read_latency.py.)
 CASES = [
-    ("claude", "PreToolUse", RECORDED / "claude" / "PreToolUse.mcp.json", READ_TOOL),
     ("codex", "PreToolUse", RECORDED / "codex" / "PreToolUse.mcp.json", READ_TOOL),
     ("claude", "SessionStart", PAYLOADS / "claude" / "SessionStart.json"),
     ("claude", "UserPromptSubmit", PAYLOADS / "claude" / "UserPromptSubmit.json"),
     ("claude", "Stop", PAYLOADS / "claude" / "Stop.json"),
+    ("claude", "PreCompact", RECORDED / "claude" / "PreCompact.manual.json"),  # prints the summariser's instruction
     ("codex", "SessionStart", PAYLOADS / "codex" / "SessionStart.json"),
     ("codex", "UserPromptSubmit", PAYLOADS / "codex" / "UserPromptSubmit.json"),
     ("cursor", "sessionStart", DOCUMENTED / "cursor" / "sessionStart.json"),
