@@ -186,12 +186,6 @@ class _Hooks:
         return hooks
 
 
-def claude_sdk_hooks(user: str, *, source: str = SOURCE) -> dict:
-    """`ClaudeAgentOptions.hooks` for `user`: UserPromptSubmit (hand back the thread on a session's
-    first prompt, record the prompt) and Stop (record the reply)."""
-    return _Hooks(user, source, deferred=False).matchers()
-
-
 def claude_sdk_server(user: str, *, name: str = SERVER, hooks: _Hooks | None = None) -> Any:
     """An in-process MCP server whose state tools act on `user`'s thread (after the deferred
     commit of `hooks`' last prompt, so a question saved in a turn sees that turn's message)."""

@@ -54,12 +54,21 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
         if result.get("answered"):
             return agent.context_output(event.event, protocol.answer_context(result["answered"])) or None
         return None
-    reply = agent.reply_text(event) if event.kind in (STOP, REPLY) and not event.subagent_id else None
-    if reply:
-        api.reply(reply, user, session_id=session)  # arms a question asked in this turn
-    elif event.kind in (STOP, REPLY) and not event.subagent_id:
-        api.arm_pending(user)
+    if event.kind in (STOP, REPLY) and not event.subagent_id:
+        _record_reply(agent, event, user, session)
     return None
+
+
+def _record_reply(agent: Agent, event: HookEvent, user: str, session: str | None) -> None:
+    """The turn's reply, which arms a question asked in this turn; a stop that carries no reply
+    text arms it all the same, so the question is never left unanswerable."""
+    from leanctx.state import api
+
+    reply = agent.reply_text(event)
+    if reply:
+        api.reply(reply, user, session_id=session)
+    else:
+        api.arm_pending(user)
 
 
 def _channel_event(agent: Agent, event: HookEvent, data_dir: str, session: str | None) -> str | None:
@@ -100,11 +109,7 @@ def _channel_event(agent: Agent, event: HookEvent, data_dir: str, session: str |
             for user in {u for u in senders if u is not None}:
                 api.arm_pending(user)
             return None
-        reply = agent.reply_text(event)
-        if reply:
-            api.reply(reply, senders[0], session_id=session)
-        else:
-            api.arm_pending(senders[0])
+        _record_reply(agent, event, senders[0], session)
     except (channel.Refused, BadSlug) as exc:
         log(data_dir, agent.name, event.event, f"bot profile (channel): nothing recorded: {exc}")
     return None
