@@ -157,26 +157,26 @@ def socket_inode(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
     return None
 
 
-def holder(inode: int, hosts: set[tuple[int, int]]) -> tuple[int, int] | None:
-    """The one candidate host (pid, start ticks) holding the socket `inode`, alive and unchanged."""
+def holds(inode: int, host: tuple[int, int]) -> bool:
+    """Does the host process (pid, start ticks), alive and unchanged, hold the socket `inode`?"""
+    pid, ticks = host
+    stat = process_stat(pid)
+    if stat is None or stat[2] != ticks:
+        return False
+    folder = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
     target = f"socket:[{inode}]"
-    for pid, ticks in hosts:
-        stat = process_stat(pid)
-        if stat is None or stat[2] != ticks:
-            continue
-        folder = f"/proc/{pid}/fd"
+    for fd in names:
         try:
-            names = os.listdir(folder)
+            if os.readlink(f"{folder}/{fd}") == target:
+                again = process_stat(pid)
+                return again is not None and again[2] == ticks
         except OSError:
             continue
-        for fd in names:
-            try:
-                if os.readlink(f"{folder}/{fd}") == target:
-                    again = process_stat(pid)
-                    return (pid, ticks) if again is not None and again[2] == ticks else None
-            except OSError:
-                continue
-    return None
+    return False
 
 
 # -- the note -------------------------------------------------------------------------------------
@@ -427,7 +427,7 @@ class HttpGate:
             conn.inode = socket_inode(conn.peer, local)
             if conn.inode is None:
                 return False
-        if holder(conn.inode, {host}) != host:
+        if not holds(conn.inode, host):
             return False
         conn.host = host
         return True
