@@ -31,13 +31,13 @@ def test_carry_reattached_files_get_stubs_and_a_changed_one_a_diff(claude_cli, t
     # item 2: the PreCompact instruction reached the summariser, with the paths worked with
     prompt = sc.compaction_prompt(out)
     assert "Additional Instructions:" in prompt and "do not copy file contents" in prompt, prompt[-600:]
-    assert "big.py" in prompt[prompt.index("Additional Instructions:"):]
+    assert '"big.py"' in prompt[prompt.index("Additional Instructions:"):]  # a path is a quoted string
     # item 3: one card, all planted facts, within 1.5 KB, no file contents
     card = sc.card_of(out["bodies"][0])
     assert card is not None and len(card.encode()) <= 1536, card
     assert fig["card_facts"] == sorted(sc.PLANTED), card
-    assert "(exit 3)" in card and "Files edited: f2.py" in card, card
-    assert "Changed on disk since last read: f1.py" in card, card
+    assert "(exit 3)" in card and 'Files edited: "f2.py"' in card, card
+    assert 'Changed on disk since last read: "f1.py"' in card, card
     assert str(sc.transcript_of(out["home"])) in card, card
     assert not any(sc.marker(n) in card for n in sc.ORDER)
     assert json_count(out["bodies"][0], sc.CARD_HEAD) == 1  # injected once
