@@ -7,7 +7,7 @@
   loop where a config should be is refused with a message, at once.
 - Writes are atomic (temp file in the target's folder, fsync, rename, fsync of the folder),
   keep the file's permission bits, and leave a timestamped copy of the old bytes in
-  `<data dir>/backups/`. Temp files a killed run left behind are removed by the next one.
+  `<data dir>/backups/` (the newest BACKUPS_KEPT_PER_FILE per file, each name unique to its file). Temp files a killed run left behind are removed by the next one.
 - A lock in the data dir serialises concurrent leanctx runs, and the file is re-read right
   before the rename: if a running host rewrote it meanwhile, the caller re-plans on fresh bytes.
 """
@@ -214,21 +214,46 @@ def folder_problem(folder: Path) -> str | None:
     return None
 
 
+_STAMP = re.compile(r"^\d{8}T\d{15}$")
+BACKUP_SUFFIX = ".backup"  # an older leanctx wrote `<folded path>.<stamp>.bak`: never pruned by name
+
+
+def backup_prefix(path: Path) -> str:
+    """The start of every backup name of `path` and of no other file's: a readable label (the
+    path with `/` as `__`, other characters as `_`, the end kept) then the hash of its bytes."""
+    raw = os.fsencode(path)
+    label = re.sub(r"[^A-Za-z0-9._-]", "_", str(path).strip("/").replace("/", "__"))[-150:]
+    return f"{label}.{hashlib.sha256(raw).hexdigest()[:32]}."
+
+
 def backup(data_dir: Path, path: Path, data: bytes) -> Path:
-    """Keep a timestamped copy of `data` (the bytes about to be replaced)."""
+    """Keep a timestamped copy of `data` (the bytes about to be replaced), and only the newest
+    BACKUPS_KEPT_PER_FILE of this file's: names are compared exactly, never as a pattern (a `[`
+    or `*` in a path, or `a__b` beside `a/b`, must not reach another file's backups)."""
     folder = data_dir / "backups"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    stem = str(path).strip("/").replace("/", "__").replace("\\", "__")
+    prefix = backup_prefix(path)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
-    dest = folder / f"{stem}.{stamp}.bak"
+    dest = folder / f"{prefix}{stamp}{BACKUP_SUFFIX}"
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
-    old = sorted(folder.glob(f"{stem}.*.bak"))
-    for stale in old[:-BACKUPS_KEPT_PER_FILE]:
+    for stale in backups_of(data_dir, path)[:-BACKUPS_KEPT_PER_FILE]:
         with contextlib.suppress(OSError):
             stale.unlink()
     return dest
+
+
+def backups_of(data_dir: Path, path: Path) -> list[Path]:
+    """This file's backups, oldest first (those an older leanctx named are not told apart: left alone)."""
+    prefix = backup_prefix(path)
+    try:
+        names = os.listdir(data_dir / "backups")
+    except OSError:
+        return []
+    mine = [n for n in names if n.startswith(prefix) and n.endswith(BACKUP_SUFFIX)
+            and _STAMP.match(n[len(prefix):-len(BACKUP_SUFFIX)])]
+    return [data_dir / "backups" / n for n in sorted(mine)]
 
 
 class ChangedUnderUs(Exception):
