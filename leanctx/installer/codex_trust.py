@@ -100,9 +100,9 @@ def status(state: Mapping[str, Any] | None, current_hash: str) -> str:
 
 def trust(config_text: str, entries: list[dict]) -> str:
     """config.toml text with `trusted_hash` set for `entries` (comments and order kept, via tomlkit)."""
-    from leanctx.installer.tomledit import table_in
+    from leanctx.installer.tomledit import dumps, load, table_in
 
-    doc = tomlkit.parse(config_text)
+    doc = load(config_text)
     hooks = doc.get("hooks")
     if hooks is None:
         hooks = tomlkit.table(is_super_table=True)
@@ -117,12 +117,14 @@ def trust(config_text: str, entries: list[dict]) -> str:
             state[entry["key"]] = table_in(state, {"trusted_hash": entry["hash"]})
         else:
             table["trusted_hash"] = entry["hash"]
-    return tomlkit.dumps(doc)
+    return dumps(doc, config_text)
 
 
 def untrust(config_text: str, keys: set[str]) -> str:
     """config.toml text without the state tables of `keys` (and without containers left empty)."""
-    doc = tomlkit.parse(config_text)
+    from leanctx.installer.tomledit import load
+
+    doc = load(config_text)
     hooks = doc.get("hooks")
     state = hooks.get("state") if isinstance(hooks, dict) else None
     if not isinstance(state, dict):

@@ -157,7 +157,7 @@ def plan_register(agent: Agent, home: Path, data_dir: Path, project: Path | None
                     doc[key[0]] = servers
                     created.append(list(key))
                 servers[name] = tomledit.table_in(servers, entry)
-        new = tomlkit.dumps(doc).encode("utf-8")
+        new = tomledit.dumps(doc, text).encode("utf-8")
     if new == old:
         return already_there(agent, part_name(name), target, data_dir, old)
     files.check_writable(target.real)

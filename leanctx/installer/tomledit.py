@@ -1,4 +1,8 @@
-"""tomlkit helpers shared by the Codex writers (trust tables, the MCP server table)."""
+"""tomlkit helpers shared by the Codex writers (trust tables, the MCP server table).
+
+Codex 0.171 reads a config.toml that starts with a UTF-8 byte order mark (`codex mcp list` lists
+its servers), which tomlkit rejects: the mark is set aside before parsing and put back on the
+text we write, so an edit keeps it and a removal gives the file back byte for byte."""
 
 from __future__ import annotations
 
@@ -15,10 +19,23 @@ from tomlkit.toml_document import TOMLDocument
 from leanctx.installer.files import ConfigError
 
 
+BOM = "\ufeff"
+
+
+def load(text: str) -> TOMLDocument:
+    """tomlkit's parse of `text` without its byte order mark (tomlkit's own errors)."""
+    return tomlkit.parse(text[1:] if text.startswith(BOM) else text)
+
+
+def dumps(doc: TOMLDocument, before: str) -> str:
+    """`doc` as text, with the byte order mark `before` (the text it was parsed from) had."""
+    return (BOM if before.startswith(BOM) else "") + tomlkit.dumps(doc)
+
+
 def parse(path: Path, text: str) -> TOMLDocument:
     """A config.toml to edit; ConfigError naming the file, line and column when it is not TOML."""
     try:
-        return tomlkit.parse(text)
+        return load(text)
     except tomlkit.exceptions.ParseError as exc:
         raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse TOML; left untouched") from None
 
@@ -34,7 +51,7 @@ def dumps_after_removal(doc: TOMLDocument, before: str) -> str:
     tomlkit separates an appended table with a blank line and leaves that line behind when the
     table is removed again; when the removed table ended the file, drop it, so a surgical removal
     gives back the file as it was (the byte-exact path restores the saved bytes anyway)."""
-    text = tomlkit.dumps(doc)
+    text = dumps(doc, before)
     if text.endswith("\n\n") and not before.endswith("\n\n"):
         return text.rstrip("\n") + "\n"
     return text

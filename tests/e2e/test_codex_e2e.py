@@ -237,3 +237,33 @@ def test_uninstall_removes_the_hooks_file_init_created(codex_cli, host_home, lea
     assert lean.state() == state, "leanctx published something after uninstall"
     assert config.read_bytes() == original
     lean.assert_no_hook_errors()
+
+
+def test_a_config_toml_with_a_byte_order_mark_is_edited_and_keeps_it(codex_cli, host_home, lean, run_host):
+    """Codex 0.171 reads a config.toml that starts with a UTF-8 BOM: init edits it (MCP entry and
+    hook trust), the mark stays, Codex lists both servers and runs our trusted hooks, and
+    uninstall gives the bytes back."""
+    hh = host_home
+    env = hostcli.codex_env(hh.home)
+
+    def servers() -> dict:
+        cp = subprocess.run([codex_cli, "mcp", "list", "--json"], cwd=hh.proj, env=env, capture_output=True,
+                            text=True, timeout=CLI_TIMEOUT, stdin=subprocess.DEVNULL)
+        assert cp.returncode == 0, cp.stderr
+        return {s["name"]: s for s in json.loads(cp.stdout)}
+
+    with FakeOpenAI(script=["with hooks"]) as srv:
+        config = hostcli.write_codex_config(hh.home, srv.base_url)
+        config.write_bytes(b"\xef\xbb\xbf" + config.read_bytes() + b'\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')
+        original = config.read_bytes()
+        assert set(servers()) == {"docs"}  # Codex itself reads the file with its mark
+        lean.run("init", "--agent", "codex", "--trust")
+        text = config.read_bytes()
+        assert text.startswith(b"\xef\xbb\xbf") and text.count(b"\xef\xbb\xbf") == 1
+        listed = servers()
+        assert set(listed) == {"docs", "leanctx"} and listed["leanctx"]["enabled"] is True
+        cp, _ = codex_exec(run_host, codex_cli, hh, "hi", bypass=False, env_extra=lean.host_env)
+        assert cp.stdout.strip() == "with hooks"
+    assert len(lean.records("codex")) == 1  # the trust written into the marked file is the one Codex reads
+    lean.run("uninstall", "--agent", "codex")
+    assert config.read_bytes() == original

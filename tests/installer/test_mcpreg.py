@@ -68,6 +68,29 @@ def test_codex_registers_a_toml_table_keeping_comments(home: Path, data_dir: Pat
     assert path.read_text() == original.replace('"o3"', '"o4"')
 
 
+@pytest.mark.parametrize("trust", [False, True])
+def test_codex_config_with_a_byte_order_mark_is_edited_and_keeps_it(home: Path, data_dir: Path, trust: bool) -> None:
+    """Codex 0.171 reads a config.toml that starts with a BOM (tests/e2e/test_codex_e2e.py shows
+    `codex mcp list` listing its servers), so init edits it, the mark stays first, and uninstall
+    gives back the same bytes (or, after a user edit elsewhere, the file with that edit and the mark)."""
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    original = '\ufeff# my Codex settings\nmodel = "o3"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+    path.write_bytes(original.encode("utf-8"))
+    assert init(home, data_dir, "codex", trust=trust) == 0
+    text = path.read_bytes().decode("utf-8")
+    assert text.startswith("\ufeff# my Codex settings\n") and text.count("\ufeff") == 1
+    value = tomlkit.parse(text[1:]).unwrap()
+    assert set(value["mcp_servers"]) == {"docs", "leanctx"}
+    assert ("hooks" in value) is trust  # the trust tables went into the same file
+    uninstall(home, data_dir, "codex")
+    assert path.read_bytes() == original.encode("utf-8")
+    assert init(home, data_dir, "codex", trust=trust) == 0
+    path.write_bytes(path.read_bytes().replace(b'"o3"', b'"o4"'))  # surgical removal keeps the mark too
+    uninstall(home, data_dir, "codex")
+    assert path.read_bytes() == original.replace('"o3"', '"o4"').encode("utf-8")
+
+
 def test_files_created_only_for_us_are_removed(home: Path, data_dir: Path) -> None:
     init(home, data_dir, "claude")
     assert (home / ".claude.json").exists() and (home / ".claude" / "CLAUDE.md").exists()
