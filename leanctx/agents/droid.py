@@ -32,6 +32,7 @@ class Droid(ClaudeShapeAgent):
     checked_against = "Factory Droid 0.215.0 (real CLI, npm droid, end-to-end tests)"
     events = tuple(e for e in CLAUDE_STYLE_EVENTS if e.kind not in (SUBAGENT_START, SUBAGENT_STOP))
     config_home = ".factory"
+    json_bom_ok = False  # verified on 0.215: a settings.json or mcp.json starting with a BOM is ignored whole
     project_settings = ".factory/settings.json"
     rules_file = "AGENTS.md"
     read_gate_event = EventSpec("PreToolUse", PRE_TOOL, matcher=f"{MCP_SERVER}___ctx_read")

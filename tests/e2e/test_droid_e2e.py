@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import pytest
 
 from tests.e2e import hostcli, tracetap
+from tests.e2e.conftest import CLI_TIMEOUT
 from tests.e2e.fake_chat import FakeChat, tool_call, tool_names
 
 pytestmark = pytest.mark.e2e
@@ -177,3 +179,21 @@ def test_droid_guard_and_bot_in_the_real_host(droid_cli, host_home, lean, run_ho
     state = json.loads((hh.home / ".cks" / "user" / "ana" / "conversation-state.json").read_text())
     assert state["recent_turns"] == []
     lean.assert_no_hook_errors()
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+def test_droid_ignores_a_settings_or_mcp_file_that_starts_with_a_byte_order_mark(droid_cli, host_home, run_host, bom):
+    """Why Droid's json_bom_ok is False (and init warns about such a file): with the mark, Droid
+    0.215 sees neither the custom model of settings.json nor the servers of mcp.json."""
+    hh = host_home
+    factory = hh.home / ".factory"
+    factory.mkdir()
+    (factory / "mcp.json").write_bytes(bom + b'{"mcpServers": {"docs": {"type": "stdio", "command": "docs-mcp", "args": []}}}\n')
+    listed = subprocess.run([droid_cli, "mcp", "list"], cwd=hh.proj, env=droid_env(hh.home), capture_output=True,
+                            text=True, timeout=CLI_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert ("docs" in listed.stdout) is not bool(bom), listed.stdout + listed.stderr
+    with FakeChat(script=["hello"] * 3) as srv:
+        (factory / "settings.json").write_bytes(bom + json.dumps(byok_settings(srv.base_url)).encode())
+        cp, _ = run_host([droid_cli, "exec", "-m", "custom:fake-0", "--skip-permissions-unsafe", "hi"], cwd=hh.proj,
+                         env=droid_env(hh.home))
+    assert (cp.returncode == 0 and "hello" in cp.stdout) is not bool(bom), cp.stdout[-500:] + cp.stderr[-500:]

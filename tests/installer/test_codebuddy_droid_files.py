@@ -145,6 +145,24 @@ def test_droid_user_install_and_byte_identical_uninstall(home: Path, data_dir: P
     assert snapshot(home, skip=data_dir) == before
 
 
+@pytest.mark.parametrize("bommed", ["settings.json", "mcp.json"])
+def test_droid_byte_order_mark_is_flagged_and_kept(home: Path, data_dir: Path, bommed: str) -> None:
+    """Droid 0.215 ignores a settings.json or mcp.json that starts with a BOM (tests/e2e/test_droid_e2e.py):
+    init says which file and what to remove, keeps the user's bytes (the mark too), and uninstall
+    gives them back."""
+    files = {"settings.json": '{"customModels": [{"model": "m", "apiKey": "k"}]}\n', "mcp.json": USERS}
+    paths = {name: write(home / ".factory" / name, text) for name, text in files.items()}
+    paths[bommed].write_bytes(b"\xef\xbb\xbf" + paths[bommed].read_bytes())
+    before = snapshot(home, skip=data_dir)
+    proc = run_cli("init", "--agent", "droid")
+    warned = [line for line in proc.stderr.splitlines() if "will not load" in line and "byte order mark" in line]
+    assert proc.returncode == 1 and len(warned) == 1 and bommed in warned[0], proc.stderr
+    data = paths[bommed].read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") and data.count(b"\xef\xbb\xbf") == 1 and b"leanctx" in data
+    ok("uninstall", "--agent", "droid")
+    assert snapshot(home, skip=data_dir) == before
+
+
 def test_droid_project_files(home: Path, data_dir: Path, tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
