@@ -23,7 +23,7 @@ for the floor). RSS rather than tracemalloc because it counts everything the pro
 (the decoded text, C-level buffers of json and re, freed-but-not-returned arenas) and needs no
 instrumentation that would slow the run.
 
-Targets (issue 8, item 15): init <= 5x floor and <= 3x the file size extra peak memory;
+Targets: init <= 5x floor and <= 3x the file size extra peak memory;
 no-op re-init <= 2x floor.
 
 Usage: python bench/big_config.py [--runs N] [--mb MB] [--settings-mb MB] [--ascii]

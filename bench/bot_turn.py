@@ -8,7 +8,7 @@ the user waits for). Modes: `none` (setting_sources=[]), `command` (`init --bot 
 (leanctx.bot.claude_sdk_binding: one UserPromptSubmit callback; the reply is recorded by
 `delivered()` once the user has it, timed apart as `delivered`), and `in-process-stop`
 (claude_sdk_options: the reply recorded in a Stop callback, inside the turn). Prints the median and
-p95 of turns 2..N per mode and each ratio to no hooks (issue 11's target: in-process <= 1.3x).
+p95 of turns 2..N per mode and each ratio to no hooks (target: in-process <= 1.3x).
 Needs `pip install -e '.[sdk]'`.
 
 Usage: python bench/bot_turn.py [--turns N] [--cli PATH]   (default: the SDK's bundled CLI)

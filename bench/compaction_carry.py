@@ -11,7 +11,7 @@ estimate leanctx reports) of the re-reads and of the attachments.
 
 Ways: none (no leanctx: the re-reads go through Claude Code's own Read), before (leanctx with
 LEANCTX_CARRY=0, what it did before carry), carry (leanctx as shipped).
-Target (issue 13, G1): 0 duplicates of re-attached files; total <= attached + files not attached.
+Target: 0 duplicates of re-attached files; total <= attached + files not attached.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ code loaded), then after the N reads; the growth is printed beside the file text
 
     python bench/daemon_memory.py [--files 1000] [--kib 40]
 
-Target: growth at most 3x the held bytes (issue 12, "Daemon lifecycle").
+Target: growth at most 3x the held bytes.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ response and to the `tools/list` response, with no daemon running (cold: the ser
 and with one up (warm), beside a minimal standard-library MCP server (bench/support/minimal_mcp.py)
 spawned by the same interpreter, byte code cached as after a pip install. Rows are interleaved round by round, so machine noise hits them
 alike; ratios are given p50/p50 and as the median of the per-round ratios. Everything runs in a
-throw-away HOME, data dir and project. Targets (issue 12): p50 <= 100 ms and <= 1.5x the minimal
+throw-away HOME, data dir and project. Targets: p50 <= 100 ms and <= 1.5x the minimal
 server, cold and warm.
 
 Then the tokens the model pays per session for each profile: the tools/list answer plus the read
@@ -14,7 +14,7 @@ the coding profile.
 
     python bench/mcp_startup.py [--runs 20] [--old-src DIR]
 
---old-src DIR adds rows for another checkout's server (e.g. the SDK server before issue 12), run
+--old-src DIR adds rows for another checkout's server (e.g. the earlier server built on the `mcp` SDK), run
 from DIR's sources by this interpreter, for a before/after table.
 """
 

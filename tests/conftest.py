@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# Recorded payloads from the real CLIs live beside the repo in the workplace; a copy ships in
-# tests/fixtures/payloads so the suite runs from a clean clone.
+# Recorded payloads from the real CLIs ship in tests/fixtures/payloads, so the suite runs from a
+# clean clone.
 PAYLOADS = REPO / "tests" / "fixtures" / "payloads"
 
 HOST_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEBUDDY_CONFIG_DIR", "FACTORY_HOME_OVERRIDE", "XDG_DATA_HOME", "XDG_CONFIG_HOME",

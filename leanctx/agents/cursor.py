@@ -12,7 +12,7 @@ run: every fact is cited where it is used, from the docs or the reference below.
               session_id == conversation_id; plain-text stdout -> "JSON Parse Error")
   [entire]    https://github.com/entireio/cli agent/cursor/AGENT.md (event list, subagent fields,
               transcript_path null in CLI mode)
-  [exo]       Exocortex probe, Cursor 3.9.16 (hosts.md §4 "stdin encoding", "additional_context":
+  [exo]       third-party probe, Cursor 3.9.16 (hosts.md §4 "stdin encoding", "additional_context":
               UTF-8 BOM on Windows stdin; beforeSubmitPrompt additional_context works, undocumented)
   [lc1200]    lean-ctx hooks/agents/cursor.rs "#1200" (hosts.md §4 "stdout contract": Cursor
               appended post-tool hook stdout to edited files)

@@ -1,4 +1,4 @@
-"""The conversation-scoped read cache (issue 4, parts 1-5): the API the service builds on.
+"""The conversation-scoped read cache (full reads, stubs, range pointers, diffs): the API the service builds on.
 
 Nothing here talks to a socket or to MCP; `service.py`, `client.py` and `mcpserver.py` do, on top of
 these three calls:

@@ -53,7 +53,7 @@ Search roots. Glob and Grep (and the shell's recursive walkers: `find`, `ls -R`,
 root is an ancestor of `$CKS_HOME/user` (HOME, `/`, or `$CKS_HOME` itself) unless the pattern
 provably cannot enter the user tree: a Glob like `src/**/*.py` from HOME is allowed, `**/*.py`
 from HOME is not; a Grep from HOME needs a `glob` anchored away from `$CKS_HOME`
-(`src/**/*.py`). Decision beyond the brief: shell walkers from an ancestor are denied even when
+(`src/**/*.py`). A deliberate extra: shell walkers from an ancestor are denied even when
 they do not name `.cks` (`grep -r phone ~` reads every user's profile), with two provable
 exceptions: a depth limit too shallow to list `$CKS_HOME/user/<name>` (`find ~ -maxdepth 1`,
 `tree -L 2`, `du -d 1`, `rg/fd --max-depth`), and tools that skip hidden folders by default

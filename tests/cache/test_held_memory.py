@@ -1,4 +1,4 @@
-"""What the read cache holds in memory costs about its UTF-8 bytes (issue 12: a daemon holding
+"""What the read cache holds in memory costs about its UTF-8 bytes (the target: a daemon holding
 1,000 files of 40 KB stays within 3x the held bytes; bench/daemon_memory.py measures the RSS).
 Counted here exactly with tracemalloc, on the real cache code: a file with one emoji held as a
 Python str took 4 bytes a character (PEP 393), so ~4x its bytes."""

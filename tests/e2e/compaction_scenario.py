@@ -37,7 +37,7 @@ STALE = "f1.py"  # read, then changed on disk before the compaction (not re-atta
 POOR_SUMMARY = "<summary>SUMMARY-TEXT</summary>"
 WAYS = ("none", "before", "carry")
 CARD_HEAD = "[leanctx state card"
-# facts planted before the compaction, for the state card (item 3)
+# facts planted before the compaction, for the state card
 PLANTED = {"prompt": "PLANTED-PROMPT", "todo": "PLANTED-TODO", "failure": "PLANTED-FAIL"}
 
 

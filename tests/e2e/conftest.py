@@ -31,7 +31,7 @@ if str(_REPO) not in sys.path:
 
 from tests.e2e import hostcli  # noqa: E402
 
-CLI_TIMEOUT = 90.0  # every host CLI run is bounded (the brief allows <= 120 s)
+CLI_TIMEOUT = 90.0  # every host CLI run is bounded (at most 120 s each)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,8 +1,7 @@
-"""End to end: the read-cache daemon lives exactly as long as a bot's sessions (issue 11, "Bot
-profile footprint"; issue 12, "Daemon lifecycle"). A bot on the real Claude Agent SDK (its bundled
-Claude Code) with `init --agent claude --bot` (MCP server registered) answers one message and then
-sits quiet: its MCP server is the daemon's client, so the daemon stays. kill -9 the bot: its CLI
-and MCP server go with it, and the daemon exits after its (test-short) idle time. Before, every
+"""End to end: the read-cache daemon lives exactly as long as a bot's sessions. A bot on the real
+Claude Agent SDK (its bundled Claude Code) with `init --agent claude --bot` (MCP server
+registered) answers one message and then sits quiet: its MCP server is the daemon's client, so the
+daemon stays. kill -9 the bot: its CLI and MCP server go with it, and the daemon exits after its (test-short) idle time. Before, every
 SDK bot left a daemon running for good (23 in one test run).
 """
 from __future__ import annotations

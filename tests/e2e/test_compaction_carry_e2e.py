@@ -28,11 +28,11 @@ def test_carry_reattached_files_get_stubs_and_a_changed_one_a_diff(claude_cli, t
     assert fig["duplicates"] == 0, fig
     last = out["bodies"][-1]
     assert all(sc.copies(last, n) == 1 for n in sc.ATTACHED)
-    # item 2: the PreCompact instruction reached the summariser, with the paths worked with
+    # the PreCompact instruction reached the summariser, with the paths worked with
     prompt = sc.compaction_prompt(out)
     assert "Additional Instructions:" in prompt and "do not copy file contents" in prompt, prompt[-600:]
     assert '"big.py"' in prompt[prompt.index("Additional Instructions:"):]  # a path is a quoted string
-    # item 3: one card, all planted facts, within 1.5 KB, no file contents
+    # one card, all planted facts, within 1.5 KB, no file contents
     card = sc.card_of(out["bodies"][0])
     assert card is not None and len(card.encode()) <= 1536, card
     assert fig["card_facts"] == sorted(sc.PLANTED), card

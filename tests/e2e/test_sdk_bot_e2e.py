@@ -1,5 +1,5 @@
 """End to end: a long-running bot on the real Claude Agent SDK (tests/e2e/sdk_bot.py), killed with
-kill -9 and restarted, against the scripted fake Anthropic server. Issue 11:
+kill -9 and restarted, against the scripted fake Anthropic server:
 (a) the `init --bot` settings hooks and (b) leanctx's in-process hooks and tools
 (claude_sdk_options, setting_sources=[], no `leanctx init`), kill -9 between turns: the new
 process's first request carries the thread and the answer line, and on disk the question is
@@ -178,7 +178,7 @@ def test_native_bot_resumes_after_kill9_with_isolated_settings(host_home, sdk_cl
 
 
 def test_settings_bot_resumes_after_kill9(host_home, lean, sdk_cli):
-    """Issue 11 (a): the `init --agent claude --bot` command hooks under the SDK's default options
+    """(a) the `init --agent claude --bot` command hooks under the SDK's default options
     (settings loaded), one client per user with env={"CKS_ACTIVE_USER": user}; the model saves its
     question through Bash as the skill says. kill -9, restart, answer: same outcome as (b)."""
     hh = host_home
@@ -228,7 +228,7 @@ def two_user_model(body):
 
 
 def test_two_users_in_one_native_bot_never_see_each_other(host_home, sdk_installed):
-    """Issue 11 (e): ana and bob served at once by one bot process (one client each, no env), kill -9,
+    """(e) ana and bob served at once by one bot process (one client each, no env), kill -9,
     restart, both answer at once: every request holds one user's marker only, and each state ends
     with its own answer."""
     hh = host_home
@@ -278,7 +278,7 @@ def user_turns(state, text):
 @pytest.mark.parametrize("mode,kill_at,resume", [("settings", "mid-turn", False), ("binding", "mid-turn", False),
                                                  ("binding", "before-delivery", False), ("binding", "before-delivery", True)])
 def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean, sdk_installed, mode, kill_at, resume):
-    """Issue 11 (c): kill -9 after the model saved its question but before the reply reached the
+    """(c) kill -9 after the model saved its question but before the reply reached the
     user (mid-turn: while the model writes the reply; before-delivery: the turn is over, the bot
     has not sent it), the chat layer redelivers the message, the redone turn asks again, the user
     answers: that answer is `last_answer`, the first message is one user turn, and the redelivered
@@ -346,7 +346,7 @@ def test_a_crash_mid_turn_and_redelivery_record_the_real_answer(host_home, lean,
 
 @pytest.mark.parametrize("mode", ["settings", "binding"])
 def test_five_resumed_restarts_hold_one_state_block(host_home, lean, sdk_cli, mode):
-    """Issue 11 (d): a bot that resumes its SDK session (`resume=<sid>`, the id kept per user in
+    """(d) a bot that resumes its SDK session (`resume=<sid>`, the id kept per user in
     its spool) is killed and restarted 5 times; each restart's first prompt gets only what the
     transcript lacks, so the first request of the 5th restart holds the thread's block exactly
     once (the fresh first session's), with the pending question and the answer line."""

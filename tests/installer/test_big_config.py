@@ -1,4 +1,4 @@
-"""Big host configs (issue 8, item 15): init, re-init and uninstall on a big ~/.claude.json.
+"""Big host configs: init, re-init and uninstall on a big ~/.claude.json.
 
 Claude Code keeps every project's history in ~/.claude.json, so it grows to tens of MB; we edit
 only its `mcpServers` member. The editor used to build a node per value of the whole document

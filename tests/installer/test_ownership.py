@@ -1,6 +1,5 @@
-"""init and uninstall never damage or take what the user has in a config file (issue 8 items 1,
-2, 4, 5, 10, 18): one file may hold several of our parts, an entry we did not write is never
-ours, and a project's files name no path of this machine. Every test runs the real CLI."""
+"""init and uninstall never damage or take what the user has in a config file: one file may hold
+several of our parts, an entry we did not write is never ours, and a project's files name no path of this machine. Every test runs the real CLI."""
 
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-# -- item 1: init twice = init once, blocks that share a file are independent -------------------
+# -- init twice = init once, blocks that share a file are independent -------------------
 
 
 @pytest.mark.parametrize("level", ["user", "project"])
@@ -113,7 +112,7 @@ def test_old_manifest_without_parts_still_uninstalls(home: Path, data_dir: Path)
     assert not (home / ".codex" / "hooks.json").exists()
 
 
-# -- item 4: a file two agents' installs share ---------------------------------------------------
+# -- a file two agents' installs share ---------------------------------------------------
 
 
 @pytest.mark.parametrize("first_out", ["codebuddy", "claude"])
@@ -144,7 +143,7 @@ def test_shared_mcp_json_created_by_us_goes_with_the_last_install(home: Path, da
     assert list(project.iterdir()) == []
 
 
-# -- item 2: a server named leanctx that we did not write ----------------------------------------
+# -- a server named leanctx that we did not write ----------------------------------------
 
 USERS_SERVER = {"command": "node", "args": ["/opt/my-leanctx/server.js"], "env": {"TOKEN": "s3cret"}}
 
@@ -236,7 +235,7 @@ def test_uninstall_keeps_a_server_the_user_put_in_place_of_ours(home: Path, data
     assert tomlkit.parse(config.read_text()).unwrap()["mcp_servers"]["leanctx"] == {"command": "my-ctx", "env": {"TOKEN": "s3cret"}}
 
 
-# -- item 5: our handler inside the user's own hook group ----------------------------------------
+# -- our handler inside the user's own hook group ----------------------------------------
 
 
 @pytest.mark.parametrize("name", ["claude", "codex"])
@@ -269,7 +268,7 @@ def test_users_group_with_a_prompt_handler_beside_ours_is_theirs(home: Path, dat
     assert json.loads(config.read_text()) == {"hooks": {"Stop": [{"hooks": [prompt]}]}}
 
 
-# -- item 10: inline tables and dotted keys in config.toml ---------------------------------------
+# -- inline tables and dotted keys in config.toml ---------------------------------------
 
 
 @pytest.mark.parametrize("text", [
@@ -301,7 +300,7 @@ def test_codex_trust_into_inline_hooks_table(home: Path, data_dir: Path) -> None
     assert config.read_text() == text
 
 
-# -- item 18: a project's files name no path of this machine -------------------------------------
+# -- a project's files name no path of this machine -------------------------------------
 
 
 def test_project_files_are_portable(home: Path, data_dir: Path, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """A bot that restarts keeps one thread: through the installed hook wrapper with recorded Claude
-payloads and the real `leanctx state` command (issue 11, items 1 and 2).
+payloads and the real `leanctx state` command.
 
 - resumed restarts (SessionStart source=resume) of a session whose transcript already holds the
   thread get only the open question, never another `[leanctx conversation state]` block (Claude

@@ -1,5 +1,5 @@
 """One Claude Code session serving every sender of a channel: with LEANCTX_CHANNEL_SENDER the bot
-hooks take the user from the channel's sender attribute (issue 11, channels).
+hooks take the user from the channel's sender attribute.
 
 The prompts are the exact text Claude Code 2.1.197 hands UserPromptSubmit for a channel
 notification (`<channel source="SERVER" k="v">\\ntext\\n</channel>`, seen in the real CLI; the
