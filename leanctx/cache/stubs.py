@@ -3,14 +3,32 @@ situation always produces the same bytes (provider prompt caching, #498): no cou
 
 Every text names the file by its path relative to the workspace root (never the basename), says
 the copy came from THIS conversation and is unchanged on disk since, and names `fresh=true` as
-the way to get the content again. None says "omitted" or "unavailable".
+the way to get the content again. None says "omitted" or "unavailable". A path with a character
+that is not printable (a newline, a bidi override, a zero-width space...) is shown as a JSON string,
+so a file's name can neither start a line of its own nor hide text; every other path as it is.
 """
 
 from __future__ import annotations
 
+from leanctx import fastjson
 from leanctx.cache.dedup import Span, fmt_spans
 
 FRESH_HINT = "fresh=true to re-read"
+
+
+def shown(rel: str) -> str:
+    """`rel` as the texts name it: as is when every character is printable, else a JSON string
+    whose every non-printable character is a \\u escape."""
+    if rel.isprintable():
+        return rel
+    return "".join(c if c.isprintable() else _escape(ord(c)) for c in fastjson.dumps(rel))
+
+
+def _escape(n: int) -> str:
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    n -= 0x10000
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
 
 
 def _plural(n: int) -> str:
@@ -19,6 +37,7 @@ def _plural(n: int) -> str:
 
 def stub(rel: str, nlines: int, window: Span | None = None) -> str:
     """The whole file (window None) or a window the conversation already holds, unchanged."""
+    rel = shown(rel)
     where = rel if window is None else f"{rel} L{window[0]}-{window[1]} of"
     return (
         f"[unchanged] {where} {_plural(nlines)} · already sent earlier in this conversation and "
@@ -29,6 +48,7 @@ def stub(rel: str, nlines: int, window: Span | None = None) -> str:
 def pointer(rel: str, nlines: int, window: Span, covered: list[Span], sections: list[tuple[Span, str]], folded: bool) -> str:
     """Held runs named, only the new lines sent. `folded`: the new text is short, so it follows the
     pointer line directly (numbered lines) instead of in its own `@@ Lx-y @@` sections."""
+    rel = shown(rel)
     is_are = "was" if len(covered) == 1 else "were"
     head = (
         f"[partly unchanged] {rel} L{window[0]}-{window[1]} of {_plural(nlines)}: "
@@ -51,6 +71,7 @@ def pointer(rel: str, nlines: int, window: Span, covered: list[Span], sections: 
 
 
 def diff_header(rel: str, nlines: int) -> str:
+    rel = shown(rel)
     return (
         f"[changed] {rel} ({_plural(nlines)} now) changed on disk since it was sent earlier in this "
         f"conversation; unified diff against that copy ({FRESH_HINT} the whole file):\n"
@@ -59,6 +80,7 @@ def diff_header(rel: str, nlines: int) -> str:
 
 def same_bytes(rel: str, nlines: int) -> str:
     """The file's mtime moved but its bytes are the ones this conversation holds: an empty diff."""
+    rel = shown(rel)
     return (
         f"[changed] {rel} {_plural(nlines)} · modified on disk since it was sent earlier in this "
         f"conversation, but byte-identical to that copy (empty diff) · {FRESH_HINT}"
