@@ -136,7 +136,7 @@ def render_diff(rel: str, old: str, new: str, nlines: int) -> str | None:
     if len(a) > DIFF_MAX_LINES or len(b) > DIFF_MAX_LINES:
         return None
     out = []
-    for line in difflib.unified_diff(a, b, fromfile=f"a/{rel}", tofile=f"b/{rel}", n=3):
+    for line in difflib.unified_diff(a, b, fromfile=f"a/{stubs.shown(rel)}", tofile=f"b/{stubs.shown(rel)}", n=3):
         if line.endswith("\n"):
             out.append(line)
         else:

@@ -277,3 +277,15 @@ def test_a_file_name_with_a_newline_or_a_format_character_is_quoted_in_the_stub(
     world.write("pkg/é ok.py", code(120))  # an ordinary name, non-ASCII too, stays as it was
     world.read(c, "pkg/é ok.py")
     assert world.read(c, "pkg/é ok.py")["text"].startswith("[unchanged] pkg/é ok.py 120 lines")
+
+
+def test_the_diff_of_a_file_with_a_newline_in_its_name_names_it_quoted(world: World) -> None:
+    rel = "pkg/b\n+++ b/other.py\u2028.py"
+    _, c, f = _setup(world, rel=rel)
+    world.read(c, f)
+    world.write(rel, code(120).replace("return", "return  ", 1))
+    r = world.read(c, f)
+    assert r["kind"] == "diff", r["kind"]
+    head = r["text"].split("@@", 1)[0]
+    assert head.count("\n") == 3 and "\u2028" not in r["text"], head  # our line, ---, +++
+    assert '--- a/"pkg/b\\n+++ b/other.py\\u2028.py"' in head, head
