@@ -21,7 +21,6 @@ import socket
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import psutil
 import pytest
