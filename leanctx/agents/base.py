@@ -55,15 +55,15 @@ def is_read_tool(tool_name: object) -> bool:
 # 127.0.0.1. Any local account can bind that port while the daemon is down and answer the hook,
 # so leanctx no longer listens on TCP at all; that entry is recognised only as ours in its old
 # form, so that init replaces it, uninstall removes it and doctor flags it.
-_OLD_GATE_PATH = "/leanctx/read-gate"
+OLD_GATE_PATH = "/leanctx/read-gate"
 _OLD_GATE_PREFIX = "http://127.0.0.1:"
 
 
 def is_gate_url(url: object) -> bool:
     """The URL of the old http read gate, on any port (any data dir's)."""
-    if not isinstance(url, str) or not url.startswith(_OLD_GATE_PREFIX) or not url.endswith(_OLD_GATE_PATH):
+    if not isinstance(url, str) or not url.startswith(_OLD_GATE_PREFIX) or not url.endswith(OLD_GATE_PATH):
         return False
-    port = url[len(_OLD_GATE_PREFIX):-len(_OLD_GATE_PATH)]
+    port = url[len(_OLD_GATE_PREFIX):-len(OLD_GATE_PATH)]
     return port.isdigit() and len(port) <= 5
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from leanctx.agents.base import MCP_SERVER, WRAPPER_NAME, Agent
+from leanctx.agents.base import MCP_SERVER, OLD_GATE_PATH, WRAPPER_NAME, Agent
 from leanctx.installer import files, hookconfig, manifest, wrapper
 from leanctx.installer.files import ConfigError, Target
 
@@ -115,7 +115,8 @@ def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None,
     if new == old:
         return already_there(agent, HOOKS, target, data_dir, old)
     files.check_writable(target.real)
-    stale = text is not None and WRAPPER_NAME in text and bool(hookconfig.our_places(agent, target.path, text))
+    # an old http read gate entry is ours too: a file holding one is no clean baseline to restore
+    stale = text is not None and (WRAPPER_NAME in text or OLD_GATE_PATH in text) and bool(hookconfig.our_places(agent, target.path, text))
     return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project, profile), stale=stale)
 
 

@@ -36,11 +36,12 @@ USER_SETTINGS = """{
 
 def old_http_settings(port: int) -> str:
     """The user's settings with the read gate an older init wrote: an http hook with a secret."""
-    return USER_SETTINGS.replace("""] } ]
-    ]""", f"""] }} ] }},
-      {{ "matcher": "{READ}", "hooks": [ {{ "type": "http", "url": "http://127.0.0.1:{port}/leanctx/read-gate",
-        "headers": {{ "X-Leanctx-Secret": "{'a' * 64}" }}, "timeout": 2 }} ] }}
-    ]""")
+    user_line = '{ "matcher": "Bash", "hooks": [ { "type": "command", "command": "/usr/local/bin/guard" } ] }\n'
+    old_gate = (f'{{ "matcher": "{READ}", "hooks": [ {{ "type": "http", "url": "http://127.0.0.1:{port}/leanctx/read-gate", '
+                f'"headers": {{ "X-Leanctx-Secret": "{"a" * 64}" }}, "timeout": 2 }} ] }}\n')
+    text = USER_SETTINGS.replace(user_line, user_line[:-1] + ",\n      " + old_gate)
+    assert json.loads(text)["hooks"]["PreToolUse"][1]["hooks"][0]["type"] == "http"
+    return text
 
 
 def settings(home: Path) -> Path:
