@@ -32,8 +32,9 @@ READ_TOOL = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {"path": "src/
 # (agent, event, payload file[, fields to set]): each host's main events, and the read gate that
 # runs before every ctx_read (a recorded MCP PreToolUse payload, aimed at our tool); Cursor uses
 # documented shapes, every other host payloads recorded from its real CLI
-# (Claude Code's read gate is an http hook the daemon answers, no process: bench/read_latency.py.)
+# (bench/read_latency.py also times Claude Code's read gate inside the whole ctx_read stub path.)
 CASES = [
+    ("claude", "PreToolUse", RECORDED / "claude" / "PreToolUse.mcp.json", READ_TOOL),
     ("codex", "PreToolUse", RECORDED / "codex" / "PreToolUse.mcp.json", READ_TOOL),
     ("claude", "SessionStart", PAYLOADS / "claude" / "SessionStart.json"),
     ("claude", "UserPromptSubmit", PAYLOADS / "claude" / "UserPromptSubmit.json"),

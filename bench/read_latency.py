@@ -22,14 +22,13 @@ Rows:
   ctx_read stub (in-process)    a second MCP server with LEANCTX_DAEMON=0 (the fallback path)
 Then, in the same run, the whole ctx_read-stub path as Claude Code sees it, gate + call, each call
 under its own tool_use_id (noted by the gate, sent in `_meta["claudecode/toolUseId"]`):
-  gate: command hook            `sh -c '<wrapper> claude PreToolUse --read-gate'` with the payload
-                                on stdin, as Claude Code runs it (a process start)
-  gate: http hook               a POST to the daemon's read gate on 127.0.0.1 over a kept-alive
-                                connection (Claude Code 2.1.197 posts with axios, keep-alive)
-  ... + ctx_read stub           that gate, then the call on the bare JSON-RPC client: the host's
+  gate: command hook            the read gate's command from the settings.json init wrote, run as
+                                Claude Code runs it (`sh -c`, the payload on stdin): a process start
+  command gate + ctx_read stub  that gate, then the call on the bare JSON-RPC client: the host's
                                 wait for one stub
-  ctx_read stub (noted call)    the call alone, its note written beforehand
-Targets: the http gate adds at most 3 ms per call; the whole path (http gate + stub) p50 <= 5 ms.
+  ctx_read stub (noted call)    the call alone, its note written beforehand in this process
+  daemon socket, stub           the daemon's own stub floor, same rounds
+(leanctx answers no hook over the network: a 127.0.0.1 port is open to every local account.)
 Target: stub round trip p50 under 2 ms; verified identity at most 0.2 ms added to the daemon's stub. Printed for both clients: the bare one (the round trip
 through our stdio server, which is what a host's own client in another runtime waits for) and
 the Python SDK's client (its own parsing and validation included).
@@ -168,7 +167,7 @@ async def run(runs: int, lines: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX", "CURSOR", "LEANCTX_"))}
     env.update(HOME=str(home), LEANCTX_HOME=str(data_dir), CKS_HOME=str(home / ".cks"))
     os.environ["LEANCTX_HOME"] = str(data_dir)
-    # init writes the hook wrapper and the read gate's settings (port, secret) the daemon serves
+    # init writes the hook wrapper and the settings.json whose read-gate command is timed below
     subprocess.run([sys.executable, "-m", "leanctx", "init", "--agent", "claude"], env=env, check=True, capture_output=True)
     log = open(tmp / "daemon.log", "ab")
     daemon = subprocess.Popen([sys.executable, "-m", "leanctx.cache.cli", "serve"], env=env, stdin=subprocess.DEVNULL,
@@ -232,7 +231,7 @@ async def run(runs: int, lines: int) -> None:
                     samples[name].append(await timed(fn))
             stub_daemon = await via_daemon.call_tool("ctx_read", {"path": "module.py"})
             # last: once this host's record holds notes, a call without one (the rows above) gets content
-            gate_samples = gate_rows(data_dir, env, proj, raw, direct, facts, target, runs)
+            gate_samples = gate_rows(home, data_dir, env, proj, raw, direct, facts, target, runs)
             status = direct.request("status")
             counted = direct.request("stats")  # which tokenizer the daemon counts with, in words
             stub_read = direct.request("read", facts, {"path": str(target)})
@@ -262,13 +261,10 @@ async def run(runs: int, lines: int) -> None:
     print(f"{'row':<40} {'p50 ms':>8} {'p95 ms':>8}")
     for name, values in gate_samples.items():
         print(f"{name:<40} {pct(values, 0.5):8.3f} {pct(values, 0.95):8.3f}")
-    http_gate, whole = pct(gate_samples["gate: http hook"], 0.5), pct(gate_samples["http gate + ctx_read stub"], 0.5)
-    command_gate = pct(gate_samples["gate: command hook"], 0.5)
-    print(f"target: http gate <= 3 ms added per call: {'met' if http_gate <= 3 else 'NOT met'} ({http_gate:.3f} ms; "
-          f"the command hook: {command_gate:.3f} ms)")
-    print(f"target: whole path (http gate + stub) p50 <= 5 ms: {'met' if whole <= 5 else 'NOT met'} ({whole:.3f} ms; "
-          f"with the command hook: {pct(gate_samples['command gate + ctx_read stub'], 0.5):.3f} ms; "
-          f"the daemon's own stub: {pct(gate_samples['daemon socket, stub'], 0.5):.3f} ms)")
+    whole, gate = pct(gate_samples["command gate + ctx_read stub"], 0.5), pct(gate_samples["gate: command hook"], 0.5)
+    print(f"whole path (command gate + stub) p50 {whole:.3f} ms: the gate {gate:.3f} ms, the noted call "
+          f"{pct(gate_samples['ctx_read stub (noted call)'], 0.5):.3f} ms, the daemon's own stub "
+          f"{pct(gate_samples['daemon socket, stub'], 0.5):.3f} ms")
     for row in ("raw JSON-RPC ctx_read stub", "ctx_read stub (daemon)"):
         p50 = pct(samples[row], 0.5)
         print(f"target: {row} p50 < 2 ms: {'met' if p50 < 2 else 'NOT met'} ({p50:.3f} ms)")
@@ -278,39 +274,24 @@ async def run(runs: int, lines: int) -> None:
           f"target <= 0.2 ms added: {'met' if ident <= 0.2 else 'NOT met'}")
 
 
-class GatePoster:
-    """Claude Code's http read gate as the host posts it: one kept-alive connection."""
-
-    def __init__(self, data_dir: Path) -> None:
-        import http.client
-
-        from leanctx.cache import httpgate
-
-        config = httpgate.read_config(data_dir)
-        if config is None:
-            raise SystemExit("no read gate settings: init did not write read_gate.json")
-        self.secret = config["secret"]
-        self.conn = http.client.HTTPConnection("127.0.0.1", config["port"], timeout=5)
-
-    def post(self, body: bytes) -> str:
-        from leanctx.agents.base import GATE_HEADER, GATE_PATH
-
-        self.conn.request("POST", GATE_PATH, body=body, headers={"Content-Type": "application/json", GATE_HEADER: self.secret})
-        answer = self.conn.getresponse()
-        answer.read()
-        return answer.getheader("X-Leanctx-Gate") or str(answer.status)
+def read_gate_command(home: Path) -> str:
+    """The read gate's command as init wrote it into Claude Code's settings.json."""
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    for group in settings["hooks"]["PreToolUse"]:
+        for handler in group["hooks"]:
+            if handler.get("type") == "command" and "--read-gate" in handler.get("command", ""):
+                return handler["command"]
+    raise SystemExit("init wrote no read-gate command into settings.json")
 
 
-def gate_rows(data_dir: Path, env: dict, proj: Path, raw: RawClient, direct, facts: dict, target: Path,  # noqa: ANN001
+def gate_rows(home: Path, data_dir: Path, env: dict, proj: Path, raw: RawClient, direct, facts: dict, target: Path,  # noqa: ANN001
               runs: int) -> dict[str, list[float]]:
     """Gate + call, interleaved round by round (see the module docstring)."""
-    from leanctx.installer.install import Profile, hook_commands
+    from leanctx.agents import claude
 
     conversation = "bench-gate-" + uuid.uuid4().hex[:8]
-    publish_host_record(data_dir, proj, conversation)  # this process is the host: it posts and spawned the servers
-    command = hook_commands(data_dir, __import__("leanctx.agents", fromlist=["get"]).get("claude"), None, Profile(read_gate=True, guard=True))
-    command = command("PreToolUse", ("--read-gate",))  # the command-hook gate (what init wrote before)
-    poster = GatePoster(data_dir)
+    publish_host_record(data_dir, proj, conversation)  # this process is the host: it runs the gate and spawned the servers
+    command = read_gate_command(home)
     counter = iter(range(10**9))
 
     def payload() -> tuple[str, bytes]:
@@ -328,41 +309,40 @@ def gate_rows(data_dir: Path, env: dict, proj: Path, raw: RawClient, direct, fac
     def command_gate(body: bytes) -> None:
         subprocess.run(["/bin/sh", "-c", command], input=body, env=env, cwd=proj, check=True, capture_output=True)
 
-    # both gates note the call, and the call is then a stub; anything else would time the wrong path
+    def note_here(body: bytes) -> None:
+        publish.note_read_call(str(data_dir), claude.AGENT.normalize("PreToolUse", json.loads(body)))
+
+    # the gate notes the call, and the call is then a stub; anything else would time the wrong path
     cid, body = payload()
-    poster.post(body)
+    command_gate(body)
     call(cid)  # the conversation's first read: the content
-    cid, body = payload()
-    outcome = poster.post(body)
-    if outcome != "noted" or not call(cid).startswith("[unchanged]"):
-        raise SystemExit(f"the http gate answered {outcome!r}, the call: {call(cid)[:60]!r}")
     cid, body = payload()
     command_gate(body)
     if not call(cid).startswith("[unchanged]"):
         raise SystemExit("after the command gate the call was not a stub")
     samples: dict[str, list[float]] = {name: [] for name in (
-        "daemon socket, stub", "ctx_read stub (noted call)", "gate: command hook", "command gate + ctx_read stub",
-        "gate: http hook", "http gate + ctx_read stub")}
+        "daemon socket, stub", "ctx_read stub (noted call)", "gate: command hook", "command gate + ctx_read stub")}
     for _ in range(runs):
         t0 = time.perf_counter()
         direct.request("read", facts, {"path": str(target)})
         samples["daemon socket, stub"].append((time.perf_counter() - t0) * 1000)
         cid, body = payload()
-        poster.post(body)
+        note_here(body)
         t0 = time.perf_counter()
-        call(cid)
+        text = call(cid)
         samples["ctx_read stub (noted call)"].append((time.perf_counter() - t0) * 1000)
-        for kind, gate in (("command", command_gate), ("http", poster.post)):
-            cid, body = payload()
-            t0 = time.perf_counter()
-            gate(body)
-            t1 = time.perf_counter()
-            text = call(cid)
-            t2 = time.perf_counter()
-            if not text.startswith("[unchanged]"):
-                raise SystemExit(f"{kind} gate: the call was not a stub: {text[:120]!r}")
-            samples[f"gate: {kind} hook"].append((t1 - t0) * 1000)
-            samples[f"{kind} gate + ctx_read stub"].append((t2 - t0) * 1000)
+        if not text.startswith("[unchanged]"):
+            raise SystemExit(f"a noted call was not a stub: {text[:120]!r}")
+        cid, body = payload()
+        t0 = time.perf_counter()
+        command_gate(body)
+        t1 = time.perf_counter()
+        text = call(cid)
+        t2 = time.perf_counter()
+        if not text.startswith("[unchanged]"):
+            raise SystemExit(f"command gate: the call was not a stub: {text[:120]!r}")
+        samples["gate: command hook"].append((t1 - t0) * 1000)
+        samples["command gate + ctx_read stub"].append((t2 - t0) * 1000)
     return samples
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import leanctx
 from leanctx import agents
-from leanctx.agents.base import Agent, gate_command
+from leanctx.agents.base import Agent, is_old_gate
 from leanctx.hooks.publish import read_json, record_path
 from leanctx.installer import files, hookconfig, manifest, wrapper
 from leanctx.installer.files import ConfigError
@@ -161,30 +161,6 @@ def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
     return {**_check(f"smoke {event}", OK, f"exit 0, valid output, published, {ms:.0f} ms"), "ms": round(ms, 1)}
 
 
-def gate_check(data_dir: Path) -> dict:
-    """Does the running daemon answer the http read gate with this install's secret (200), and
-    refuse another (401)? With no daemon running there is nothing to ask: it starts with the
-    first ctx_read, and until it listens Claude Code runs each call without a note (fails open)."""
-    from leanctx.cache import client, httpgate
-
-    config = httpgate.read_config(data_dir)
-    if config is None:
-        return _check("read gate", FAIL, f"{display(httpgate.gate_file(data_dir), Path.home())} is missing or unreadable", "leanctx init --agent claude")
-    where = f"127.0.0.1:{config['port']}"
-    if client.read_pidfile(str(data_dir)) is None:
-        return _check("read gate", INFO, f"the daemon is not running; it answers the gate on {where} once the first ctx_read starts it")
-    try:
-        good = httpgate.probe(config["port"], config["secret"])
-        bad = httpgate.probe(config["port"], "0" * 64)
-    except OSError as exc:
-        return _check("read gate", FAIL, f"nothing answers on {where} ({exc}); Claude Code runs every ctx_read without a note, so re-reads get content",
-                      "leanctx stop  (the next ctx_read starts a daemon that listens; leanctx status --json shows read_gate.bind_error)")
-    if good[0] != 200 or bad[0] != 401:
-        return _check("read gate", FAIL, f"{where} answered {good[0]} to our secret and {bad[0]} to a wrong one (want 200 and 401): not leanctx's daemon",
-                      "leanctx stop, then free the port or re-run leanctx init --agent claude")
-    return _check("read gate", OK, f"the daemon answers on {where} with this install's secret and refuses others")
-
-
 def last_published(agent: Agent, data_dir: Path) -> dict | None:
     folder = data_dir / "conversations" / agent.name
     newest: dict | None = None
@@ -275,7 +251,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         result["ok"] = True
         return result
     profile = installed_profile(wired)
-    command_for = hook_commands(data_dir, agent, project, profile)  # project files: leanctx-hook on PATH, no wrapper
+    command_for = hook_commands(data_dir, agent, project)  # project files: leanctx-hook on PATH, no wrapper
     on_path = path_check([c for cmds in wired.values() for c in cmds], display(path, home))
     if on_path:
         checks.append(on_path)
@@ -286,22 +262,14 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
                                            "bot": "bot: prompts and replies recorded in conversation-state",
                                            "guard": "guard: multi-user guard on tool calls",
                                            "bot+guard": "bot+guard: conversation-state and the multi-user guard"}[profile.name]))
-    gates: list[dict] = []
     for spec, flags in profile.events(agent):
         cmds = wired.get(spec.name, [])
-        try:
-            want = command_for(spec.name, flags)
-        except ConfigError as exc:  # the read gate's settings file is not ours to use
-            checks.append(_check(f"event {spec.name}", FAIL, str(exc), fix))
-            continue
-        if isinstance(want, dict):  # Claude Code's read gate, answered by the daemon over http
-            if not cmds:
-                checks.append(_check(f"event {spec.name}", FAIL, "not wired", fix))
-            elif gate_command(want) not in cmds:
-                checks.append(_check(f"event {spec.name}", FAIL, f"wired to another endpoint or secret: {cmds[0]}", fix))
-            else:
-                checks.append(_check(f"event {spec.name}", OK, "wired to the daemon's read gate (http)"))
-                gates.append(want)
+        want = command_for(spec.name, flags)
+        old_gate = next((c for c in cmds if is_old_gate(c)), None)
+        if old_gate is not None:  # never contacted: whoever holds that port would get the call
+            checks.append(_check(f"event {spec.name}", FAIL, f"the old http read gate {old_gate.split(' ', 1)[0]}: any local account "
+                                 "that binds that port while the daemon is down answers it, and the host obeys the answer",
+                                 init_fix(agent, project)))
             continue
         if not cmds:
             checks.append(_check(f"event {spec.name}", FAIL, "not wired", fix))
@@ -321,7 +289,6 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     from leanctx import doctor_mcp
 
     checks.extend(doctor_mcp.checks(agent, home, data_dir, project, bot=profile.bot))
-    checks.extend(gate_check(data_dir) for _ in gates)
     result["last_published"] = last_published(agent, data_dir)
     lp = result["last_published"]
     if lp:

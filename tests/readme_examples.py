@@ -42,7 +42,6 @@ VOLATILE = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"), "<time>"),
     (re.compile(r"\bpid \d+"), "pid #"),
-    (re.compile(r"\b127\.0\.0\.1:\d+"), "127.0.0.1:PORT"),  # the read gate's port, chosen per install
 ]
 
 CLAUDE_SETTINGS = """{

@@ -51,37 +51,35 @@ def is_read_tool(tool_name: object) -> bool:
     return isinstance(tool_name, str) and tool_name.startswith("mcp__") and tool_name.endswith("__ctx_read")
 
 
-# Claude Code's read gate as an http hook answered by the daemon (cache/httpgate.py)
-GATE_PATH = "/leanctx/read-gate"
-GATE_HEADER = "X-Leanctx-Secret"
-_GATE_PREFIX = "http://127.0.0.1:"
+# An older install wrote Claude Code's read gate as a `type: "http"` hook to a daemon port on
+# 127.0.0.1. Any local account can bind that port while the daemon is down and answer the hook,
+# so leanctx no longer listens on TCP at all; that entry is recognised only as ours in its old
+# form, so that init replaces it, uninstall removes it and doctor flags it.
+OLD_GATE_PATH = "/leanctx/read-gate"
+_OLD_GATE_PREFIX = "http://127.0.0.1:"
 
 
 def is_gate_url(url: object) -> bool:
-    """The URL of our HTTP read gate, on any port (another data dir's, an older install's)."""
-    if not isinstance(url, str) or not url.startswith(_GATE_PREFIX) or not url.endswith(GATE_PATH):
+    """The URL of the old http read gate, on any port (any data dir's)."""
+    if not isinstance(url, str) or not url.startswith(_OLD_GATE_PREFIX) or not url.endswith(OLD_GATE_PATH):
         return False
-    port = url[len(_GATE_PREFIX):-len(GATE_PATH)]
+    port = url[len(_OLD_GATE_PREFIX):-len(OLD_GATE_PATH)]
     return port.isdigit() and len(port) <= 5
 
 
-def gate_command(handler: dict) -> str:
-    """How an http read-gate handler reads back among our commands (doctor, ownership): its URL,
-    the flag it stands for, and a fingerprint of the secret it sends (never the secret)."""
-    import hashlib
-
-    headers = handler.get("headers")
-    secret = headers.get(GATE_HEADER) if isinstance(headers, dict) else None
-    mark = hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()[:12] if isinstance(secret, str) else "none"
-    return f"{handler.get('url')} --read-gate secret:{mark}"
+def is_old_gate(command: object) -> bool:
+    """A command read back from an old http read-gate handler (handler_command)."""
+    return isinstance(command, str) and is_gate_url(command.split(" ", 1)[0])
 
 
 def handler_command(handler: object) -> str | None:
-    """The command of one hook handler, or the gate_command of our http read gate."""
+    """The command of one hook handler; an old http read-gate handler reads back as its URL and
+    the flag it stood for (its secret header is never copied anywhere)."""
     if not isinstance(handler, dict):
         return None
     if handler.get("type") == "http":
-        return gate_command(handler) if is_gate_url(handler.get("url")) else None
+        url = handler.get("url")
+        return f"{url} --read-gate" if is_gate_url(url) else None
     command = handler.get("command")
     return command if isinstance(command, str) else None
 
@@ -89,7 +87,7 @@ def handler_command(handler: object) -> str | None:
 def is_our_command(command: object) -> bool:
     """Our entries are recognised by the wrapper's file name as a word of the command, wherever
     the data dir was: an entry written from another LEANCTX_HOME (or an older install) is ours."""
-    if isinstance(command, str) and is_gate_url(command.split(" ", 1)[0]):
+    if is_old_gate(command):
         return True
     if not isinstance(command, str) or WRAPPER_NAME not in command:
         return False
@@ -233,8 +231,6 @@ class Agent:
     #: rather than from entries in a config: `hook_folder`/`hook_files` say which, with this mode
     #: (`installer/hookfiles.py` writes them); None: hooks are entries in `user_config_path`
     hook_file_mode: ClassVar[int | None] = None
-    #: the read gate may be an http hook answered by the daemon (Claude Code; cache/httpgate.py)
-    http_read_gate: ClassVar[bool] = False
     #: where the MCP entry keeps its environment (OpenCode: "environment")
     mcp_env_key: ClassVar[str] = "env"
     #: how the model reaches ctx_read on a host that defers MCP tools behind a tool search (a
@@ -548,13 +544,12 @@ class ClaudeShapeAgent(Agent):
             return None
         return f"not an answer {self.display_name} takes for {event}: {stdout[:80]!r}"
 
-    def hook_group(self, command: str | dict, spec: EventSpec) -> dict:
-        """`command` is a command line, or a whole handler (the http read gate's)."""
+    def hook_group(self, command: str, spec: EventSpec) -> dict:
         group: dict[str, Any] = {}
         if spec.matcher is not None:
             group["matcher"] = spec.matcher
         timeout = self.timeout * 1000 if self.timeout_unit_ms else self.timeout
-        group["hooks"] = [dict(command) if isinstance(command, dict) else {"type": "command", "command": command, "timeout": timeout}]
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
         return group
 
     def group_commands(self, group: object) -> list[str]:

@@ -38,7 +38,6 @@ class Claude(ClaudeShapeAgent):
     project_settings = ".claude/settings.local.json"
     rules_file = "CLAUDE.md"
     mcp_user_file = ".claude.json"
-    http_read_gate = True  # verified on 2.1.197: http hooks fire before MCP tools and fail open
     compaction_notes = True  # verified on 2.1.197 (tests/e2e/test_compaction_carry_e2e.py)
 
     def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:

@@ -273,7 +273,6 @@ class Daemon:
         self.errors = 0
         self.in_flight = 0
         self.records_pruned = 0
-        self.gate = None  # httpgate.HttpGate: Claude Code's read gate over HTTP
 
     @property
     def open_sockets(self) -> int:
@@ -396,9 +395,6 @@ class Daemon:
         """Lock, clean up, load the cache, bind, write the pid file, publish the socket."""
         try:
             self.acquire()
-            from leanctx.cache import httpgate
-
-            self.gate = httpgate.start(self)  # Claude Code's read gate over http: ours once we hold the lock
             self.recover_stale()
             self.core = CacheCore(self.data_dir, client.cache_dir(self.data_dir))
             self.listen()
@@ -415,9 +411,6 @@ class Daemon:
     def _abandon(self) -> None:
         """Undo a half-done start (never touching what another daemon owns: we hold the lock or
         created nothing)."""
-        if self.gate is not None:
-            self.stopping.set()
-            self.gate.close()
         if self.listener is not None:
             self.listener.close()
             self.listener = None
@@ -709,7 +702,6 @@ class Daemon:
             "errors": errors,
             "entries": stats.get("entries"),
             "records_pruned": self.records_pruned,
-            "read_gate": self.gate.status() if self.gate is not None else None,
             "savings": savings(stats),
         }
 
@@ -783,8 +775,6 @@ class Daemon:
         self.stopping.set()
         if self.listener is not None:
             self.listener.close()
-        if self.gate is not None:
-            self.gate.close()
         deadline = time.monotonic() + DRAIN_S
         while time.monotonic() < deadline:
             with self._stats_lock:

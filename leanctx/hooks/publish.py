@@ -316,19 +316,11 @@ def publish(data_dir: str | os.PathLike, ev: HookEvent) -> str | None:
     return path
 
 
-def _same_host(a: object, b: object) -> bool:
-    """Two host facts name the same process (pid and start ticks, both known)."""
-    if not isinstance(a, dict) or not isinstance(b, dict):
-        return False
-    return all(isinstance(a.get(k), int) and a.get(k) == b.get(k) for k in ("pid", "start_ticks"))
-
-
 MAX_READ_CALLS = 64  # per conversation: more than a turn's parallel ctx_read calls, a few KB
 MAX_CALL_ID = 200  # the longest call id we keep (the service ignores longer ones too)
 
 
-def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None = None, host: dict | None = None,
-                   require_host: bool = False) -> str | None:
+def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None = None, host: dict | None = None) -> str | None:
     """Note, just before the host runs our ctx_read, who is asking: the conversation itself, or
     one of its subagents (`agent_id`). The pre-tool hook finishes before the tool call is sent,
     so the cache service sees the note in time; a SubagentStart hook gives no such guarantee.
@@ -336,9 +328,7 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
     When the host names the call (`tool_use_id`; Claude Code also sends it to the MCP server as
     `_meta["claudecode/toolUseId"]`), the note is kept under that id, so the service can tell
     exactly which context made each call, even with a subagent running beside its parent.
-    (`ts`/`host` are given only by simulations and the daemon's HTTP read gate, cache/httpgate.py;
-    the hook uses now and its own host.) With `require_host` the note is written only into an
-    existing record of that very host process: a poster can note calls of its own chats only."""
+    (`ts`/`host` are given only by simulations; the hook uses now and its own host.)"""
     if not _text(ev.conversation_id):
         return None
     ts = time.time() if ts is None else ts
@@ -347,10 +337,7 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
         if not lock.acquired:
             missed_lock(data_dir, path, ev)
             return path
-        record = read_json(path)
-        if require_host and not (record and _same_host(record.get("host"), host)):
-            return None
-        record = record or apply_event({}, ev, ts, host or host_process())
+        record = read_json(path) or apply_event({}, ev, ts, host or host_process())
         _fold_missed(record, path)
         agent_id = subagent_key(ev.subagent_id)
         record["last_read_call"] = {"agent_id": agent_id, "ts": ts}

@@ -21,6 +21,7 @@ from leanctx.installer.install import (
     plan_uninstall,
     plan_wrapper,
     plan_wrapper_removal,
+    retire_old_gate,
     unified_diff,
     wrapper_in_use,
 )
@@ -160,6 +161,7 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
                        "do not rely on it for a multi-user bot on this host", err=True)
         if profile.bot and agent.instructions_path(home, project) is None:
             say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
+    retire_old_gate(data_dir)  # the old http gate's entries are replaced above: its port and secret go too
 
 
 def _warn_not_loaded(selected: list[Agent], home: Path, project: Path | None, mcp: bool, read: hostload.Reader, dry_run: bool) -> int:
@@ -222,6 +224,7 @@ def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Pa
             if not wrapper_in_use(home, data_dir) and (w := plan_wrapper_removal(data_dir)):
                 apply_uninstall(w, data_dir)
                 click.echo(f"Removed the hook wrapper {display(w.path, home)}")
+            retire_old_gate(data_dir)
     except ConfigError as exc:
         return _refuse(exc)
     return 0

@@ -8,6 +8,7 @@ re-read right before its rename; if a running host rewrote it meanwhile, that fi
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from leanctx.agents.base import MCP_SERVER, WRAPPER_NAME, Agent
+from leanctx.agents.base import MCP_SERVER, OLD_GATE_PATH, WRAPPER_NAME, Agent
 from leanctx.installer import files, hookconfig, manifest, wrapper
 from leanctx.installer.files import ConfigError, Target
 
@@ -70,26 +71,22 @@ def _sha(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def hook_commands(data_dir: Path, agent: Agent, project: Path | None = None, profile: Profile | None = None) -> Callable[[str, tuple[str, ...]], str | dict]:
+def hook_commands(data_dir: Path, agent: Agent, project: Path | None = None) -> Callable[[str, tuple[str, ...]], str]:
     """The hook command for each event: the absolute wrapper path at user level; in a project's
     files (committed, shared with a team) the `leanctx-hook` console script found on PATH, so no
-    path of this machine is written there. Given the profile, Claude Code's read gate at user
-    level is an http handler answered by the daemon (no process start; bot and guard profiles
-    keep command hooks)."""
+    path of this machine is written there. Every hook, the read gate included, is a command:
+    leanctx answers no hook over the network."""
     wrapper_file = wrapper.wrapper_path(data_dir) if project is None else Path(WRAPPER_NAME)
-    http = agent.http_read_gate and project is None and profile is not None and not profile.bot and not profile.guard
+    return lambda event, flags: wrapper.command(wrapper_file, agent.name, event, flags)
 
-    def command_for(event: str, flags: tuple[str, ...]) -> str | dict:
-        if http and flags == ("--read-gate",):
-            from leanctx.cache import httpgate
 
-            try:
-                return httpgate.handler(httpgate.planned_config(data_dir))
-            except (ValueError, OSError) as exc:
-                raise ConfigError(f"cannot set up the read gate: {exc}") from None
-        return wrapper.command(wrapper_file, agent.name, event, flags)
+OLD_GATE_FILE = "read_gate.json"  # the old http read gate's port and secret (agents/base.py: is_gate_url)
 
-    return command_for
+
+def retire_old_gate(data_dir: Path) -> None:
+    """Delete the old http read gate's settings file: nothing uses it since the gate is a command."""
+    with contextlib.suppress(OSError):
+        (data_dir / OLD_GATE_FILE).unlink()
 
 
 @dataclass(frozen=True)
@@ -113,12 +110,13 @@ def plan_install(agent: Agent, home: Path, data_dir: Path, project: Path | None,
     target = files.resolve_target(config_path(agent, home, project), home, project)
     old = files.read_bytes(target.real)
     text = files.decode(target.path, old) if old is not None else None
-    new_text, created = hookconfig.add_hooks(agent, target.path, text, hook_commands(data_dir, agent, project, profile), profile.events(agent))
+    new_text, created = hookconfig.add_hooks(agent, target.path, text, hook_commands(data_dir, agent, project), profile.events(agent))
     new = new_text.encode("utf-8")
     if new == old:
         return already_there(agent, HOOKS, target, data_dir, old)
     files.check_writable(target.real)
-    stale = text is not None and WRAPPER_NAME in text and bool(hookconfig.our_places(agent, target.path, text))
+    # an old http read gate entry is ours too: a file holding one is no clean baseline to restore
+    stale = text is not None and (WRAPPER_NAME in text or OLD_GATE_PATH in text) and bool(hookconfig.our_places(agent, target.path, text))
     return Change(agent, target, old, new, created, replan=lambda: plan_install(agent, home, data_dir, project, profile), stale=stale)
 
 
@@ -249,10 +247,6 @@ def apply_install(change: Change, data_dir: Path) -> None:
         files.atomic_write(real, change.new or b"", change.old, new_file_mode=0o755)
         os.chmod(real, 0o755)
         return
-    if change.agent.http_read_gate and not change.removal:
-        from leanctx.cache import httpgate
-
-        httpgate.save_config(data_dir)  # the port and secret a planned http read gate names, before the host can post
     record = manifest.load(data_dir, real)
     if record is None:
         record = manifest.Manifest(

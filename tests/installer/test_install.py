@@ -73,14 +73,12 @@ def test_init_keeps_user_entries_comments_and_order(home: Path, data_dir: Path) 
     wrapper_file = wrapper.wrapper_path(data_dir)
     for spec in agents.get("claude").events:
         assert wired[spec.name] == [wrapper.command(wrapper_file, "claude", spec.name)]
-    # the only pre-tool entry is the read gate, narrowed to our own ctx_read tool: an http hook
-    # answered by the daemon, with this install's port and secret (cache/httpgate.py)
-    assert "PreToolUse" not in wired
-    gate = value["hooks"]["PreToolUse"][1:]
-    config = json.loads((data_dir / "read_gate.json").read_text())
-    assert gate == [{"matcher": "mcp__leanctx__ctx_read", "hooks": [{
-        "type": "http", "url": f"http://127.0.0.1:{config['port']}/leanctx/read-gate",
-        "headers": {"X-Leanctx-Secret": config["secret"]}, "timeout": 2}]}]
+    # the only pre-tool entry is the read gate, narrowed to our own ctx_read tool: a command hook
+    # through our wrapper (leanctx answers no hook over the network)
+    assert wired["PreToolUse"] == [wrapper.command(wrapper_file, "claude", "PreToolUse", ("--read-gate",))]
+    gate = [g for g in value["hooks"]["PreToolUse"] if "leanctx-hook" in json.dumps(g)]
+    assert gate[0]["matcher"] == "mcp__leanctx__ctx_read"
+    assert not (data_dir / "read_gate.json").exists()
     # our group comes after the user's in an existing event list
     assert "notify-send" in json.dumps(value["hooks"]["Stop"][0]) and "leanctx-hook" in json.dumps(value["hooks"]["Stop"][1])
 

@@ -1,0 +1,185 @@
+"""Claude Code's ctx_read gate is a command hook; an old http gate entry is upgraded, removed, flagged.
+
+Through the real CLI on real files. An older leanctx wrote the gate as a `type: "http"` hook to a
+127.0.0.1 port that any local account can bind while the daemon is down (and the host obeys what
+answers). Now: init writes a command hook through the wrapper and replaces the old entry in place
+(deleting its port-and-secret file), uninstall still takes an old entry out, and doctor reports an
+old entry as a failure whose fix works, without ever connecting to its port (or any TCP port).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leanctx.installer import wrapper
+from tests.conftest import run_cli
+
+READ = "mcp__leanctx__ctx_read"
+
+USER_SETTINGS = """{
+  "model": "opus",
+  "hooks": {
+    "PreToolUse": [
+      { "matcher": "Bash", "hooks": [ { "type": "command", "command": "/usr/local/bin/guard" } ] }
+    ]
+  }
+}
+"""
+
+
+def old_http_settings(port: int) -> str:
+    """The user's settings with the read gate an older init wrote: an http hook with a secret."""
+    user_line = '{ "matcher": "Bash", "hooks": [ { "type": "command", "command": "/usr/local/bin/guard" } ] }\n'
+    old_gate = (f'{{ "matcher": "{READ}", "hooks": [ {{ "type": "http", "url": "http://127.0.0.1:{port}/leanctx/read-gate", '
+                f'"headers": {{ "X-Leanctx-Secret": "{"a" * 64}" }}, "timeout": 2 }} ] }}\n')
+    text = USER_SETTINGS.replace(user_line, user_line[:-1] + ",\n      " + old_gate)
+    assert json.loads(text)["hooks"]["PreToolUse"][1]["hooks"][0]["type"] == "http"
+    return text
+
+
+def settings(home: Path) -> Path:
+    path = home / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def gate_groups(value: dict) -> list:
+    return [g for g in value["hooks"]["PreToolUse"] if g.get("matcher") == READ]
+
+
+def command_gate(data_dir: Path) -> dict:
+    return {"matcher": READ, "hooks": [{"type": "command", "timeout": 10,
+                                        "command": wrapper.command(wrapper.wrapper_path(data_dir), "claude", "PreToolUse", ("--read-gate",))}]}
+
+
+def old_gate_file(data_dir: Path, port: int) -> Path:
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = data_dir / "read_gate.json"
+    path.write_text(json.dumps({"port": port, "secret": "a" * 64}))
+    path.chmod(0o600)
+    return path
+
+
+def test_init_writes_the_read_gate_as_a_command_hook_and_no_http_entry(home: Path, data_dir: Path) -> None:
+    path = settings(home)
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    value = json.loads(path.read_text())
+    assert gate_groups(value) == [command_gate(data_dir)]
+    assert all(h["type"] == "command" for gs in value["hooks"].values() for g in gs for h in g["hooks"])
+    assert not (data_dir / "read_gate.json").exists()
+
+
+def test_init_replaces_an_old_http_gate_in_place_and_deletes_its_secret_file(home: Path, data_dir: Path) -> None:
+    path = settings(home)
+    old = old_http_settings(23456)
+    path.write_text(old)
+    gate_file = old_gate_file(data_dir, 23456)
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    text = path.read_text()
+    value = json.loads(text)
+    pre = value["hooks"]["PreToolUse"]
+    assert pre[0] == json.loads(USER_SETTINGS)["hooks"]["PreToolUse"][0]  # the user's, untouched
+    assert pre[1:] == [command_gate(data_dir)]  # same place, now a command
+    assert '{ "matcher": "Bash", "hooks": [ { "type": "command", "command": "/usr/local/bin/guard" } ] }' in text
+    assert "127.0.0.1" not in text and "X-Leanctx-Secret" not in text and not gate_file.exists()
+    # uninstall takes our entry out and never restores the old one (the file as it was before this init)
+    assert run_cli("uninstall", "--agent", "claude").returncode == 0
+    text = path.read_text()
+    assert json.loads(text) == json.loads(USER_SETTINGS) and "read-gate" not in text
+
+
+def test_uninstall_takes_an_old_http_gate_out(home: Path, data_dir: Path) -> None:
+    path = settings(home)
+    path.write_text(old_http_settings(23456))
+    gate_file = old_gate_file(data_dir, 23456)
+    cp = run_cli("uninstall", "--agent", "claude")
+    assert cp.returncode == 0, cp.stderr
+    text = path.read_text()
+    assert json.loads(text) == json.loads(USER_SETTINGS) and "read-gate" not in text
+    assert '{ "matcher": "Bash", "hooks": [ { "type": "command", "command": "/usr/local/bin/guard" } ] }' in text
+    assert not gate_file.exists()
+
+
+def test_a_users_own_http_hook_is_not_taken_for_ours(home: Path, data_dir: Path) -> None:
+    path = settings(home)
+    mine = json.loads(USER_SETTINGS)
+    mine["hooks"]["PreToolUse"].append({"matcher": READ, "hooks": [{"type": "http", "url": "http://127.0.0.1:8080/audit"}]})
+    path.write_text(json.dumps(mine, indent=2))
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    assert {"type": "http", "url": "http://127.0.0.1:8080/audit"} in [h for g in gate_groups(json.loads(path.read_text())) for h in g["hooks"]]
+    assert run_cli("uninstall", "--agent", "claude").returncode == 0
+    assert json.loads(path.read_text()) == mine
+
+
+# Run doctor with an audit hook that records every connect() to a TCP/UDP address (any port).
+_AUDITED = """
+import json, os, runpy, socket, sys
+seen = []
+def hook(event, args):
+    if event == "socket.connect" and args[0].family in (socket.AF_INET, socket.AF_INET6):
+        seen.append(repr(args[1]))
+sys.addaudithook(hook)
+sys.argv = ["leanctx"] + sys.argv[1:]
+try:
+    runpy.run_module("leanctx", run_name="__main__")
+finally:
+    with open(os.environ["CONNECTS_OUT"], "w") as f:
+        json.dump(seen, f)
+"""
+
+
+def doctor_audited(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list]:
+    out = tmp_path / "connects.json"
+    cp = subprocess.run([sys.executable, "-c", _AUDITED, "doctor", "--agent", "claude", *args], capture_output=True, text=True,
+                        env={**os.environ, "CONNECTS_OUT": str(out)}, timeout=120)
+    return cp, json.loads(out.read_text())
+
+
+def test_doctor_fails_an_old_http_gate_without_connecting_and_its_fix_works(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    """A listener holds the old entry's port (as a squatter would) while our daemon runs: doctor
+    reports the entry, with a fix that works, and neither doctor nor anything it runs connects
+    to that port; doctor's own process connects to no TCP/UDP address at all."""
+    path = settings(home)
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen(16)
+    squatter.setblocking(False)
+    port = squatter.getsockname()[1]
+    try:
+        value = json.loads(path.read_text())
+        gate_groups(value)[0]["hooks"] = [{"type": "http", "url": f"http://127.0.0.1:{port}/leanctx/read-gate",
+                                           "headers": {"X-Leanctx-Secret": "a" * 64}, "timeout": 2}]
+        path.write_text(json.dumps(value, indent=2))
+        old_gate_file(data_dir, port)
+        assert run_cli("serve", "--detach").returncode == 0
+        cp, connects = doctor_audited(tmp_path, "--json")
+        assert cp.returncode == 1, cp.stderr
+        (agent,) = [a for a in json.loads(cp.stdout)["agents"] if a["agent"] == "claude"]
+        gate = {c["name"]: c for c in agent["checks"]}["event PreToolUse"]
+        assert gate["status"] == "fail" and f"old http read gate http://127.0.0.1:{port}/" in gate["detail"]
+        assert gate["fix"].startswith("leanctx init --agent claude")
+        assert "a" * 64 not in cp.stdout  # the secret is never repeated
+        cp, connects_text = doctor_audited(tmp_path)
+        assert "[FAIL] event PreToolUse" in cp.stdout and "fix: leanctx init --agent claude" in cp.stdout
+        assert connects == [] and connects_text == []
+        with pytest.raises(BlockingIOError):  # nothing ever connected to the squatted port
+            squatter.accept()
+        # the fix as printed
+        assert run_cli("init", "--agent", "claude").returncode == 0
+        assert gate_groups(json.loads(path.read_text())) == [command_gate(data_dir)]
+        cp, connects = doctor_audited(tmp_path, "--json")
+        assert cp.returncode == 0, cp.stdout
+        assert connects == []
+        with pytest.raises(BlockingIOError):
+            squatter.accept()
+    finally:
+        squatter.close()
+        run_cli("stop")
