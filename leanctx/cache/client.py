@@ -19,6 +19,8 @@ import sys
 import threading
 import time
 
+from leanctx import safedir
+
 PROTOCOL = 1
 MAX_REQUEST = 1 << 20  # bytes of one request line; the daemon refuses more
 MAX_RESPONSE = 256 << 20  # a read answer carries file text; the core caps file size well below this
@@ -476,7 +478,7 @@ def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> int | No
 
     base = os.path.abspath(base)  # the daemon runs in /: a relative data dir would name another folder
     log = log_path(base)
-    os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
+    safedir.make_private(os.path.dirname(log))
     _rotate_log(log)
     python = python or sys.executable
     env = daemon_env()
