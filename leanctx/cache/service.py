@@ -755,6 +755,8 @@ class Daemon:
             if time.monotonic() - pruned_at >= PRUNE_EVERY_S:
                 pruned_at = time.monotonic()
                 self._prune()
+            if client.rotate_own_log(self.data_dir):
+                log.info("service log rotated")
             if time.monotonic() - saved_at >= SAVE_EVERY_S:
                 saved_at = time.monotonic()
                 try:
