@@ -100,3 +100,19 @@ def test_the_daemon_creates_a_private_data_dir(home: Path, tmp_path: Path, umask
     finally:
         _run([sys.executable, "-m", "leanctx", "stop"], umask, env)
     _assert_private(tmp_path / "new")
+
+
+@pytest.mark.parametrize("umask", UMASKS, ids=oct)
+def test_the_wrappers_own_fallback_log_is_private(home: Path, tmp_path: Path, umask: int) -> None:
+    """The wrapper logs by itself when it cannot import leanctx, for a host that reads a hook's
+    stderr as its answer (Gemini CLI): that first write of the data dir is private too."""
+    from leanctx.installer import wrapper
+
+    data = tmp_path / "new" / "leanctx"
+    script = tmp_path / "leanctx-hook"
+    script.write_text(wrapper.render(data, src=tmp_path / "no-such-src"))
+    script.chmod(0o755)
+    proc = _run(["/bin/sh", "-c", wrapper.command(script, "gemini", "BeforeTool")], umask,
+                dict(os.environ, LEANCTX_HOME=str(data)), b"{}")
+    assert proc.returncode == 0 and "cannot import leanctx" in (data / "logs" / "hooks.log").read_text()
+    _assert_private(tmp_path / "new")
