@@ -127,23 +127,6 @@ def make_private(path: str | os.PathLike) -> None:
         os.chmod(folder, DIR_MODE)  # the umask may have taken bits we need; never more than 0700
 
 
-def private_dir(path: str | os.PathLike, what: str = "data dir") -> str:
-    """Check `path`, create it 0700 when missing, check again (a folder planted in between is
-    refused), and return it as an absolute path."""
-    check(path, what)
-    path = os.path.abspath(os.path.expanduser(os.fspath(path)))
-    make_private(path)
-    check(path, what)
-    return path
-
-
-def private_subdir(base: str | os.PathLike, *names: str) -> str:
-    """`base/names...`, each missing folder created 0700 (base itself included)."""
-    folder = os.path.join(os.fspath(base), *names)
-    make_private(folder)
-    return folder
-
-
 def write_private(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to a 0600 file (created so, whatever the umask; never through a symlink)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
