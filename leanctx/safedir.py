@@ -64,6 +64,18 @@ def problem(path: str | os.PathLike, what: str = "data dir") -> str | None:
         return None  # no uids to compare (Windows): the platform's ACLs decide
     me = _euid()
     path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    try:
+        chain = _plain_chain(path)
+    except OSError as exc:
+        return f"refusing {what} {path}: cannot check it ({exc.strerror or exc}); set {_var(what)} to a folder of yours"
+    if chain is not None:  # no symlink on the way (the usual case): one lstat per component
+        for folder, st in chain:
+            reason = _parent_problem(folder, st, me) if folder != path else None
+            if reason:
+                return f"refusing {what} {path}: {reason}; use a folder only you can change (set {_var(what)})"
+        if not chain or chain[-1][0] != path:
+            return None  # not there yet: made by us, 0700
+        return _own_problem(what, path, path, chain[-1][1], me)
     seen: set[str] = set()
     try:
         for prefix in _prefixes(path)[:-1] + [path]:
@@ -86,6 +98,25 @@ def problem(path: str | os.PathLike, what: str = "data dir") -> str | None:
             return None
     except OSError as exc:
         return f"refusing {what} {path}: cannot check it ({exc.strerror or exc}); set {_var(what)} to a folder of yours"
+    return _own_problem(what, path, real, st, me)
+
+
+def _plain_chain(path: str) -> list[tuple[str, os.stat_result]] | None:
+    """lstat of `/` and every prefix of `path` that exists; None when one is a symlink."""
+    out = []
+    for prefix in [os.sep] + _prefixes(path):
+        try:
+            st = os.lstat(prefix)
+        except FileNotFoundError:
+            break  # neither it nor anything below exists yet
+        if stat.S_ISLNK(st.st_mode):
+            return None
+        out.append((prefix, st))
+    return out
+
+
+def _own_problem(what: str, path: str, real: str, st: os.stat_result, me: int) -> str | None:
+    """The folder itself: ours, and nobody else can write into it."""
     shown = path if real == path else f"{path} (-> {real})"
     if st.st_uid != me:
         return (f"refusing {what} {shown}: it is owned by uid {st.st_uid}, not by you (uid {me}), who could plant "
