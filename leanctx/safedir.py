@@ -168,3 +168,10 @@ def write_private(path: str | os.PathLike, data: bytes) -> None:
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
+
+
+def tighten(path: str | os.PathLike) -> None:
+    """Take group and other bits off a folder of ours (a data dir an older version made 0755)."""
+    st = os.stat(path)
+    if st.st_uid == _euid() and stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700 | DIR_MODE)

@@ -116,3 +116,13 @@ def test_the_wrappers_own_fallback_log_is_private(home: Path, tmp_path: Path, um
                 dict(os.environ, LEANCTX_HOME=str(data)), b"{}")
     assert proc.returncode == 0 and "cannot import leanctx" in (data / "logs" / "hooks.log").read_text()
     _assert_private(tmp_path / "new")
+
+
+def test_init_makes_an_existing_readable_data_dir_private(home: Path, tmp_path: Path) -> None:
+    """A data dir an older version (or a hook) left 0755 is 0700 after the next init."""
+    data = tmp_path / "old"
+    data.mkdir()
+    data.chmod(0o755)
+    proc = _run([sys.executable, "-m", "leanctx", "init", "--agent", "claude"], 0o022, dict(os.environ, LEANCTX_HOME=str(data)))
+    assert proc.returncode == 0, proc.stderr
+    assert oct(stat.S_IMODE(data.stat().st_mode)) == "0o700"

@@ -346,6 +346,7 @@ def install_lock(data_dir: Path, timeout: float = 30.0) -> Iterator[None]:
         problem = folder_problem(data_dir)
         if problem is None:
             safedir.make_private(data_dir)
+            safedir.tighten(data_dir)
             fd = os.open(data_dir / ".install.lock", os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         problem = exc.strerror or str(exc)
