@@ -104,6 +104,8 @@ def test_doctor_fails_the_data_dir_check_and_runs_nothing_there(home: Path, shar
     assert "LEANCTX_HOME" in check["fix"] and report["agents"] == []
     text = run_cli("doctor", env=_env(home, data), cwd=home)
     assert text.returncode == 1 and "FAIL" in text.stdout and "Traceback" not in text.stderr
+    fixed = run_cli("doctor", "--fix", "--agent", "claude", env=_env(home, data), cwd=home)
+    assert fixed.returncode == 1 and "Traceback" not in fixed.stderr and not (home / ".claude").exists()
     assert _tree(data) == before
 
 
@@ -216,3 +218,17 @@ def test_run_as_another_account_leanctx_refuses_roots_data_dir_and_keeps_its_own
     assert proc.returncode == 0, proc.stderr
     assert os.stat(own).st_uid == OTHER and (own / "bin" / "leanctx-hook").exists()
     assert (theirs / ".claude" / "settings.json").exists()
+
+
+@needs_second_uid
+def test_a_bot_hook_fails_open_on_a_cks_home_another_account_owns(home: Path, shared: Path, data_dir: Path) -> None:
+    cks = shared / "cks"
+    cks.mkdir(mode=0o755)
+    os.chown(cks, OTHER, OTHER)
+    env = _env(home, data_dir, CKS_HOME=str(cks), CKS_ACTIVE_USER="alice")
+    stdin = (PAYLOADS / "claude" / "UserPromptSubmit.json").read_text()
+    proc = run_cli("hook", "claude", "UserPromptSubmit", "--bot", input=stdin, env=env, cwd=home)
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert os.listdir(cks) == []  # no thread planted or read there
+    log = (data_dir / "logs" / "hooks.log").read_text()
+    assert f"refusing CKS_HOME {cks}: it is owned by uid {OTHER}" in log
