@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 import leanctx
-from leanctx import agents, paths
+from leanctx import agents, paths, safedir
 from leanctx.agents.base import Agent
 
 EXIT_REFUSED = 2
@@ -20,7 +20,7 @@ def _agent_list(name: str, home: Path, for_uninstall: bool = False) -> list[Agen
         if for_uninstall:
             from leanctx.installer.commands import installed_agents
 
-            return installed_agents(home, paths.data_dir())
+            return installed_agents(home, paths.usable_data_dir())
         found = [a for a in agents.all_agents() if a.detect(home)]
         if not found:
             _no_host_found(home)
@@ -71,6 +71,9 @@ class _Leanctx(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except safedir.Unsafe as exc:  # refused before anything is written, and nothing logged there
+            click.echo(f"leanctx: {exc}", err=True)
+            sys.exit(EXIT_REFUSED)
         except Exception as exc:  # noqa: BLE001 - the last resort: one line, the log, an exit code
             from leanctx import cli_safety
 
@@ -101,7 +104,7 @@ def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot:
 
     home = paths.home()
     selected = _agent_list(agent_name, home)
-    sys.exit(run_init(selected, home, paths.data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard), mcp=not no_mcp, mcp_name=mcp_name))
+    sys.exit(run_init(selected, home, paths.usable_data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard), mcp=not no_mcp, mcp_name=mcp_name))
 
 
 @main.command()
@@ -113,7 +116,7 @@ def uninstall(agent_name: str, project: Path | None, dry_run: bool) -> None:
     from leanctx.installer.commands import run_uninstall
 
     home = paths.home()
-    sys.exit(run_uninstall(_agent_list(agent_name, home, for_uninstall=True), home, paths.data_dir(), project, dry_run, all_agents=agent_name == "all"))
+    sys.exit(run_uninstall(_agent_list(agent_name, home, for_uninstall=True), home, paths.usable_data_dir(), project, dry_run, all_agents=agent_name == "all"))
 
 
 @main.command()

@@ -115,27 +115,25 @@ def report(exc: BaseException) -> int:
 
 
 def _write_log(exc: BaseException) -> Path | None:
-    """Append the traceback to `<data dir>/logs/cli.log`, else to a fresh private temp file."""
+    """Append the traceback to `<data dir>/logs/cli.log` (rotated at 1 MiB), else to a fresh
+    private temp file. Only the command's name and where it failed are kept: never its arguments
+    nor the exception's message, which can quote a user's text (`state summary "..."`); the
+    message went to stderr already."""
     import tempfile
     import time
     import traceback
 
-    text = f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} leanctx {' '.join(sys.argv[1:])}\n"
-    text += "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    text = f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} leanctx {command_path(sys.argv[1:])}\n"
+    text += "Traceback (most recent call last):\n" + "".join(traceback.format_tb(exc.__traceback__))
+    text += f"{type(exc).__module__}.{type(exc).__qualname__} (message not logged)\n"
     try:
-        from leanctx import paths
+        from leanctx import logfile, paths, safedir
 
-        folder = paths.data_dir() / "logs"
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = folder / LOG_NAME
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
-        try:
-            if not _is_regular(fd):
-                raise OSError("not a regular file")
-            os.write(fd, text.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
-        return path
+        base = paths.data_dir()
+        if safedir.problem(base) is None:
+            path = base / "logs" / LOG_NAME
+            logfile.append(str(path), text)
+            return path
     except Exception:  # noqa: BLE001 - the data dir may be the very problem: fall back to a temp file
         pass
     try:
@@ -147,7 +145,20 @@ def _write_log(exc: BaseException) -> Path | None:
         return None
 
 
-def _is_regular(fd: int) -> bool:
-    import stat
+def command_path(argv: list[str]) -> str:
+    """The subcommand names at the start of `argv` (`state summary`), none of its arguments."""
+    try:
+        import click
 
-    return stat.S_ISREG(os.fstat(fd).st_mode)
+        from leanctx.cli import main
+
+        words: list[str] = []
+        group = main
+        for word in argv:
+            if not isinstance(group, click.Group) or word not in group.commands:
+                break
+            words.append(word)
+            group = group.commands[word]
+        return " ".join(words)
+    except Exception:  # noqa: BLE001 - the handler itself must never fail
+        return ""

@@ -367,8 +367,10 @@ def _unrecorded(state: dict) -> str | None:
 
 
 def _data_dir_check(data_dir: Path, home: Path) -> dict:
+    from leanctx import safedir
+
     try:
-        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        safedir.make_private(data_dir)
         with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
             pass
     except OSError as exc:
@@ -449,6 +451,14 @@ def project_installs(home: Path, data_dir: Path) -> dict[str, list[Path]]:
 
 
 def build(home: Path, data_dir: Path, agent_name: str | None, project: Path | None = None) -> dict:
+    from leanctx import safedir
+
+    unsafe = safedir.problem(data_dir)
+    if unsafe:  # nothing in a data dir another account could plant files in is read, run or written
+        fix = "use a data dir only you own and can write (LEANCTX_HOME=<a folder of yours>), then leanctx init"
+        return {"schema": SCHEMA, "leanctx_version": leanctx.__version__, "data_dir": display(data_dir, home),
+                "project": str(project) if project is not None else None, "installed": False, "ok": False,
+                "checks": [_check("data dir", FAIL, unsafe, fix)], "agents": [], "start": fix}
     checks = [_data_dir_check(data_dir, home), _caller_check()]
     wrapper_checks, wrapper_ok = _wrapper_checks(data_dir, home)
     selected = [agents.get(agent_name)] if agent_name else agents.all_agents()
@@ -495,6 +505,9 @@ def render(report: dict) -> str:
     lines = [f"leanctx {report['leanctx_version']}  data dir {report['data_dir']}"]
     for c in report["checks"]:
         lines.append(_line(c, "  "))
+    if not report["agents"] and report["checks"][0]["status"] == FAIL and report["checks"][0]["name"] == "data dir":
+        lines.append("Nothing else was checked: fix the data dir first.")
+        return "\n".join(lines)
     for a in report["agents"]:
         state = ("ok" if a.get("installed") else "not installed") if a["ok"] else "FAILING"
         lines.append(f"{a['display_name']} ({a['agent']}): {state}  {a['config_path']}")

@@ -29,6 +29,16 @@ def data_dir() -> Path:
     return default_data_dir()
 
 
+def usable_data_dir() -> Path:
+    """The data dir, checked: safedir.Unsafe (one line with the fix) when another account owns
+    it, can write into it, or can swap a folder on its path."""
+    from leanctx import safedir
+
+    path = data_dir()
+    safedir.check(path)
+    return path
+
+
 def default_data_dir() -> Path:
     """The data dir without LEANCTX_HOME: what a process started by a host finds on its own."""
     import platformdirs

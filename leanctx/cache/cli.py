@@ -20,8 +20,9 @@ EXIT_NOT_RUNNING = 1
 
 
 def _base() -> str:
-    """Absolute: the daemon runs in / and must find the same data dir (one daemon per data dir)."""
-    return os.path.abspath(paths.data_dir())
+    """Absolute: the daemon runs in / and must find the same data dir (one daemon per data dir).
+    Checked: a data dir another account could plant files in is refused (safedir.Unsafe)."""
+    return os.path.abspath(paths.usable_data_dir())
 
 
 def _print_json(value: object) -> None:
@@ -305,7 +306,20 @@ def register(group: click.Group) -> None:
         group.add_command(command)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Standalone(click.Group):
+    """`python -m leanctx.cache.cli`: a refused data dir is one line and exit 2, as in `leanctx`."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        from leanctx import safedir
+
+        try:
+            return super().invoke(ctx)
+        except safedir.Unsafe as exc:
+            click.echo(f"leanctx: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Standalone, context_settings={"help_option_names": ["-h", "--help"]})
 def standalone() -> None:
     """leanctx cache service commands."""
 

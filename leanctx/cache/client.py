@@ -19,6 +19,8 @@ import sys
 import threading
 import time
 
+from leanctx import safedir
+
 PROTOCOL = 1
 MAX_REQUEST = 1 << 20  # bytes of one request line; the daemon refuses more
 MAX_RESPONSE = 256 << 20  # a read answer carries file text; the core caps file size well below this
@@ -458,11 +460,37 @@ def daemon_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _rotate_log(path: str) -> None:
+    from leanctx import logfile
+
+    logfile.rotate(path, LOG_ROTATE_BYTES)
+
+
+def rotate_own_log(base: str | os.PathLike) -> bool:
+    """For a detached daemon whose stdout/stderr is the service log: once that file is over
+    LOG_ROTATE_BYTES, move it to `.1` and point stdout/stderr at a fresh 0600 one, so a daemon
+    that never exits (idle exit 0) keeps its log bounded too. True when it rotated."""
+    log = log_path(base)
     try:
-        if os.path.getsize(path) > LOG_ROTATE_BYTES:
-            os.replace(path, path + ".1")
+        st = os.fstat(2)
+        here = os.stat(log)
     except OSError:
+        return False
+    if (st.st_dev, st.st_ino) != (here.st_dev, here.st_ino) or st.st_size <= LOG_ROTATE_BYTES:
+        return False  # not writing to the service log (a foreground `leanctx serve`), or small
+    try:
+        os.replace(log, log + ".1")
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), safedir.FILE_MODE)
+    except OSError:
+        return False
+    try:
+        sys.stderr.flush()
+        sys.stdout.flush()
+    except (OSError, ValueError):
         pass
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return True
 
 
 def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> int | None:
@@ -476,7 +504,7 @@ def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> int | No
 
     base = os.path.abspath(base)  # the daemon runs in /: a relative data dir would name another folder
     log = log_path(base)
-    os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
+    safedir.make_private(os.path.dirname(log))
     _rotate_log(log)
     python = python or sys.executable
     env = daemon_env()

@@ -20,6 +20,7 @@ import json
 import os
 import time
 
+from leanctx import safedir
 from leanctx.cache import dedup
 
 SCHEMA = 1
@@ -113,7 +114,7 @@ def quarantine(path: str) -> str | None:
 
 
 def save(state_dir: str, doc: dict) -> None:
-    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    safedir.make_private(state_dir)
     path = index_path(state_dir)
     tmp = f"{path}.{os.getpid()}.tmp"
     data = json.dumps({"schema": SCHEMA, "saved_ts": time.time(), **doc}, separators=(",", ":"), sort_keys=True).encode()

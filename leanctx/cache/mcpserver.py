@@ -613,10 +613,15 @@ def _protocol_out():  # -> a binary file
 
 
 def run(data_dir: str | None = None, profile: str = "coding") -> int:
-    """Serve MCP on stdin/stdout until the host closes stdin."""
-    from leanctx import paths
+    """Serve MCP on stdin/stdout until the host closes stdin. A data dir another account could
+    plant files in is refused before the handshake: one line on stderr (the host's MCP log), exit 2."""
+    from leanctx import paths, safedir
 
     base = os.path.abspath(data_dir or paths.data_dir())
+    reason = safedir.problem(base)
+    if reason:
+        warn(reason)
+        return 2
     backend = Backend(base, use_daemon=not switched_off(os.environ.get("LEANCTX_DAEMON")))
     server = Server(backend, profile, _protocol_out())
     try:

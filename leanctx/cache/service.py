@@ -43,6 +43,7 @@ import threading
 import time
 
 import leanctx
+from leanctx import safedir
 from leanctx.cache import client, peer
 from leanctx.cache.scope import Connection
 from leanctx.hooks.publish import MAX_CALL_ID  # the bound the read gate notes ids under
@@ -292,7 +293,10 @@ class Daemon:
         that races a stop ends with one daemon serving instead of none."""
         import fcntl
 
-        os.makedirs(self.data_dir, mode=0o700, exist_ok=True)
+        reason = safedir.problem(self.data_dir)
+        if reason:
+            raise StartupError(reason)
+        safedir.make_private(self.data_dir)
         fd = os.open(client.lock_path(self.data_dir), os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
@@ -743,6 +747,8 @@ class Daemon:
             if time.monotonic() - pruned_at >= PRUNE_EVERY_S:
                 pruned_at = time.monotonic()
                 self._prune()
+            if client.rotate_own_log(self.data_dir):
+                log.info("service log rotated")
             if time.monotonic() - saved_at >= SAVE_EVERY_S:
                 saved_at = time.monotonic()
                 try:

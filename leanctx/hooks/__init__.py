@@ -28,21 +28,30 @@ def _data_dir() -> str:
 
 
 def log(data_dir: str | None, agent: str, event: str, message: str) -> None:
-    """Append one line to the hook log (rotated at 1 MiB); never raises."""
+    """Append one line to the hook log (0600, rotated at 1 MiB); never raises. A data dir another
+    account could plant files in is never written: the line goes to stderr instead."""
     try:
-        folder = os.path.join(data_dir or _data_dir(), "logs")
-        path = os.path.join(folder, "hooks.log")
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        try:
-            if os.stat(path).st_size > LOG_MAX_BYTES:
-                os.replace(path, path + ".1")
-        except OSError:
-            pass
+        from leanctx import logfile, safedir
+
+        base = data_dir or _data_dir()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         line = f"{stamp} pid={os.getpid()} {agent} {event}: {message}".replace("\n", " ")[:2000]
-        with open(path, "a", encoding="utf-8", errors="replace") as f:
-            f.write(line + "\n")
+        if safedir.problem(base):
+            _stderr_line(f"leanctx: {agent} {event}: {message}")
+            return
+        logfile.append(os.path.join(base, "logs", "hooks.log"), line + "\n", LOG_MAX_BYTES)
     except Exception:  # noqa: BLE001 - the log is best effort; the host must not notice
+        pass
+
+
+def _stderr_line(text: str) -> None:
+    """One line on stderr, unless this host takes stderr as the hook's answer (the wrapper says so)."""
+    if os.environ.get("LEANCTX_QUIET_STDERR"):
+        return
+    try:
+        sys.stderr.write(" ".join(text.split())[:2000] + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
         pass
 
 
@@ -140,6 +149,12 @@ def main(argv: list[str]) -> int:
 
         raw = read_stdin()
         data_dir = _data_dir()
+        from leanctx import safedir
+
+        reason = safedir.problem(data_dir)
+        if reason:  # fail open: no opinion, nothing written, one line for the user
+            _stderr_line(f"leanctx: hook skipped: {reason}")
+            return _emit(_no_opinion(agent_name, event_name))
         if len(argv) < 2:
             raise ValueError(f"expected AGENT EVENT [FLAGS] arguments, got {argv!r}")
         out = handle(agent_name, event_name, raw, data_dir, tuple(argv[2:]))

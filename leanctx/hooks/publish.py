@@ -32,7 +32,7 @@ from leanctx.agents.base import (
     SUBAGENT_STOP,
     HookEvent,
 )
-from leanctx import fastjson
+from leanctx import fastjson, safedir
 from leanctx.hooks.hostproc import host_process
 
 SCHEMA = 1
@@ -85,7 +85,7 @@ def record_path(data_dir: str | os.PathLike, agent: str, conversation_id: str) -
 def write_json_atomic(path: str, value: object) -> None:
     """Temp file in the same folder + rename (paths are strings: pathlib costs the hook ~2 ms)."""
     folder, name = os.path.split(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    safedir.make_private(folder)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     data = fastjson.dumps(value).encode("utf-8", "surrogatepass")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -130,7 +130,7 @@ class RecordLock:
         except ImportError:  # not on Unix: single writer assumed
             self.acquired = True
             return self
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        safedir.make_private(os.path.dirname(self.path))
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
@@ -275,7 +275,7 @@ def missed_lock(data_dir: str | os.PathLike, path: str, ev: HookEvent) -> None:
     from leanctx.hooks import log
 
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        safedir.make_private(os.path.dirname(path))
         fd = os.open(missed_path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, b"+")

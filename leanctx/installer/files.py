@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from leanctx import safedir
+
 BACKUPS_KEPT_PER_FILE = 10
 _TEMP_NAME = re.compile(r"^\..+\.leanctx-(\d{1,10})\.tmp$")
 STALE_TEMP_S = 600  # a temp file this old is a leftover even if its pid is alive again (reused)
@@ -231,7 +233,7 @@ def backup(data_dir: Path, path: Path, data: bytes) -> Path:
     BACKUPS_KEPT_PER_FILE of this file's: names are compared exactly, never as a pattern (a `[`
     or `*` in a path, or `a__b` beside `a/b`, must not reach another file's backups)."""
     folder = data_dir / "backups"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    safedir.make_private(folder)
     prefix = backup_prefix(path)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}"
     dest = folder / f"{prefix}{stamp}{BACKUP_SUFFIX}"
@@ -363,9 +365,13 @@ def install_lock(data_dir: Path, timeout: float = 30.0) -> Iterator[None]:
     import fcntl
 
     try:
+        problem = safedir.problem(data_dir)
+        if problem is not None:
+            raise ConfigError(problem)
         problem = folder_problem(data_dir)
         if problem is None:
-            data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            safedir.make_private(data_dir)
+            safedir.tighten(data_dir)
             fd = os.open(data_dir / ".install.lock", os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         problem = exc.strerror or str(exc)

@@ -20,6 +20,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from leanctx import safedir
 from leanctx.installer import files
 
 
@@ -66,9 +67,8 @@ def manifest_path(data_dir: Path, config: Path) -> Path:
 def keep_baseline(data_dir: Path, config: Path, data: bytes) -> Path:
     """Keep the pre-install bytes beside the manifest (rolling backups may be pruned)."""
     path = manifest_path(data_dir, config).with_suffix(".orig")
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.write_bytes(data)
-    path.chmod(0o600)
+    safedir.make_private(path.parent)
+    safedir.write_private(path, data)
     return path
 
 
@@ -100,9 +100,9 @@ def load(data_dir: Path, config: Path) -> Manifest | None:
 
 def save(data_dir: Path, manifest: Manifest) -> None:
     path = manifest_path(data_dir, Path(manifest.path))
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    safedir.make_private(path.parent)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(asdict(manifest), indent=1), encoding="utf-8")
+    safedir.write_private(tmp, json.dumps(asdict(manifest), indent=1).encode("utf-8"))
     os.replace(tmp, path)
     for old in _legacy(data_dir, Path(manifest.path)):  # now kept under the real path's key
         old.unlink(missing_ok=True)

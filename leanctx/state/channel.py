@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 
-from leanctx import fastjson
+from leanctx import fastjson, safedir
 from leanctx.state.errors import BadSlug
 from leanctx.state.slug import slugify
 
@@ -121,7 +121,7 @@ def remember(data_dir: str, session: str | None, user: str | None) -> None:
     path = _ledger(data_dir, session)
     if path is None:
         return
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    safedir.make_private(os.path.dirname(path))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, (fastjson.dumps([user]) + "\n").encode("utf-8", "surrogatepass"))

@@ -27,7 +27,7 @@ import time
 from leanctx.state import protocol
 from leanctx.state.backend import MAX_DOC_BYTES, Backend, Commit, apply, decode, encode
 from leanctx.state.errors import StateBusy, StateError, StateInvalid, UnsafePath
-from leanctx.state.slug import check_slug, open_user_dir, user_dir, users_root
+from leanctx.state.slug import check_slug, checked_cks_home, open_user_dir, user_dir, users_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,6 +118,7 @@ class FileBackend(Backend):
 
     def list_users(self) -> list[str]:
         """Users with a conversation state, or with a damaged one moved aside (doctor reports those)."""
+        checked_cks_home()
         root = users_root()
         try:
             names = os.listdir(root)

@@ -31,7 +31,8 @@ The store never writes outside `$CKS_HOME/user/<slug>/`: `user/` and `<slug>/` m
 folders (a symlink there is refused before anything is created through it), and every file
 operation then goes through a descriptor of the verified folder, so swapping the folder for a
 symlink afterwards cannot redirect a write. `$CKS_HOME` itself may be a symlink: that is the
-operator's choice of where the tree lives.
+operator's choice of where the tree lives, as long as it and every folder on its way is ours
+(leanctx/safedir.py): one another account owns or can write is refused.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from __future__ import annotations
 import os
 import stat
 
+from leanctx import safedir
 from leanctx.state.errors import BadSlug, UnsafePath
 
 MAX_SLUG = 64
@@ -159,6 +161,16 @@ def cks_home() -> str:
     return os.path.join(os.path.abspath(home), ".cks")
 
 
+def checked_cks_home() -> str:
+    """`$CKS_HOME`, or UnsafePath when another account owns it, can write into it, or can swap a
+    folder on its path (it could plant or read any user's thread)."""
+    home = cks_home()
+    reason = safedir.problem(home, "CKS_HOME")
+    if reason:
+        raise UnsafePath(reason)
+    return home
+
+
 def users_root() -> str:
     return os.path.join(cks_home(), "user")
 
@@ -173,9 +185,9 @@ def open_user_dir(slug: str, create: bool) -> int | None:
 
     Folders we create are 0700. UnsafePath when `user/` or `<slug>/` is a symlink or not a folder."""
     check_slug(slug)
-    home = cks_home()
+    home = checked_cks_home()
     if create:
-        os.makedirs(home, mode=0o700, exist_ok=True)
+        safedir.make_private(home)
     elif not os.path.isdir(home):
         return None
     real_home = os.path.realpath(home)

@@ -37,6 +37,7 @@ except BaseException as exc:
     line = "leanctx: hook skipped: cannot import leanctx (%s); run: leanctx doctor\n" % exc
     try:
         if os.environ.get("LEANCTX_QUIET_STDERR"):
+            os.umask(0o077)  # a data dir made here is 0700 and the log 0600, like leanctx makes them
             os.makedirs(os.path.join(os.environ["LEANCTX_HOME"], "logs"), 0o700, exist_ok=True)
             with open(os.path.join(os.environ["LEANCTX_HOME"], "logs", "hooks.log"), "a") as log:
                 log.write(line)

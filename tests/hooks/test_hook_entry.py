@@ -242,7 +242,7 @@ def test_hook_path_imports_only_stdlib(hook_wrapper: Path, data_dir: Path, agent
     assert not top_level & set(HEAVY), top_level & set(HEAVY)
     ours = {n for n in imported if n.startswith("leanctx")}
     allowed = {"leanctx", "leanctx.hooks", "leanctx.hooks.stdin", "leanctx.hooks.publish", "leanctx.hooks.hostproc",
-               "leanctx.fastjson", "leanctx.agents", "leanctx.agents.base", f"leanctx.agents.{agent}"}
+               "leanctx.fastjson", "leanctx.safedir", "leanctx.agents", "leanctx.agents.base", f"leanctx.agents.{agent}"}
     if agent == "claude":  # Cursor runs Claude Code's hooks too: its module tells its payloads apart
         allowed.add("leanctx.agents.cursor")
     assert ours <= allowed, ours
