@@ -124,11 +124,78 @@ def test_read_twice_second_is_the_stub(daemon: subprocess.Popen, env: dict, data
             assert await read(session, "a.txt", fresh=True) == (False, content)
             stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
             assert stats["served_by"] == "daemon" and stats["this_connection"] == {"daemon": 3, "in_process": 0}
-            assert_says_tokenizer(stats["stats"])
+            assert stats["this_conversation"]["reads"] == 3 and stats["this_conversation"]["stubs"] == 1
+            assert stats["tokens_exact"] and stats["tokenizer"] in ("cl100k_base", "o200k_base"), stats
             status = client.ServiceClient(data_dir).request("status")
             assert status["connections"]["clients"] == 1
 
     asyncio.run(scenario())
+
+
+class OtherHost:
+    """A second conversation's MCP server on the same daemon: its host is a process of its own
+    (a Python that runs it, as Claude Code does), driven line by line over stdio."""
+
+    def __init__(self, env: dict, project: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))",
+                                      *COMMAND, "--profile", "bot"], env=env, cwd=project,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.ids = 0
+
+    def call(self, method: str, params: dict) -> dict:
+        self.ids += 1
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}).encode() + b"\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+def test_bot_ctx_stats_shows_only_the_callers_conversation(daemon: subprocess.Popen, env: dict, data_dir: Path,
+                                                           project: Path, tmp_path: Path) -> None:
+    """A chat user can reach ctx_stats: it reports their conversation alone, never another
+    conversation's id or counters, another agent, or a path of this machine."""
+    other = OtherHost(env, project)
+    try:
+        S.publish_conversation(data_dir, "conv-other-7f3a", project, host_pid=other.proc.pid)
+        assert other.call("initialize", INIT["params"])["result"]["serverInfo"]["name"] == "leanctx"
+        other.call("tools/list", {})
+        for _ in range(3):
+            answer = other.call("tools/call", {"name": "ctx_read", "arguments": {"path": "b.txt"}})
+            assert not answer["result"]["isError"], answer
+    finally:
+        other.close()
+    S.publish_conversation(data_dir, "conv-mine-19c2", project)
+    everything = client.ServiceClient(data_dir).request("stats")  # the operator's `leanctx stats` sees both
+    assert sum(1 for k in everything["by_conversation"] if "conv-other-7f3a" in k) == 1
+
+    async def scenario() -> str:
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            await session.initialize()
+            assert await read(session, "a.txt") == (False, (project / "a.txt").read_text())
+            return text_of(await session.call_tool("ctx_stats", {}))
+
+    text = asyncio.run(scenario())
+    stats = json.loads(text)
+    assert "conv-other" not in text and "conv-mine" not in text and "by_conversation" not in text and "by_agent" not in text
+    assert str(data_dir) not in text and str(tmp_path) not in text and str(Path.home()) not in text
+    assert stats["this_conversation"]["reads"] == 1 and stats["this_conversation"]["full"] == 1
+    assert stats["conversation_identified"] is True
+
+
+def test_bot_ctx_stats_in_process_shows_only_the_callers_conversation(env: dict, project: Path, tmp_path: Path) -> None:
+    async def scenario() -> str:
+        async with mcp_session(env, project, tmp_path / "mcp.log", LEANCTX_DAEMON="0") as session:
+            await session.initialize()
+            await read(session, "a.txt")
+            return text_of(await session.call_tool("ctx_stats", {}))
+
+    text = asyncio.run(scenario())
+    stats = json.loads(text)
+    assert stats["served_by"] == "in-process (no daemon)" and stats["this_conversation"]["reads"] == 1
+    assert "by_conversation" not in text and str(tmp_path) not in text
 
 
 def test_unknown_caller_never_gets_a_stub(daemon: subprocess.Popen, env: dict, project: Path, tmp_path: Path) -> None:
