@@ -88,8 +88,8 @@ CTX_READ = {
     }, "required": ["path"]},
 }
 BOT_TOOLS = (
-    {"name": "ctx_stats", "description": "Read-cache statistics of this conversation: reads, stubs, tokens raw vs "
-                                         "delivered.", "inputSchema": _NO_ARGS},
+    {"name": "ctx_stats", "description": "Read-cache statistics of this conversation: reads, stubs, diffs, tokens raw "
+                                         "vs delivered.", "inputSchema": _NO_ARGS},
     {"name": "state_show", "description": "Show the user's current conversation thread: summary, recent turns, "
                                           "active work, pending question.", "inputSchema": _NO_ARGS},
     {"name": "state_set_pending", "description": "Record a clarification question you just asked the user (and its "
@@ -377,9 +377,12 @@ class Backend:
             own = self._local().own_stats(make_connection(self.facts), private=True)
             served_by = "in-process (no daemon)"
         with self._lock:
-            return {"served_by": served_by, "this_connection": dict(self.served),
-                    "this_conversation": own["conversation"], "conversation_identified": bool(own.get("identified")),
-                    "tokenizer": own.get("tokenizer"), "tokens_exact": own.get("tokens_exact")}
+            out = {"served_by": served_by, "this_connection": dict(self.served),
+                   "this_conversation": own["conversation"], "conversation_identified": bool(own.get("identified")),
+                   "tokenizer": own.get("tokenizer"), "tokens_exact": own.get("tokens_exact")}
+        if self.unverified:
+            out["unverified"] = True  # why goes to the MCP log (warn), not to a chat user
+        return out
 
     def close(self) -> None:
         self.client.close()
