@@ -369,6 +369,33 @@ def test_state_tools_refuse_an_empty_active_user(env: dict, project: Path, tmp_p
     assert not (home / ".cks").exists()
 
 
+def test_state_tool_refusals_name_no_path_and_no_other_user(env: dict, project: Path, tmp_path: Path, home: Path) -> None:
+    """A chat user reads the tools' error texts: a folder holding another id's thread is refused
+    without that id or the state file's path (both go to the MCP log, the operator's)."""
+    from tests.conftest import run_cli
+
+    assert run_cli("state", "summary", "bob's private plan", "--user", "bob-7c1e", env=env).returncode == 0
+    users = home / ".cks" / "user"
+    (users / "bob-7c1e").rename(users / slugify("Ana"))  # Ana's folder now holds bob's thread
+    doc = users / slugify("Ana") / "conversation-state.json"
+    doc.write_text(json.dumps(json.loads(doc.read_text()) | {"user_slug": slugify("Ana")}))
+
+    async def scenario() -> list[str]:
+        async with mcp_session(env, project, tmp_path / "mcp.log", LEANCTX_DAEMON="0", CKS_ACTIVE_USER="Ana") as session:
+            await session.initialize()
+            out = []
+            for name, args in (("state_show", {}), ("state_set_summary", {"text": "x"})):
+                r = await session.call_tool(name, args)
+                assert r.is_error, (name, text_of(r))
+                out.append(text_of(r))
+            return out
+
+    for text in asyncio.run(scenario()):
+        assert "belongs to another user id" in text and "nothing was read or written" in text
+        assert "bob" not in text and str(home) not in text and ".cks" not in text and "private plan" not in text
+    assert "bob-7c1e" in (tmp_path / "mcp.log").read_text()  # the operator's log has the whole refusal
+
+
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
 LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
