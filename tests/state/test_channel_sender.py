@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from leanctx.state.slug import slugify
 from tests.conftest import run_cli
+from tests.state.test_bot_restarts import PAYLOADS
 from tests.state.test_bot_restarts import Bot as HookBot
 
 BLOCK = "[leanctx conversation state]"
@@ -333,3 +335,33 @@ def test_the_state_mcp_tools_act_on_the_sender_whose_turn_it_is(bot: Bot, tmp_pa
     assert alice["last_answer"]["answer"] == "yearly" and alice["pending"] is None  # bob's clear-pending never reached it
     for user in ("operator", "local"):
         assert bot.state(user, None)["thread_summary"] == f"{user} secret plan"
+
+
+def guard(bot: Bot, session: str, path: Path) -> str:
+    """The `--guard` pre-tool hook on a Read of `path`: '' (allowed) or the deny reason."""
+    from leanctx.installer import wrapper
+
+    payload = json.loads((PAYLOADS / "claude" / "PreToolUse.json").read_text()) | {
+        "session_id": session, "cwd": str(path.parent), "tool_input": {"file_path": str(path)}}
+    proc = subprocess.run(["/bin/sh", "-c", wrapper.command(bot.path, "claude", "PreToolUse", ("--guard",))],
+                          input=json.dumps(payload).encode(), capture_output=True, env=bot.env, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    out = proc.stdout.decode()
+    return json.loads(out)["hookSpecificOutput"].get("permissionDecisionReason", "") if out.strip() else ""
+
+
+def test_the_guard_keeps_a_senders_turn_to_that_senders_folder(bot: Bot, cks_home: Path) -> None:
+    assert operator_cli("state", "summary", "operator secret plan", "--user", "operator", env=bot.env).returncode == 0
+    bot.fire("UserPromptSubmit", "S", prompt=chan("hi", user_id="bob"))
+    bot.fire("Stop", "S", last_assistant_message="hello")
+    users = cks_home / "user"
+    mine, bobs, operators = (users / slugify('channel:["chan","alice"]'), users / slugify('channel:["chan","bob"]'),
+                             users / "operator")
+    bot.fire("UserPromptSubmit", "S", prompt=chan("read my notes", user_id="alice"))
+    assert mine.is_dir() and bobs.is_dir() and operators.is_dir()
+    assert guard(bot, "S", mine / "conversation-state.json") == ""
+    for other in (bobs, operators):  # the operator's own thread is not a chat sender's either
+        reason = guard(bot, "S", other / "conversation-state.json")
+        assert str(other) in reason, reason
+    bot.fire("Stop", "S", last_assistant_message="done")
+    assert str(mine) in guard(bot, "S", mine / "conversation-state.json")  # no turn in progress: no folder is the turn's
