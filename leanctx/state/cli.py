@@ -59,12 +59,13 @@ def _user_option(fn: Callable) -> Callable:
 def _channel_turn() -> str | None:
     """The thread this process may act on when it runs inside a channel session (the model's
     shell tool; state/channel.py turn_user), None outside one. StateError when it may act on none."""
-    from leanctx.hooks.hostproc import host_process
+    from leanctx.cache.scope import Connection  # this process's host, found as the MCP server finds its own
     from leanctx.paths import data_dir
     from leanctx.state import channel
 
+    me = Connection.capture()
     try:
-        return channel.turn_user(str(data_dir()), host_process())
+        return channel.turn_user(str(data_dir()), {"pid": me.host_pid, "start_ticks": me.host_start_ticks})
     except channel.Refused as exc:
         raise BadInput(f"{exc} (outside the bot session, unset {channel.SENDER_ENV})") from None
 
