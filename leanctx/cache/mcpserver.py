@@ -176,6 +176,7 @@ class Backend:
         except OSError:  # started in a folder that is gone: relative paths name nothing anyway
             self.cwd = "/"
         self.served = {"daemon": 0, "in_process": 0}
+        self.channel_session = False  # a channel turn was seen: the state tools never fall back to CKS_ACTIVE_USER
         self._started = False
         # Held open while we live, so a quiet session still counts as the daemon's client (idle exit).
         self.presence: client.Presence | None = None
@@ -447,9 +448,14 @@ def _thread_user(backend: Backend) -> str | None:
 
     facts = backend.facts
     try:
-        return channel.turn_user(backend.data_dir, {"pid": facts.get("host_pid"), "start_ticks": facts.get("host_start_ticks")})
+        user = channel.turn_user(backend.data_dir, {"pid": facts.get("host_pid"), "start_ticks": facts.get("host_start_ticks")})
     except channel.Refused as exc:
+        backend.channel_session = True
         raise ToolFailure(f"refused: {exc}; nothing was read or written") from None
+    if user is None and backend.channel_session:  # its turn notes are gone (pruned): never the shared thread
+        raise ToolFailure("refused: this channel session's turn record is gone; nothing was read or written")
+    backend.channel_session = backend.channel_session or user is not None
+    return user
 
 
 # What a chat user may be told when the store refuses: the full text (paths, another sender's id)

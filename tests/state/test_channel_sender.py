@@ -260,7 +260,7 @@ def test_cks_active_user_may_not_take_a_channel_senders_thread(cks_home: Path, t
     assert proc.returncode == 2 and "starts with 'channel:'" in proc.stderr, proc.stderr
 
 
-async def _mcp_turns(bot: Bot, project: Path) -> dict:
+async def _mcp_turns(bot: Bot, project: Path, server_env: dict) -> dict:
     """Alice's and bob's turns in one session, the model using the state_* MCP tools of one
     long-lived MCP server (the real `leanctx mcp --profile bot` over stdio)."""
     from mcp.client.session import ClientSession
@@ -271,7 +271,7 @@ async def _mcp_turns(bot: Bot, project: Path) -> dict:
 
     seen: dict = {}
     params = StdioServerParameters(command=sys.executable, args=["-m", "leanctx", "mcp", "--profile", "bot"],
-                                   env={**bot.env, "LEANCTX_DAEMON": "0"}, cwd=str(project))
+                                   env=server_env, cwd=str(project))
     with open(project / "mcp.log", "a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as mcp:
             await mcp.initialize()
@@ -305,17 +305,31 @@ async def _mcp_turns(bot: Bot, project: Path) -> dict:
             r = await mcp.call_tool("state_set_summary", {"text": "mixed"})
             seen["mixed"] = (r.is_error, text(r))
             bot.fire("Stop", "S", last_assistant_message="ok")
+
+            # the session's turn notes pruned away: still never the shared thread
+            bot.fire("UserPromptSubmit", "S", prompt=chan("one more", user_id="bob"))
+            for note in (bot.data / "channel-turns").glob("host-*"):
+                note.unlink()
+            r = await mcp.call_tool("state_show", {})
+            seen["pruned"] = (r.is_error, text(r))
+            bot.fire("Stop", "S", last_assistant_message="ok")
     return seen
 
 
-def test_the_state_mcp_tools_act_on_the_sender_whose_turn_it_is(bot: Bot, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sender_env", ["passed", "not passed"])
+def test_the_state_mcp_tools_act_on_the_sender_whose_turn_it_is(bot: Bot, tmp_path: Path, sender_env: str) -> None:
+    """`not passed`: a host that starts MCP servers without its own environment; the turn notes
+    alone tell the server it serves a channel session."""
     import asyncio
 
     for user in ("operator", "local"):
         assert operator_cli("state", "summary", f"{user} secret plan", "--user", user, env=bot.env).returncode == 0
     project = tmp_path / "proj"
     project.mkdir()
-    seen = asyncio.run(_mcp_turns(bot, project))
+    server_env = {**bot.env, "LEANCTX_DAEMON": "0"}
+    if sender_env == "not passed":
+        del server_env["LEANCTX_CHANNEL_SENDER"]
+    seen = asyncio.run(_mcp_turns(bot, project, server_env))
 
     err, text = seen["bob"]
     bob = json.loads(text)
@@ -329,6 +343,7 @@ def test_the_state_mcp_tools_act_on_the_sender_whose_turn_it_is(bot: Bot, tmp_pa
         assert "secret" not in text and "4242" not in text, (key, text)
     assert seen["between"][0] and "no channel message's turn is in progress" in seen["between"][1]
     assert seen["mixed"][0] and "2 senders at once" in seen["mixed"][1]
+    assert seen["pruned"][0] and "secret" not in seen["pruned"][1], seen["pruned"]
 
     alice = bot.state("alice")
     assert alice["thread_summary"] == "Alice wants the pro plan; card ends 4242."
