@@ -25,10 +25,13 @@ a stale record. The in-process cache is dropped on the way back, so a later fall
 
 Profiles (`--profile`, written into the registered command by init): `coding` lists ctx_read
 alone, the one tool a coding session uses (the counters are for the user: `leanctx stats`);
-`bot` adds ctx_stats (a chat user has no shell to run `leanctx stats`, the bot can answer) and
-the conversation-state tools, which act on the active user's thread (CKS_ACTIVE_USER from the
-host's environment, as the hooks do) in this process: store operations with their own locking,
-not cache work, and the daemon's environment is not the host's.
+`bot` adds ctx_stats (a chat user has no shell to run `leanctx stats`, the bot can answer; it
+reports this conversation alone, never another's id, counters or a path) and the
+conversation-state tools, which act on the active user's thread (CKS_ACTIVE_USER from the host's
+environment, as the hooks do; in a channel session the one sender of the turn in progress,
+state/channel.py turn_user) in this process: store operations with their own locking, not cache
+work, and the daemon's environment is not the host's. Their refusals name no path and no other
+user (the full text goes to stderr, the host's MCP log).
 """
 
 from __future__ import annotations
@@ -85,8 +88,8 @@ CTX_READ = {
     }, "required": ["path"]},
 }
 BOT_TOOLS = (
-    {"name": "ctx_stats", "description": "Read-cache statistics: reads, stubs, tokens raw vs delivered, per agent "
-                                         "and conversation.", "inputSchema": _NO_ARGS},
+    {"name": "ctx_stats", "description": "Read-cache statistics of this conversation: reads, stubs, diffs, tokens raw "
+                                         "vs delivered.", "inputSchema": _NO_ARGS},
     {"name": "state_show", "description": "Show the user's current conversation thread: summary, recent turns, "
                                           "active work, pending question.", "inputSchema": _NO_ARGS},
     {"name": "state_set_pending", "description": "Record a clarification question you just asked the user (and its "
@@ -173,6 +176,7 @@ class Backend:
         except OSError:  # started in a folder that is gone: relative paths name nothing anyway
             self.cwd = "/"
         self.served = {"daemon": 0, "in_process": 0}
+        self.channel_session = False  # a channel turn was seen: the state tools never fall back to CKS_ACTIVE_USER
         self._started = False
         # Held open while we live, so a quiet session still counts as the daemon's client (idle exit).
         self.presence: client.Presence | None = None
@@ -361,16 +365,24 @@ class Backend:
         return result
 
     def stats(self) -> dict:
+        """ctx_stats: this conversation's counters only (a chat user reaches this tool: nothing
+        about other conversations, agents or this machine's paths)."""
         try:
-            stats = self._daemon_request("stats")
+            own = self._daemon_request("own_stats")
+            if not isinstance(own, dict) or not isinstance(own.get("conversation"), dict):
+                raise client.DaemonError("daemon answered own_stats with no result")
             served_by = "daemon"
-        except (client.DaemonError, client.RemoteError):
-            stats = self._local().stats()
+        except (client.DaemonError, client.RemoteError):  # an older daemon too (unknown op)
+            from leanctx.cache.service import make_connection
+
+            own = self._local().own_stats(make_connection(self.facts), private=True)
             served_by = "in-process (no daemon)"
         with self._lock:
-            out = {"served_by": served_by, "this_connection": dict(self.served), "stats": stats}
+            out = {"served_by": served_by, "this_connection": dict(self.served),
+                   "this_conversation": own["conversation"], "conversation_identified": bool(own.get("identified")),
+                   "tokenizer": own.get("tokenizer"), "tokens_exact": own.get("tokens_exact")}
         if self.unverified:
-            out["unverified"] = self.unverified
+            out["unverified"] = True  # why goes to the MCP log (warn), not to a chat user
         return out
 
     def close(self) -> None:
@@ -426,29 +438,62 @@ def call_tool(backend: Backend, profile: str, name: str, args: dict, meta: objec
         return str(result.get("text", "")), False
     if name == "ctx_stats":
         return json.dumps(backend.stats(), ensure_ascii=False, sort_keys=True), False
-    return _state_tool(name, args), False
+    return _state_tool(name, args, _thread_user(backend)), False
 
 
-def _state_tool(name: str, args: dict) -> str:
+def _thread_user(backend: Backend) -> str | None:
+    """Whose thread the state tools act on: in a channel session the one sender of the turn in
+    progress (state/channel.py turn_user: refused when there is none), else None, CKS_ACTIVE_USER's."""
+    from leanctx.state import channel
+
+    facts = backend.facts
+    try:
+        user = channel.turn_user(backend.data_dir, {"pid": facts.get("host_pid"), "start_ticks": facts.get("host_start_ticks")})
+    except channel.Refused as exc:
+        backend.channel_session = True
+        raise ToolFailure(f"refused: {exc}; nothing was read or written") from None
+    if user is None and backend.channel_session:  # its turn notes are gone (pruned): never the shared thread
+        raise ToolFailure("refused: this channel session's turn record is gone; nothing was read or written")
+    backend.channel_session = backend.channel_session or user is not None
+    return user
+
+
+# What a chat user may be told when the store refuses: the full text (paths, another sender's id)
+# goes to the operator's MCP log only.
+_PRIVATE_REFUSALS = {
+    "ForeignThread": "refused: the stored thread under this user's name belongs to another user id; nothing was "
+                     "read or written (the operator's `leanctx state list` shows it)",
+    "UnsafePath": "refused: the conversation state folder is not safe to use; nothing was read or written "
+                  "(the operator's `leanctx doctor` explains)",
+    "StoreUnavailable": "the conversation state store cannot be reached now; nothing was written",
+    "StateInvalid": "the stored conversation state is damaged; nothing was written (the operator's `leanctx doctor` explains)",
+}
+
+
+def _state_tool(name: str, args: dict, user: str | None = None) -> str:
     from leanctx.state import api as state_api
-    from leanctx.state.errors import StateError
+    from leanctx.state.errors import BadInput, BadSlug, StateError
 
     try:
         if name == "state_show":
-            return json.dumps(state_api.show(), ensure_ascii=False, sort_keys=True)
+            return json.dumps(state_api.show(user), ensure_ascii=False, sort_keys=True)
         if name == "state_set_pending":
             options = _strings(args.get("options", []), "options")
-            state = state_api.set_pending(_text(args.get("question"), "question"), tuple(options))
+            state = state_api.set_pending(_text(args.get("question"), "question"), tuple(options), user=user)
             return f"pending question recorded (revision {state.get('revision')})"
         if name == "state_clear_pending":
-            return f"pending question cleared (revision {state_api.clear_pending().get('revision')})"
+            return f"pending question cleared (revision {state_api.clear_pending(user).get('revision')})"
         if name == "state_set_summary":
-            state = state_api.set_summary(_text(args.get("text"), "text"))
+            state = state_api.set_summary(_text(args.get("text"), "text"), user=user)
             return f"summary saved (revision {state.get('revision')})"
-        out = state_api.end_thread()
+        out = state_api.end_thread(user)
         return "thread ended; digest appended to history" if out.get("digest") else "thread was empty; nothing appended"
-    except StateError as exc:  # bad input: nothing was written
-        raise ToolFailure(str(exc)) from None
+    except StateError as exc:  # nothing was written
+        if isinstance(exc, (BadInput, BadSlug)):  # about the call's own arguments or its user
+            raise ToolFailure(str(exc)) from None
+        warn(f"{name}: {exc}")
+        raise ToolFailure(_PRIVATE_REFUSALS.get(type(exc).__name__, "the conversation state store refused; "
+                                                "nothing was written (the operator's MCP log has why)")) from None
 
 
 # --- JSON-RPC over stdio ---------------------------------------------------------------------

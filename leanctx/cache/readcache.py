@@ -530,6 +530,14 @@ class ReadCache:
         return result
 
     # -- reporting ------------------------------------------------------------------------------
+    def conversation_stats(self, key: str | None) -> dict:
+        """The counters of one conversation alone (zeros for an unknown caller, whose reads are
+        counted under a bucket every unidentified caller shares)."""
+        with self._lock:
+            b = dict(self._stats["by_conversation"].get(key) or _bucket()) if key else _bucket()
+        b["tokens_saved"] = b["tokens_raw"] - b["tokens_sent"]
+        return b
+
     def stats(self) -> dict:
         with self._lock:
             total = dict(self._stats["total"])

@@ -65,7 +65,7 @@ IDLE_ENV = client.IDLE_ENV  # minutes; the next MCP server request starts a new 
 # diffs; stubs come back from the saved index. So short: a killed bot's daemon is gone in 2 min.
 IDLE_EXIT_MIN = 2.0
 LOCK_WAIT_S = 30.0  # a lock holder that does not accept connections is starting or stopping: wait (a start takes ~0.5 s, more under load)
-OBSERVER_OPS = frozenset({"status", "stats"})  # looking at the daemon is not using it (idle exit)
+OBSERVER_OPS = frozenset({"status", "stats", "own_stats"})  # looking at the daemon is not using it (idle exit)
 MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
 
@@ -242,6 +242,23 @@ class CacheCore:
 
     def stats(self) -> dict:
         return self.cache.stats()
+
+    def own_stats(self, conn, private: bool = False) -> dict:  # noqa: ANN001
+        """What a chat user may see: the asking conversation's counters, nothing of any other
+        conversation, agent or path (stats() is the operator's, through `leanctx stats`).
+        `private`: this core serves the asking process alone (an MCP server's in-process
+        fallback), so all it counted is that conversation's, identified or not."""
+        from leanctx.cache import tokens
+
+        s = self.resolver.resolve(conn, fresh=True)
+        tok = tokens.report()
+        if private:
+            counts = dict(self.cache.stats())
+            counts = {k: counts[k] for k in (*self.cache.conversation_stats(None),) if k in counts}
+        else:
+            counts = self.cache.conversation_stats(s.key)
+        return {"conversation": counts, "identified": s.key is not None or private,
+                "tokenizer": tok["tokenizer"], "tokens_exact": tok["tokens_exact"]}
 
     def save(self) -> None:
         self.cache.save()
@@ -663,6 +680,9 @@ class Daemon:
             return {"protocol": client.PROTOCOL, "version": leanctx.__version__, "pid": os.getpid(), "caller": caller}
         if op == "stats":
             return self.core.stats()
+        if op == "own_stats":
+            make_connection(facts)
+            return self.core.own_stats(self.identity(me))
         if op == "status":
             return self.status(me)
         if op == "scope":

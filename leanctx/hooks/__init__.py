@@ -107,7 +107,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
         if "--guard" in flags:
             from leanctx.hooks.guard import check
 
-            return check(agent, event)
+            return check(agent, event, data_dir)
         return agent.read_gate_output(event) if noted else agent.no_opinion(event.event)
     publish(data_dir, event)
     out = ""

@@ -14,8 +14,8 @@
 Each turn notes the session it came from. Only installed with `leanctx init --bot`.
 
 With LEANCTX_CHANNEL_SENDER=<attribute> (opt-in) one Claude Code session serves every sender of a
-channel: the user is the sender attribute of the `<channel ...>` wrapper (leanctx.state.channel),
-not CKS_ACTIVE_USER; see _channel_event.
+channel: the user is the sender attribute of the `<channel ...>` wrapper, namespaced by the channel
+server (leanctx.state.channel), not CKS_ACTIVE_USER; see _channel_event.
 
 When CKS_ACTIVE_USER is set but empty (a channel adapter that exported no sender id) nothing is
 recorded or handed back, and one line goes to the hook log: never the `local` thread, which
@@ -77,6 +77,7 @@ def _channel_event(agent: Agent, event: HookEvent, data_dir: str, session: str |
     no single user, so SessionStart hands back nothing; each sender's thread comes back with their
     first message in the session, and a reply is recorded only for a turn one sender had alone."""
     from leanctx.hooks import log
+    from leanctx.hooks.hostproc import host_process
     from leanctx.state import api, channel, protocol
     from leanctx.state.errors import BadSlug
     from leanctx.state.slug import active_id, check_id
@@ -91,15 +92,16 @@ def _channel_event(agent: Agent, event: HookEvent, data_dir: str, session: str |
             user, text, found = None, event.prompt, None
             try:
                 found = channel.sender(event.prompt, attr)
-                user, text = (check_id(found[0]), found[1]) if found else (active_id(), event.prompt)
+                user, text = ((check_id(channel.thread_id(found[0], check_id(found[1]))), found[2]) if found
+                              else (active_id(), event.prompt))
             finally:
-                channel.remember(data_dir, session, user)
+                channel.remember(data_dir, session, user, host_process())
             state = api.show(user)
             notes = [] if protocol.holds_thread(state, session) else [protocol.rehydrate(state)]
             result = api.inbound(text, user, session_id=session, source=agent.name)
             notes.append(protocol.answer_context(result["answered"]) if result.get("answered") else "")
             if found:
-                notes.append(channel.sender_note(attr, user))
+                notes.append(channel.sender_note(attr, found[1]))
             joined = "\n\n".join(n for n in notes if n)
             return agent.context_output(event.event, joined) or None if joined else None
         senders = channel.take(data_dir, session)

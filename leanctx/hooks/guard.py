@@ -12,19 +12,33 @@ import os
 from leanctx.agents.base import Agent, HookEvent
 
 
-def check(agent: Agent, event: HookEvent) -> str:
-    from leanctx.state import slug
+def _active(data_dir: str | None) -> str:
+    """The folder this turn may touch: CKS_ACTIVE_USER's; in a channel session the one sender
+    whose turn is in progress (state/channel.py turn_user), none when that is unclear."""
+    from leanctx.state import channel, slug
     from leanctx.state.errors import BadSlug
+
+    try:
+        if data_dir is not None:
+            from leanctx.hooks.hostproc import host_process
+
+            turn = channel.turn_user(data_dir, host_process())
+            if turn is not None:
+                return slug.slugify(turn)
+        return slug.active_slug()
+    except (BadSlug, channel.Refused):  # no single user is this turn's: no user folder is
+        return ""
+
+
+def check(agent: Agent, event: HookEvent, data_dir: str | None = None) -> str:
+    from leanctx.state import slug
 
     tool_input = event.tool_input or {}
     try:
         home = os.environ.get("HOME") or os.path.expanduser("~")
         from leanctx.state.guard import decide
 
-        try:
-            active = slug.active_slug()
-        except BadSlug:  # CKS_ACTIVE_USER set but empty (or too long): no user folder is this turn's
-            active = ""
+        active = _active(data_dir)
         reason = decide(
             event.tool_name or "",
             tool_input,

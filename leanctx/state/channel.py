@@ -14,9 +14,16 @@ bot hooks cannot take the user from CKS_ACTIVE_USER. With LEANCTX_CHANNEL_SENDER
 they take it from that attribute, which only the channel server writes; LEANCTX_CHANNEL_SOURCE
 (comma-separated server names) limits which servers are believed. Off unless set.
 
+A sender's thread is named by the server too (`thread_id`): `channel:["SERVER","ID"]`, a form
+CKS_ACTIVE_USER may not take, so a sender called `local`, one named like the operator's
+CKS_ACTIVE_USER, or the same id on another channel server never reaches another thread.
+
 Messages queued while the model works arrive as one turn (one UserPromptSubmit each, one Stop),
 so the senders of a turn are kept per session until its Stop (`remember`, `take`): a reply is
-recorded only when one sender had the whole turn.
+recorded only when one sender had the whole turn. The same ledger tells the model's own tools
+(the state_* MCP tools, `leanctx state ...` run from its shell) whose turn it is: `remember` also
+notes which session the host process is in, and `turn_user` finds the turn of the caller's host;
+while no single sender has the turn in progress they are refused, never given a shared thread.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import re
 
 from leanctx import fastjson, safedir
 from leanctx.state.errors import BadSlug
-from leanctx.state.slug import slugify
+from leanctx.state.slug import THREAD_PREFIX, slugify
 
 SENDER_ENV = "LEANCTX_CHANNEL_SENDER"
 SOURCE_ENV = "LEANCTX_CHANNEL_SOURCE"
@@ -77,10 +84,11 @@ def parse(prompt: str) -> list[dict] | None:
     return blocks
 
 
-def sender(prompt: str, attr: str) -> tuple[str, str] | None:
-    """(sender id, message text) of a channel prompt, None when the prompt is not a channel
-    message (typed at the terminal). Refused: no/empty sender attribute, a server not in
-    LEANCTX_CHANNEL_SOURCE, or one prompt carrying several senders' messages."""
+def sender(prompt: str, attr: str) -> tuple[str, str, str] | None:
+    """(server, sender id, message text) of a channel prompt, None when the prompt is not a
+    channel message (typed at the terminal). Refused: no/empty sender attribute, a server not in
+    LEANCTX_CHANNEL_SOURCE, or one prompt carrying several senders' messages (the same id on two
+    servers is two senders)."""
     blocks = parse(prompt)
     if blocks is None:
         return None
@@ -92,18 +100,24 @@ def sender(prompt: str, attr: str) -> tuple[str, str] | None:
         value = b["attrs"].get(attr, "")
         if not value.strip():
             raise Refused(f"channel message from {b['source']!r} has no {attr!r} attribute")
-        ids.add(value)
+        ids.add((b["source"], value))
     if len(ids) > 1:
         raise Refused(f"one prompt holds messages of {len(ids)} senders")
-    return ids.pop(), "\n\n".join(b["text"] for b in blocks)
+    source, value = ids.pop()
+    return source, value, "\n\n".join(b["text"] for b in blocks)
 
 
-def sender_note(attr: str, user: str) -> str:
-    """Added to the prompt's context, so the model's own `leanctx state` calls hit this thread."""
-    import shlex
+def thread_id(source: str, sender_id: str) -> str:
+    """The thread of `sender_id` on channel server `source`: one-to-one (JSON), and prefixed with
+    what CKS_ACTIVE_USER is refused to start with."""
+    return THREAD_PREFIX + fastjson.dumps([source, sender_id])
 
-    return (f"[leanctx] This channel message is from {attr}={fastjson.dumps(user)}. "
-            f"Run every `leanctx state ...` command for it with --user {shlex.quote(user)}.")
+
+def sender_note(attr: str, sender_id: str) -> str:
+    """Added to the prompt's context: who sent it, and that the state tools follow the turn."""
+    return (f"[leanctx] This channel message is from {attr}={fastjson.dumps(sender_id)}. While this turn is "
+            f"theirs alone, the state_* tools and `leanctx state ...` act on their thread by themselves "
+            f"(no --user needed); in a turn with several senders they refuse.")
 
 
 def _ledger(data_dir: str, session: str | None) -> str | None:
@@ -115,9 +129,18 @@ def _ledger(data_dir: str, session: str | None) -> str | None:
         return None
 
 
-def remember(data_dir: str, session: str | None, user: str | None) -> None:
+def _host_file(data_dir: str, host: dict) -> str | None:
+    """Where a host process's current session is noted; None when the host is not known."""
+    pid, ticks = host.get("pid"), host.get("start_ticks")
+    if not isinstance(pid, int) or not isinstance(ticks, int):
+        return None
+    return os.path.join(data_dir, "channel-turns", f"host-{pid}-{ticks}")
+
+
+def remember(data_dir: str, session: str | None, user: str | None, host: dict | None = None) -> None:
     """Note that `user` (None: unknown) sent a prompt of the current turn of `session`: one line
-    appended (O_APPEND, so prompts of one turn fired at once never lose each other)."""
+    appended (O_APPEND, so prompts of one turn fired at once never lose each other); and that
+    `host` (hostproc.host_process() of the hook) is in `session` now."""
     path = _ledger(data_dir, session)
     if path is None:
         return
@@ -127,7 +150,66 @@ def remember(data_dir: str, session: str | None, user: str | None) -> None:
         os.write(fd, (fastjson.dumps([user]) + "\n").encode("utf-8", "surrogatepass"))
     finally:
         os.close(fd)
+    pointer = _host_file(data_dir, host or {})
+    if pointer is not None:
+        tmp = f"{pointer}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, os.path.basename(path).encode("utf-8"))
+        finally:
+            os.close(fd)
+        os.replace(tmp, pointer)
     _prune(os.path.dirname(path))
+
+
+def _senders(path: str) -> list[str | None]:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    senders: list[str | None] = []
+    for line in lines:
+        try:
+            value = fastjson.loads(line)
+        except ValueError:
+            value = None
+        senders.append(value[0] if isinstance(value, list) and value and isinstance(value[0], str) else None)
+    return senders
+
+
+def turn_user(data_dir: str, host: dict) -> str | None:
+    """Whose thread a tool call of the model acts on in a channel session: the one sender of the
+    turn in progress in `host`'s session (`host`: hostproc.host_process() of the caller). None
+    when this is no channel session (LEANCTX_CHANNEL_SENDER unset and no channel turn ever
+    noted for this host): then CKS_ACTIVE_USER's, as always. Refused when the turn's sender is
+    unknown, when it has several, when no turn is in progress, or the host cannot be told."""
+    pointer = _host_file(data_dir, host)
+    name = ""
+    if pointer is not None:
+        try:
+            with open(pointer, encoding="utf-8", errors="replace") as f:
+                name = f.read(300).strip()
+        except FileNotFoundError:
+            pass
+    if not name:
+        if not (os.environ.get(SENDER_ENV) or "").strip():
+            return None
+        why = ("no channel message's turn is in progress in this session" if pointer else
+               "cannot tell which session this process belongs to (its host process is unknown)")
+        raise Refused(f"{why}; the state tools act only on the thread of the sender whose turn it is")
+    if "/" in name or name.startswith("."):
+        raise Refused("the channel turn record of this session is damaged")
+    senders = _senders(os.path.join(data_dir, "channel-turns", name))
+    if not senders:
+        raise Refused("no channel message's turn is in progress in this session; the state tools act only on "
+                      "the thread of the sender whose turn it is")
+    if None in senders:
+        raise Refused("this turn holds a message whose sender is unknown; refusing to pick a thread")
+    if len(set(senders)) > 1:
+        raise Refused(f"this turn answers {len(set(senders))} senders at once; refusing to pick one's thread "
+                      f"(save it in a turn of that sender alone)")
+    return senders[0]
 
 
 def take(data_dir: str, session: str | None) -> list[str | None]:
@@ -142,18 +224,9 @@ def take(data_dir: str, session: str | None) -> list[str | None]:
     except OSError:
         return []
     try:
-        with open(taken, encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
+        return _senders(taken)
     finally:
         os.unlink(taken)
-    senders: list[str | None] = []
-    for line in lines:
-        try:
-            value = fastjson.loads(line)
-        except ValueError:
-            value = None
-        senders.append(value[0] if isinstance(value, list) and value and isinstance(value[0], str) else None)
-    return senders
 
 
 def _prune(folder: str) -> None:

