@@ -1,0 +1,142 @@
+"""Nothing leanctx writes into a host imports or runs code from the folder the host runs it in.
+
+Hosts start our MCP server, hooks and (through the model's shell) our CLI in the session's
+folder, often a cloned repository. Each command kind init writes is run here in a repository
+that plants a `leanctx/` package, modules named like the standard library's, and a git config
+whose fsmonitor and clean filter are programs (tests/hostile_repo.py): nothing of it may run,
+and the command must still work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leanctx import agents
+from leanctx.installer import instructions, mcpreg
+from tests import hostile_repo
+from tests.conftest import run_cli
+
+MCP_HELLO = b"".join(json.dumps(m).encode() + b"\n" for m in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return hostile_repo.make(tmp_path / "cloned", tmp_path / "markers")
+
+
+def markers(repo: Path) -> list[str]:
+    return hostile_repo.ran(repo.parent / "markers")
+
+
+def tools_of(command: list[str], cwd: Path, env: dict | None = None) -> list[str]:
+    """The tool names an MCP server started by `command` in `cwd` lists, as a host starts it."""
+    env = dict(env or os.environ, LEANCTX_DAEMON="0")
+    proc = subprocess.run(command, input=MCP_HELLO, capture_output=True, cwd=cwd, env=env, timeout=120)
+    answers = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    listed = next((a for a in answers if a.get("id") == 2), None)
+    assert listed is not None, (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
+    return [t["name"] for t in listed["result"]["tools"]]
+
+
+def test_the_planted_repository_does_run_in_python_dash_m(repo: Path) -> None:
+    """The fixture is live: the entry init used to write runs the repository's `leanctx/`."""
+    subprocess.run([sys.executable, "-m", "leanctx", "mcp"], input=MCP_HELLO, capture_output=True, cwd=repo, timeout=120)
+    assert "leanctx" in markers(repo)
+
+
+@pytest.mark.parametrize("name", ["claude", "codex", "opencode", "cline", "gemini"])
+@pytest.mark.parametrize("bot", [False, True])
+def test_the_user_level_mcp_entry_runs_nothing_from_the_folder(home: Path, data_dir: Path, repo: Path, name: str, bot: bool) -> None:
+    assert run_cli("init", "--agent", name, *(["--bot"] if bot else [])).returncode == 0
+    entry = mcpreg.registered(agents.get(name), home, None)
+    command, args, env = mcpreg.launch(entry)
+    assert command == str(data_dir / "bin" / "leanctx-hook") and args[0] == "mcp"
+    tools = tools_of([command, *args], repo, dict(os.environ, **(env or {})))
+    assert "ctx_read" in tools and ("state_show" in tools) == bot
+    assert markers(repo) == []
+
+
+def test_project_level_commands_are_console_scripts_that_never_look_at_the_folder(repo: Path, tmp_path: Path) -> None:
+    """A project's files call `leanctx mcp` and `leanctx-hook` from PATH: a console script puts its
+    own bin folder first on sys.path, never the current one."""
+    bin_dir = Path(sys.executable).parent
+    scripts = {name: shutil.which(name, path=str(bin_dir)) for name in ("leanctx", "leanctx-hook")}
+    if None in scripts.values():
+        pytest.skip("leanctx is not installed with its console scripts beside this Python")
+    project = tmp_path / "proj"
+    project.mkdir()
+    command, args = mcpreg.server_command(project)
+    assert [command, *args] == ["leanctx", "mcp"]
+    assert "ctx_read" in tools_of([scripts["leanctx"], *args], repo)
+    probe = tmp_path / "bin" / "probe"  # a script run by its shebang, as a console script is
+    probe.parent.mkdir()
+    probe.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.path[0])\n")
+    probe.chmod(0o755)
+    assert subprocess.run([str(probe)], capture_output=True, text=True, cwd=repo).stdout.strip() == str(probe.parent)
+    payload = json.dumps({"session_id": "s-1", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"})
+    hook = subprocess.run([scripts["leanctx-hook"], "claude", "SessionStart"], input=payload, capture_output=True, text=True,
+                          cwd=repo, timeout=120, env=dict(os.environ, LEANCTX_HOME=str(tmp_path / "data")))
+    assert hook.returncode == 0 and list((tmp_path / "data" / "conversations").rglob("*.json"))
+    assert markers(repo) == []
+
+
+def test_every_hook_command_and_hook_file_runs_nothing_from_the_folder(home: Path, data_dir: Path, repo: Path) -> None:
+    """The wrapper behind every hook command (config entries, OpenCode's plugin, Cline's files)."""
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    assert run_cli("init", "--agent", "cline").returncode == 0
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    payload = json.dumps({"session_id": "s-1", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"})
+    done = subprocess.run(["/bin/sh", "-c", command], input=payload, capture_output=True, text=True, cwd=repo, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((data_dir / "conversations" / "claude" / "s-1.json").read_text())["cwd"] == str(repo)
+    cline_files = [p for p in agents.get("cline").hook_folder(home, None).iterdir() if os.access(p, os.X_OK)]
+    assert cline_files
+    for path in cline_files:
+        assert subprocess.run([str(path)], input="{}", capture_output=True, cwd=repo, timeout=120).returncode == 0
+    assert markers(repo) == []
+
+
+def test_the_cli_word_in_instructions_never_falls_back_to_python_dash_m(home: Path, data_dir: Path, repo: Path,
+                                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a console script beside the Python (e.g. a `pip install --user` whose scripts are
+    elsewhere), the instructions name the data dir's wrapper, which runs the CLI isolated."""
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    lonely = tmp_path / "lonely-bin"
+    lonely.mkdir()
+    (lonely / "python3").symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(lonely / "python3"))
+    word = instructions.leanctx_command(None, data_dir)
+    assert "-m leanctx" not in word and word.endswith(" cli")
+    done = subprocess.run(["/bin/sh", "-c", f"{word} state show"], capture_output=True, text=True, cwd=repo, timeout=120,
+                          env=dict(os.environ, CKS_HOME=str(tmp_path / "cks"), CKS_ACTIVE_USER="alice"))
+    assert done.returncode == 0, done.stderr
+    assert markers(repo) == []
+
+
+def test_the_state_card_reads_git_state_without_running_the_repositorys_programs(repo: Path) -> None:
+    from leanctx.hooks import compaction
+
+    branch, dirty = compaction._git(str(repo / "leanctx"))
+    assert branch == "main" and dirty == ["json.py"]
+    assert markers(repo) == []
+
+
+def test_the_daemon_starts_isolated_from_every_folder(tmp_path: Path) -> None:
+    from leanctx import launch
+    from leanctx.cache import client
+
+    argv = launch.argv(client.SERVE_MODULE, "serve")
+    assert argv[1:3] == ["-I", "-c"] and client.is_daemon_cmdline(argv)
