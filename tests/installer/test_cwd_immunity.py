@@ -105,7 +105,7 @@ def test_every_hook_command_and_hook_file_runs_nothing_from_the_folder(home: Pat
     cline_files = [p for p in agents.get("cline").hook_folder(home, None).iterdir() if os.access(p, os.X_OK)]
     assert cline_files
     for path in cline_files:
-        assert subprocess.run([str(path)], input="{}", capture_output=True, cwd=repo, timeout=120).returncode == 0
+        assert subprocess.run([str(path)], input=b"{}", capture_output=True, cwd=repo, timeout=120).returncode == 0
     assert markers(repo) == []
 
 
