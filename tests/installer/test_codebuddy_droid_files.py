@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.installer.test_ownership import ok, snapshot, write
 
-OURS = {"type": "stdio", "command": sys.executable, "args": ["-m", "leanctx", "mcp"]}
+OURS = {"type": "stdio", "args": ["mcp"]}  # the command is the data dir's wrapper
 USERS = '{\n    "mcpServers": {"mine": {"command": "my-mcp", "args": []}}\n}\n'
 
 
