@@ -7,7 +7,7 @@ folder, no PYTHON* variables, no user site-packages) with BOOT, which puts this 
 package root on sys.path explicitly, adds back the user site-packages a plain interpreter outside
 a venv would use (so a `pip install --user` install still finds its dependencies), then runs a
 module as `python -m` would. `-P` would do the first part alone, but only from Python 3.11.
-Standard library only: the hook fast path imports this module.
+Standard library only: a hook may start the daemon.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ from leanctx import agents
 from leanctx.installer import instructions, mcpreg
 from tests import hostile_repo
 from tests.conftest import run_cli
+from tests.hooks.test_compaction_notes import card_of, fire, session  # noqa: F401 - the fixture
+from tests.hooks.test_hook_entry import hook_wrapper  # noqa: F401 - the fixture
 
 MCP_HELLO = b"".join(json.dumps(m).encode() + b"\n" for m in (
     {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -126,12 +128,28 @@ def test_the_cli_word_in_instructions_never_falls_back_to_python_dash_m(home: Pa
     assert markers(repo) == []
 
 
-def test_the_state_card_reads_git_state_without_running_the_repositorys_programs(repo: Path) -> None:
-    from leanctx.hooks import compaction
+def test_the_state_card_reads_git_state_without_running_the_repositorys_programs(hook_wrapper: Path, data_dir: Path,
+                                                                                  session, tmp_path: Path) -> None:
+    proj, transcript = session
+    hostile_repo.make(proj, tmp_path / "markers")
+    card = card_of(fire(hook_wrapper, "SessionStart", proj, transcript, source="compact"))
+    assert "Git: branch main, uncommitted: json.py" in card
+    assert hostile_repo.ran(tmp_path / "markers") == []
 
-    branch, dirty = compaction._git(str(repo / "leanctx"))
-    assert branch == "main" and dirty == ["json.py"]
-    assert markers(repo) == []
+
+def test_git_state_of_a_linked_worktree_and_a_detached_head(tmp_path: Path) -> None:
+    from leanctx.hooks import gitstate
+
+    repo = hostile_repo.make(tmp_path / "repo", tmp_path / "markers")
+    (repo / ".git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")  # git itself runs below
+    (repo / ".gitattributes").unlink()
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(tmp_path / "wt")], check=True)
+    (tmp_path / "wt" / "socket.py").write_text("changed\n")
+    root, gitdir = gitstate.git_dir(str(tmp_path / "wt" / "leanctx"))
+    assert root == str(tmp_path / "wt") and gitstate.branch(gitdir) == "HEAD"
+    assert gitstate.changed(root, gitdir) == ["socket.py"]
+    root, gitdir = gitstate.git_dir(str(repo))
+    assert gitstate.branch(gitdir) == "main" and gitstate.changed(root, gitdir) == ["json.py"]
 
 
 def test_the_daemon_starts_isolated_from_every_folder(tmp_path: Path) -> None:
