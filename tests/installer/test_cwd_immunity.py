@@ -158,3 +158,22 @@ def test_the_daemon_starts_isolated_from_every_folder(tmp_path: Path) -> None:
 
     argv = launch.argv(client.SERVE_MODULE, "serve")
     assert argv[1:3] == ["-I", "-c"] and client.is_daemon_cmdline(argv)
+
+
+def test_a_pip_user_install_keeps_its_user_site_packages(repo: Path, tmp_path: Path) -> None:
+    """`-I` drops the user site-packages, where `pip install --user` puts leanctx's dependencies:
+    outside a venv, the launcher adds it back (after the package root, before the system's)."""
+    from leanctx import launch
+
+    base = getattr(sys, "_base_executable", sys.executable)  # an interpreter outside any venv
+    env = dict(os.environ, PYTHONUSERBASE=str(tmp_path / "userbase"))
+    env.pop("VIRTUAL_ENV", None)
+    user_site = subprocess.run([base, "-c", "import site; print(site.getusersitepackages())"], env=env, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    Path(user_site).mkdir(parents=True)
+    (Path(user_site) / "userdep_probe.py").write_text("import json, sys\nprint(json.dumps(sys.path))\n")
+    done = subprocess.run(launch.argv("userdep_probe", python=base), capture_output=True, text=True, cwd=repo, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    path = json.loads(done.stdout)
+    assert path[:2] == [str(launch.package_root()), user_site] and str(repo) not in path and "" not in path
+    assert markers(repo) == []
