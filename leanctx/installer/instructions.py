@@ -8,8 +8,8 @@ Two texts, each located by the host module:
   Cursor project rule.
 Blocks live in files shared with the user's own text and come out again without a trace; a
 block is replaced where it stands, so init twice is init once. At user level the texts name this
-installation's `leanctx` by absolute path (its console script, or the data dir's wrapper) (a bot's shell may not have it on PATH); in a project's
-files, which a team commits, they say plain `leanctx`.
+installation's `leanctx` by absolute path (a bot's shell may not have it on PATH): its console
+script, or the data dir's wrapper; in a project's files, which a team commits, plain `leanctx`.
 """
 
 from __future__ import annotations
