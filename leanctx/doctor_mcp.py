@@ -56,7 +56,10 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
     want = mcpreg.wanted_entry(agent, data_dir, project, bot)
     if entry != want:
         profile, other = ("bot", "coding") if bot else ("coding", "bot")
-        if entry == mcpreg.wanted_entry(agent, data_dir, project, not bot) or (
+        if mcpreg.is_module_form(entry):
+            detail = (f"the entry in {path} runs `python -m leanctx mcp`, which imports from the folder the host opens "
+                      "(a repository's own leanctx/ or json.py would run as you)")
+        elif entry == mcpreg.wanted_entry(agent, data_dir, project, not bot) or (
                 bot and entry == _without_profile(want)):  # registered before the profiles
             detail = f"the entry in {path} offers the {other} profile's tools; this install is {profile}"
         else:

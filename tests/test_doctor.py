@@ -223,11 +223,11 @@ def test_doctor_reports_a_broken_mcp_entry(home: Path, data_dir: Path) -> None:
     run_cli("init", "--agent", "cursor")
     path = home / ".cursor" / "mcp.json"
     value = json.loads(path.read_text())
-    value["mcpServers"]["leanctx"]["command"] = "/gone/python3"
+    value["mcpServers"]["leanctx"]["command"] = "/gone/bin/leanctx-hook"  # another data dir's wrapper
     path.write_text(json.dumps(value))
     code, report = doctor_json("--agent", "cursor")
     entry = checks_by_name(report["agents"][0])["mcp server"]
-    assert code == 1 and entry["status"] == "fail" and "/gone/python3" in entry["detail"]
+    assert code == 1 and entry["status"] == "fail" and "/gone/bin/leanctx-hook" in entry["detail"]
     code, report = doctor_json("--agent", "cursor", "--fix")
     assert code == 0, json.dumps(report, indent=1)
     assert checks_by_name(report["agents"][0])["mcp round trip"]["status"] == "ok"
@@ -381,3 +381,27 @@ def test_doctor_spots_a_question_no_stop_hook_followed(home: Path, data_dir: Pat
     code, report = doctor_json("--agent", "claude")
     warn = {c["name"]: c for c in report["checks"]}["conversation state late hooks"]
     assert warn["status"] == "warn" and "no Stop hook ran" in warn["detail"] and "setting_sources" in warn["fix"]
+
+
+@pytest.mark.parametrize("bot", [False, True])
+def test_doctor_fails_the_python_dash_m_entry_and_its_fix_replaces_it(home: Path, data_dir: Path, bot: bool) -> None:
+    """`<python> -m leanctx mcp`, what init registered before, imports from the folder the host
+    opens: doctor fails it with a fix line that works, and the fixed entry is the wrapper's."""
+    profile = ["--bot"] if bot else []
+    run_cli("init", "--agent", "claude", *profile)
+    path = home / ".claude.json"
+    value = json.loads(path.read_text())
+    value["mcpServers"]["leanctx"] = {"type": "stdio", "command": sys.executable,
+                                      "args": ["-m", "leanctx", "mcp", *(["--profile", "bot"] if bot else [])]}
+    path.write_text(json.dumps(value))
+    code, report = doctor_json("--agent", "claude")
+    entry = checks_by_name(report["agents"][0])["mcp server"]
+    assert code == 1 and entry["status"] == "fail" and "python -m leanctx mcp" in entry["detail"], entry
+    assert entry["fix"].startswith("leanctx init --agent claude")
+    fix = entry["fix"].split("   ")[0].split()[1:] + profile  # run the fix line as written
+    assert run_cli(*fix).returncode == 0
+    fixed = json.loads(path.read_text())["mcpServers"]["leanctx"]
+    assert fixed["command"] == str(data_dir / "bin" / "leanctx-hook") and fixed["args"][0] == "mcp"
+    code, report = doctor_json("--agent", "claude")
+    checks = checks_by_name(report["agents"][0])
+    assert checks["mcp server"]["status"] == "ok" and checks["mcp round trip"]["status"] == "ok", checks

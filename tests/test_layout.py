@@ -4,7 +4,8 @@
   cache's oracle and replay engine, a throw-away redis-server) lives in bench/support/.
 - No module imports another module's private name (`_x`): what is shared gets a public name.
 - fastjson is a leaf, and state/ and agents/ never import the hooks package above them.
-- Host descriptions (agents/) hold no installer or doctor logic: they import neither.
+- Host descriptions (agents/) hold no installer or doctor logic: they import neither (only the
+  leaves fastjson and templating, which fills their plugin template).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def test_no_module_imports_a_private_name_of_another() -> None:
 
 
 def test_fastjson_is_a_leaf_imported_plainly_from_below_the_hooks() -> None:
-    assert GRAPH["leanctx.fastjson"] == []
+    assert GRAPH["leanctx.fastjson"] == [] and all(not m.startswith("leanctx") for m, _, _ in GRAPH["leanctx.templating"])
     upward = [f"{name} imports {module}" for name, imports in GRAPH.items()
               if name.startswith(("leanctx.state", "leanctx.agents", "leanctx.fastjson"))
               for module, _, _ in imports if module.startswith("leanctx.hooks")]
@@ -111,7 +112,7 @@ def test_fastjson_is_a_leaf_imported_plainly_from_below_the_hooks() -> None:
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("leanctx.agents")))
 def test_host_descriptions_hold_no_installer_or_doctor_logic(name: str) -> None:
     reached = {t for module, imported, _ in GRAPH[name] for t in _targets(module, imported)}
-    outside = sorted(t for t in reached if not t.startswith(("leanctx.agents", "leanctx.fastjson")) and t != "leanctx")
+    outside = sorted(t for t in reached if not t.startswith(("leanctx.agents", "leanctx.fastjson", "leanctx.templating")) and t != "leanctx")
     assert outside == [], f"{name} reaches into {outside}"
 
 

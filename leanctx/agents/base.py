@@ -311,7 +311,9 @@ class Agent:
     def read_rule_note(self, server: str = MCP_SERVER) -> str:
         """What the read rule must add for this host's model to reach ctx_read ('' = nothing):
         `read_rule_hint` with the server's name, unless the host module says more."""
-        return self.read_rule_hint.replace("@SERVER@", server)
+        from leanctx import templating
+
+        return templating.fill(self.read_rule_hint, {"SERVER": server}, f"{self.name} read_rule_hint")
 
     def event(self, name: str) -> EventSpec | None:
         """The spec of an event we may wire, in any profile."""

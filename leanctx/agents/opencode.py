@@ -75,9 +75,13 @@ class OpenCode(FileHookAgent):
         import json
         from importlib import resources
 
+        from leanctx import templating
+
         text = resources.files("leanctx").joinpath("templates/opencode-plugin.js").read_text(encoding="utf-8")
-        text = text.replace("@MARK@", mark(wired)).replace("@TIMEOUT_MS@", str(self.timeout * 1000))
-        return {PLUGIN: text.replace("@HOOKS@", json.dumps(wired, indent=2, sort_keys=True))}
+        # one pass, each value JSON (ASCII-only, so no line break can end the comment the mark sits in)
+        values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000),
+                  "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True)}
+        return {PLUGIN: templating.fill(text, values, "opencode-plugin.js")}
 
     def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
         # OpenCode reads AGENTS.md from its config folder and from the project into every session.

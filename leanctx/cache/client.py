@@ -509,7 +509,9 @@ def spawn_daemon(base: str | os.PathLike, python: str | None = None) -> int | No
     python = python or sys.executable
     env = daemon_env()
     env["LEANCTX_HOME"] = base
-    cmd = [python, "-m", SERVE_MODULE, "serve"]
+    from leanctx import launch
+
+    cmd = launch.argv(SERVE_MODULE, "serve", python=python)  # isolated: nothing in a folder can be imported
     launcher = (
         "import subprocess,sys\n"
         "p=subprocess.Popen(sys.argv[1:],stdin=subprocess.DEVNULL,stdout=2,stderr=2,"

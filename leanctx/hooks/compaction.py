@@ -35,7 +35,6 @@ HINT_ENV = "LEANCTX_COMPACT_HINT"
 CARD_ENV = "LEANCTX_STATE_CARD"
 MAX_PATHS = 40  # in the PreCompact path list
 MAX_STATS = 200  # files looked at on disk for "changed since last read" (the most recently read)
-GIT_TIMEOUT_S = 2.0
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 READ_TOOLS = ("Read", "mcp__leanctx__ctx_read")
 HINT = (
@@ -242,33 +241,15 @@ def _changed_since_read(facts: Facts) -> list[str]:
 
 
 def _git(cwd: str | None) -> tuple[str | None, list[str]]:
-    if not cwd or not os.path.isdir(os.path.join(cwd, ".git")) and not _inside_git(cwd):
+    """(branch, changed files), read from the files git keeps: running git in a repository lets
+    its config run programs (see gitstate)."""
+    from leanctx.hooks import gitstate
+
+    found = gitstate.git_dir(cwd) if cwd else None
+    if found is None:
         return None, []
-    import subprocess
-
-    def git(*args: str) -> str | None:
-        try:
-            cp = subprocess.run(["git", "-C", cwd, *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
-                                stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return cp.stdout if cp.returncode == 0 else None
-
-    branch = git("rev-parse", "--abbrev-ref", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no") or ""
-    dirty = [ln[3:] for ln in status.splitlines() if len(ln) > 3]
-    return (branch.strip() or None) if branch else None, dirty
-
-
-def _inside_git(cwd: str) -> bool:
-    d = os.path.abspath(cwd)
-    while True:
-        if os.path.exists(os.path.join(d, ".git")):
-            return True
-        parent = os.path.dirname(d)
-        if parent == d:
-            return False
-        d = parent
+    root, gitdir = found
+    return gitstate.branch(gitdir), gitstate.changed(root, gitdir)
 
 
 def _names(label: str, paths: list[str], cwd: str | None, budget: int) -> str:

@@ -8,8 +8,8 @@ Two texts, each located by the host module:
   Cursor project rule.
 Blocks live in files shared with the user's own text and come out again without a trace; a
 block is replaced where it stands, so init twice is init once. At user level the texts name this
-installation's `leanctx` by absolute path (a bot's shell may not have it on PATH); in a project's
-files, which a team commits, they say plain `leanctx`.
+installation's `leanctx` by absolute path (a bot's shell may not have it on PATH): its console
+script, or the data dir's wrapper; in a project's files, which a team commits, plain `leanctx`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from leanctx import paths, templating
 from leanctx.agents.base import MCP_SERVER, Agent
 from leanctx.installer import files, manifest
 from leanctx.installer.files import ConfigError
@@ -50,8 +51,10 @@ CTX_READ = Text("ctx-read", "ctx-read-rule.md", lambda a, home, project: a.rules
 ORDER = (CONVERSATION_STATE, CTX_READ)  # the order of our blocks when they share a file
 
 
-def leanctx_command(project: Path | None = None) -> str:
-    """This installation's `leanctx`, as a shell word (the console script, else `python -m`).
+def leanctx_command(project: Path | None = None, data_dir: Path | None = None) -> str:
+    """This installation's `leanctx`, as a shell word: the console script beside this Python,
+    else the data dir's wrapper (`leanctx-hook cli`). Never `python -m leanctx`, which imports
+    from the shell's current folder (a repository's own `leanctx/` would run).
 
     In a project's files (committed and shared with a team) the word is plain `leanctx`, found on
     PATH: a path of this machine would be wrong on every other one."""
@@ -60,7 +63,7 @@ def leanctx_command(project: Path | None = None) -> str:
     script = Path(sys.executable).parent / "leanctx"
     if script.exists():
         return shlex.quote(str(script))
-    return f"{shlex.quote(sys.executable)} -m leanctx"
+    return f"{shlex.quote(str(paths.wrapper_path(data_dir)))} cli"
 
 
 def part_name(spec: Text) -> str:
@@ -68,20 +71,22 @@ def part_name(spec: Text) -> str:
     return f"instructions:{spec.name}"
 
 
-def _body(spec: Text, project: Path | None = None, server: str = MCP_SERVER, how: str = "") -> tuple[str, str]:
+def _body(spec: Text, project: Path | None = None, server: str = MCP_SERVER, how: str = "",
+          data_dir: Path | None = None) -> tuple[str, str]:
     """(front matter, body) of a template, rendered for this installation, the name its MCP
     server is registered under, and how this host's model reaches a deferred MCP tool (`how`)."""
     text = resources.files("leanctx").joinpath(f"templates/{spec.template}").read_text(encoding="utf-8")
-    text = text.replace("@HOW@", f"\n{how}" if how else "")
-    text = text.replace("@LEANCTX@", leanctx_command(project)).replace("@SERVER@", server)
+    values = {"HOW": f"\n{how}" if how else "", "LEANCTX": leanctx_command(project, data_dir), "SERVER": server}
+    text = templating.fill(text, values, spec.template)
     _, front, body = text.split("---\n", 2)
     return front, body.lstrip("\n")
 
 
-def render(spec: Text, path: Path, kind: str, project: Path | None = None, server: str = MCP_SERVER, note: str = "") -> str:
+def render(spec: Text, path: Path, kind: str, project: Path | None = None, server: str = MCP_SERVER, note: str = "",
+           data_dir: Path | None = None) -> str:
     """The text as installed; `note` is what this host's model needs on top (how it reaches a
     deferred tool), put where the template says (@HOW@)."""
-    front, body = _body(spec, project, server, note)
+    front, body = _body(spec, project, server, note, data_dir)
     if kind == "block":
         return f"{spec.marker}\n{body.rstrip()}\n{spec.end_marker}\n"
     if path.suffix == ".mdc":  # a Cursor rule: always applied
@@ -147,9 +152,9 @@ def plan(
     if kind == "file":
         if old is not None and spec.marker not in text:
             raise ConfigError(f"{path}: exists and is not leanctx's; move it away and run init again")
-        new = render(spec, path, kind, project, server, note).encode("utf-8")
+        new = render(spec, path, kind, project, server, note, data_dir).encode("utf-8")
     else:
-        new = _with_block(spec, text, render(spec, path, kind, project, server, note)).encode("utf-8")
+        new = _with_block(spec, text, render(spec, path, kind, project, server, note, data_dir)).encode("utf-8")
     if new == old:
         return already_there(agent, part_name(spec), target, data_dir, old)
     files.check_writable(target.real)

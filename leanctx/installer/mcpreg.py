@@ -5,7 +5,8 @@ Codex's config.toml through tomlkit), other servers and comments are untouched, 
 init once, uninstall removes our entry and the `mcpServers` table if we created it. An entry of
 the same name that we did not write (told apart by its command) is the user's: init refuses and
 uninstall leaves it. The server is spawned without a shell, so at user level the entry names
-this installation's Python by absolute path.
+the data dir's wrapper by absolute path; it runs this installation's Python isolated from the
+folder the host starts it in.
 Claude Code rewrites ~/.claude.json itself on every start (and replaces a file it cannot parse
 with defaults), so we never leave it unparseable: every write is atomic.
 """
@@ -35,14 +36,25 @@ def check_name(name: str) -> str:
     return name
 
 
-def server_command(project: Path | None = None, bot: bool = False) -> tuple[str, list[str]]:
-    """This installation's Python at user level; in a project's files (committed, shared with a
-    team) the `leanctx` console script found on PATH, so no path of this machine is written.
-    The bot profile's command says so (`--profile bot`: the state tools are offered too)."""
+def server_command(project: Path | None = None, bot: bool = False, data_dir: Path | None = None) -> tuple[str, list[str]]:
+    """At user level the data dir's wrapper (`<data dir>/bin/leanctx-hook mcp`), which starts
+    this installation's Python isolated from the folder the host runs it in (`python -m` would
+    import a repository's own `leanctx/` or `json.py` from there); in a project's files
+    (committed, shared with a team) the `leanctx` console script found on PATH, so no path of
+    this machine is written (a console script puts its own bin folder first on sys.path, never
+    the current one). The bot profile's command says so (`--profile bot`: the state tools too)."""
     profile = list(MCP_BOT_ARGS) if bot else []
     if project is not None:
         return "leanctx", ["mcp", *profile]
-    return sys.executable, ["-m", "leanctx", "mcp", *profile]
+    return str(paths.wrapper_path(data_dir)), ["mcp", *profile]
+
+
+def is_module_form(entry: object) -> bool:
+    """`<python> -m leanctx mcp`, what init registered before: it imports from the host's folder."""
+    if not isinstance(entry, dict):
+        return False
+    args = launch(entry)[1]
+    return isinstance(args, list) and args[:3] == ["-m", "leanctx", "mcp"]
 
 
 def wanted_entry(agent: Agent, data_dir: Path | None = None, project: Path | None = None, bot: bool = False) -> dict:
@@ -51,7 +63,7 @@ def wanted_entry(agent: Agent, data_dir: Path | None = None, project: Path | Non
     look for the hooks' records in the default place while the wrapper publishes them in
     LEANCTX_HOME. A project entry never does: it is a path of this machine, and the project's
     hooks (`leanctx-hook` on PATH) use the host's environment the same way."""
-    entry = agent.mcp_entry(*server_command(project, bot))
+    entry = agent.mcp_entry(*server_command(project, bot, data_dir))
     if project is None and data_dir is not None and Path(data_dir) != paths.default_data_dir():
         entry[agent.mcp_env_key] = {"LEANCTX_HOME": str(data_dir)}
     return entry
@@ -67,9 +79,10 @@ def launch(entry: dict) -> tuple[object, object, object]:
 
 
 def is_ours(entry: object) -> bool:
-    """An entry we wrote, recognised by what it runs (`<python> -m leanctx mcp`, `leanctx mcp`,
-    either with `--profile bot|coding`; before the profiles, without) whatever the host did to
-    the file's formatting; one with other environment is the user's."""
+    """An entry we wrote, recognised by what it runs (`<data dir>/bin/leanctx-hook mcp`,
+    `leanctx mcp`, and the older `<python> -m leanctx mcp` that init replaces, each with or
+    without `--profile bot|coding`) whatever the host did to the file's formatting; one with
+    other environment is the user's."""
     if not isinstance(entry, dict):
         return False
     command, args, env = launch(entry)
@@ -77,7 +90,8 @@ def is_ours(entry: object) -> bool:
         return False
     if isinstance(args, list) and args[-2:] in (["--profile", "bot"], ["--profile", "coding"]):
         args = args[:-2]
-    return args == ["-m", "leanctx", "mcp"] or (args == ["mcp"] and Path(command).name == "leanctx")
+    name = Path(command.replace("\\", "/")).name
+    return args == ["-m", "leanctx", "mcp"] or (args == ["mcp"] and name in ("leanctx", paths.WRAPPER_NAME))
 
 
 def part_name(name: str) -> str:

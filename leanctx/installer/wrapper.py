@@ -16,27 +16,31 @@ from importlib import resources
 from pathlib import Path
 
 import leanctx
-from leanctx import paths
+from leanctx import launch, paths, templating
 
 MARKER = "# leanctx-wrapper: 1"
 _VERSION_LINE = re.compile(r"^# leanctx-version: (\S+)$", re.M)
-_PYTHON_LINE = re.compile(r"^LEANCTX_PYTHON=(.+)$", re.M)
+_PYTHON_LINE = re.compile(r"""^LEANCTX_PYTHON=((?:'[^']*'|"'"|[^\s'"])+)""", re.M)  # one sh word, as shlex.quote wrote it
 
 
 def package_root() -> Path:
     """The folder to put on sys.path so `import leanctx` finds this installation."""
-    return Path(leanctx.__file__).resolve().parent.parent
+    return launch.package_root()
 
 
 def render(data_dir: Path, python: str | None = None, src: Path | None = None) -> str:
+    """The wrapper for this installation, every value quoted for sh and filled in one pass (an
+    install path holding `@DATA_DIR@`, quotes or `$(...)` stays one inert word)."""
     template = resources.files("leanctx").joinpath("templates/hook-wrapper.sh").read_text(encoding="utf-8")
-    return (
-        template.replace("@VERSION@", leanctx.__version__)
-        .replace("@PYTHON@", shlex.quote(python or sys.executable))
-        .replace("@SRC@", shlex.quote(str(src or package_root())))
-        .replace("@DATA_DIR@", shlex.quote(str(data_dir)))
-        .replace("@STDERR_IS_OUTPUT@", " ".join(quiet_agents()))
-    )
+    values = {
+        "VERSION": leanctx.__version__,
+        "PYTHON": shlex.quote(python or sys.executable),
+        "SRC": shlex.quote(str(src or package_root())),
+        "DATA_DIR": shlex.quote(str(data_dir)),
+        "STDERR_IS_OUTPUT": " ".join(quiet_agents()),
+        "BOOT": shlex.quote(launch.BOOT),
+    }
+    return templating.fill(template, values, "hook-wrapper.sh")
 
 
 def quiet_agents() -> list[str]:

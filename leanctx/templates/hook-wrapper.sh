@@ -1,6 +1,7 @@
 #!/bin/sh
 # leanctx hook wrapper. Written by `leanctx init`; rewritten on every init, so do not edit.
 # Host configs call this file by its stable path; an upgrade rewrites it, never their entries.
+# It also starts leanctx's MCP server (`mcp`) and CLI (`cli`) the same way: isolated from the current folder.
 # leanctx-wrapper: 1
 # leanctx-version: @VERSION@
 LEANCTX_PYTHON=@PYTHON@
@@ -9,6 +10,17 @@ if [ -z "${LEANCTX_HOME:-}" ]; then
     LEANCTX_HOME=@DATA_DIR@
     export LEANCTX_HOME
 fi
+case "${1:-}" in
+    mcp|cli)  # `leanctx-hook mcp [--profile P]` is the MCP server; `leanctx-hook cli ARGS` is `leanctx ARGS`
+        [ "$1" = cli ] && shift
+        if [ ! -x "$LEANCTX_PYTHON" ]; then
+            printf '%s\n' "leanctx: the Python that installed leanctx is gone ($LEANCTX_PYTHON); reinstall leanctx and run 'leanctx init'" >&2
+            exit 1
+        fi
+        # isolated (-I): nothing in the folder a host started us in is imported; the package root is put on sys.path
+        exec "$LEANCTX_PYTHON" -I -c @BOOT@ "$LEANCTX_SRC" leanctx "$@"
+        ;;
+esac
 leanctx_skip() {  # one line about a skipped hook: stderr, or the hook log for a host that reads stderr
     if [ -n "${LEANCTX_QUIET_STDERR:-}" ]; then
         (umask 077 && mkdir -p "$LEANCTX_HOME/logs" && printf '%s\n' "$1" >>"$LEANCTX_HOME/logs/hooks.log") 2>/dev/null

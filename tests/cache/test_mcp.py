@@ -32,8 +32,8 @@ if sys.platform != "linux":
     pytestmark = pytest.mark.skip("Linux-only process checks")
 
 TOOLS = {"ctx_read", "ctx_stats", "state_show", "state_set_pending", "state_clear_pending", "state_set_summary", "state_end_thread"}
-# what init registers (mcpreg.server_command), with the bot profile unless a test says otherwise
-COMMAND = [sys.executable, "-m", "leanctx", "mcp"]
+# the server, with the bot profile unless a test says otherwise
+COMMAND = [sys.executable, "-m", "leanctx", "mcp"]  # the module the registered wrapper runs (isolated: tests/installer/test_cwd_immunity.py)
 
 
 @pytest.fixture

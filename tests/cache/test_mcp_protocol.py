@@ -19,7 +19,7 @@ from leanctx.installer import instructions
 if sys.platform != "linux":
     pytestmark = pytest.mark.skip("Linux-only process checks")
 
-REGISTERED = [sys.executable, "-m", "leanctx", "mcp"]  # what init writes at user level (mcpreg.server_command)
+REGISTERED = [sys.executable, "-m", "leanctx", "mcp"]  # the module the registered wrapper (mcpreg.server_command) runs
 
 
 def initialize(version: object = "2025-06-18", msg_id: object = 1) -> dict:

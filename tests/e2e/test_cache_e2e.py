@@ -166,4 +166,4 @@ def test_claude_mcp_list_shows_leanctx(claude_cli, wired, lean):
     assert cp.returncode == 0, cp.stderr
     line = next((ln for ln in cp.stdout.splitlines() if ln.startswith("leanctx")), "")
     assert line, cp.stdout
-    assert "-m leanctx mcp" in line and "Connected" in line, line
+    assert "leanctx-hook mcp" in line and "Connected" in line, line

@@ -150,7 +150,7 @@ def test_exec_with_bypass_publishes_session_and_leaves_config_alone(codex_cli, h
     assert servers["probe"]["enabled"] is True
     assert servers["probe"]["transport"]["env"] == {"FOO": "bar"}
     assert servers["leanctx"]["enabled"] is True, "codex mcp list does not show leanctx after init"
-    assert servers["leanctx"]["transport"]["args"] == ["-m", "leanctx", "mcp"]
+    assert servers["leanctx"]["transport"]["args"] == ["mcp"]
     assert not [line for line in mcp.stderr.splitlines() if HOOK_PROBLEMS.search(line)], mcp.stderr
     assert config.read_bytes() == registered, "config.toml changed"
     lean.run("uninstall", "--agent", "codex")

@@ -87,7 +87,7 @@ def test_big_claude_json_keeps_every_byte_through_init_and_uninstall(home: Path,
     assert run_cli("init", "--agent", "claude").returncode == 0
     after = config.read_text(encoding="utf-8")
     value = json.loads(after)
-    assert value["mcpServers"]["leanctx"]["args"] == ["-m", "leanctx", "mcp"]
+    assert value["mcpServers"]["leanctx"]["args"] == ["mcp"]
     assert after.startswith(big.rstrip()[:-1].rstrip())  # everything before the new member, untouched
     assert value["projects"] == json.loads(big)["projects"]
     proc = run_cli("init", "--agent", "claude")

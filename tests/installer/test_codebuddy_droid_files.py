@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.installer.test_ownership import ok, snapshot, write
 
-OURS = {"type": "stdio", "command": sys.executable, "args": ["-m", "leanctx", "mcp"]}
+OURS = {"type": "stdio", "args": ["mcp"]}  # the command is the data dir's wrapper
 USERS = '{\n    "mcpServers": {"mine": {"command": "my-mcp", "args": []}}\n}\n'
 
 

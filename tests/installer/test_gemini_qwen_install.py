@@ -36,7 +36,7 @@ def test_user_level_init_twice_then_uninstall_is_byte_identical(home: Path, host
     value = jsonc.loads(path.read_text())
     handlers = [h for groups in value["hooks"].values() for g in groups for h in g["hooks"]]
     assert handlers and all(h["timeout"] == 10000 for h in handlers)  # milliseconds: 10 would kill the hook
-    assert value["mcpServers"]["leanctx"]["args"] == ["-m", "leanctx", "mcp"] and "type" not in value["mcpServers"]["leanctx"]
+    assert value["mcpServers"]["leanctx"]["args"] == ["mcp"] and "type" not in value["mcpServers"]["leanctx"]
     assert value["mcpServers"]["mine"] == {"command": "mine-server"} and "// my theme" in path.read_text()
     rules = (home / f".{host}" / f"{host.upper()}.md").read_text()
     assert "ctx_read" in rules

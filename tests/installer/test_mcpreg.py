@@ -14,11 +14,16 @@ from leanctx.installer import mcpreg
 from leanctx.installer.commands import run_init, run_uninstall
 from tests.conftest import run_cli
 
+WRAPPER = "@WRAPPER@"  # the data dir's wrapper, filled in by each test
 EXPECTED = {
-    "claude": (".claude.json", {"type": "stdio", "command": sys.executable, "args": ["-m", "leanctx", "mcp"]}),
-    "codebuddy": (".codebuddy.json", {"type": "stdio", "command": sys.executable, "args": ["-m", "leanctx", "mcp"]}),
-    "cursor": (".cursor/mcp.json", {"command": sys.executable, "args": ["-m", "leanctx", "mcp"]}),
+    "claude": (".claude.json", {"type": "stdio", "command": WRAPPER, "args": ["mcp"]}),
+    "codebuddy": (".codebuddy.json", {"type": "stdio", "command": WRAPPER, "args": ["mcp"]}),
+    "cursor": (".cursor/mcp.json", {"command": WRAPPER, "args": ["mcp"]}),
 }
+
+
+def wrapper_of(data_dir: Path) -> str:
+    return str(data_dir / "bin" / "leanctx-hook")
 RULES = {"claude": ".claude/CLAUDE.md", "codebuddy": ".codebuddy/CODEBUDDY.md", "codex": ".codex/AGENTS.md"}
 
 
@@ -33,6 +38,7 @@ def uninstall(home: Path, data_dir: Path, name: str) -> int:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_json_hosts_register_next_to_other_servers(home: Path, data_dir: Path, name: str) -> None:
     relative, entry = EXPECTED[name]
+    entry = dict(entry, command=wrapper_of(data_dir))
     path = home / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     original = '{\n  "numStartups": 4,\n  "mcpServers": {\n    "github": {"command": "gh-mcp", "args": []}\n  }\n}\n'
@@ -59,7 +65,7 @@ def test_codex_registers_a_toml_table_keeping_comments(home: Path, data_dir: Pat
     text = path.read_text()
     assert text.startswith(original)
     value = tomlkit.parse(text).unwrap()
-    assert value["mcp_servers"]["leanctx"] == {"command": sys.executable, "args": ["-m", "leanctx", "mcp"],
+    assert value["mcp_servers"]["leanctx"] == {"command": wrapper_of(data_dir), "args": ["mcp"],
                                                "tools": {"ctx_read": {"approval_mode": "approve"}}}
     assert value["mcp_servers"]["docs"] == {"command": "docs-mcp"}
     # a user edit elsewhere: uninstall goes surgical and keeps it
@@ -170,7 +176,7 @@ def test_codex_entry_from_before_per_tool_approval_is_ours_and_upgraded(home: Pa
     assert path.read_text().startswith(original)
 
 
-BOT_ARGS = ["-m", "leanctx", "mcp", "--profile", "bot"]
+BOT_ARGS = ["mcp", "--profile", "bot"]
 
 
 @pytest.mark.parametrize("name", ["claude", "codex", "cursor", "opencode"])
@@ -180,11 +186,11 @@ def test_the_bot_profile_registers_the_bot_command_and_coding_takes_it_back(home
     agent = agents.get(name)
     assert run_cli("init", "--agent", name, "--bot").returncode == 0
     command, args, _env = mcpreg.launch(mcpreg.registered(agent, home, None))
-    assert args == BOT_ARGS and command == sys.executable
+    assert args == BOT_ARGS and command == wrapper_of(data_dir)
     if name == "codex":
         assert set(mcpreg.registered(agent, home, None)["tools"]) == {"ctx_read", "ctx_stats"}
     assert run_cli("init", "--agent", name).returncode == 0
-    assert mcpreg.launch(mcpreg.registered(agent, home, None))[1] == ["-m", "leanctx", "mcp"]
+    assert mcpreg.launch(mcpreg.registered(agent, home, None))[1] == ["mcp"]
     assert run_cli("uninstall", "--agent", name).returncode == 0
     assert mcpreg.registered(agent, home, None) is None
 
@@ -196,7 +202,7 @@ def test_a_bot_entry_from_before_the_profiles_is_recognised_and_upgraded(home: P
     path = home / ".claude.json"
     path.write_text(path.read_text().replace(', "--profile", "bot"', "").replace(',\n        "--profile",\n        "bot"', ""))
     old = mcpreg.registered(agents.get("claude"), home, None)
-    assert old["args"] == ["-m", "leanctx", "mcp"] and mcpreg.is_ours(old)
+    assert old["args"] == ["mcp"] and mcpreg.is_ours(old)
     report = json.loads(run_cli("doctor", "--agent", "claude", "--json").stdout)
     check = next(c for c in report["agents"][0]["checks"] if c["name"] == "mcp server")
     assert check["status"] == "fail" and "offers the coding profile's tools; this install is bot" in check["detail"], check
@@ -213,5 +219,7 @@ def test_a_bot_entry_from_before_the_profiles_is_recognised_and_upgraded(home: P
 def test_every_command_init_ever_wrote_is_ours(args: list[str]) -> None:
     assert mcpreg.is_ours({"command": sys.executable, "args": args})
     assert mcpreg.is_ours({"command": "/usr/local/bin/leanctx", "args": args[2:]})
+    assert mcpreg.is_ours({"command": "/home/u/.local/share/leanctx/bin/leanctx-hook", "args": args[2:]})
+    assert not mcpreg.is_ours({"command": "/home/u/bin/other-hook", "args": args[2:]})
     assert not mcpreg.is_ours({"command": sys.executable, "args": [*args, "--verbose"]})
     assert not mcpreg.is_ours({"command": sys.executable, "args": ["-m", "leanctx", "mcp", "--profile", "evil"]})

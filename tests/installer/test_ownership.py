@@ -187,7 +187,7 @@ def test_mcp_name_registers_ours_beside_theirs_end_to_end(home: Path, data_dir: 
     ok("init", "--agent", "claude", "--mcp-name", "leanctx-ctx")
     servers = json.loads(claude_json.read_text())["mcpServers"]
     assert servers["leanctx"] == USERS_SERVER
-    assert servers["leanctx-ctx"]["args"] == ["-m", "leanctx", "mcp"]
+    assert servers["leanctx-ctx"]["args"] == ["mcp"]
     gate = json.loads(settings.read_text())["hooks"]["PreToolUse"]
     assert [g["matcher"] for g in gate] == ["mcp__leanctx-ctx__ctx_read"]
     assert "`mcp__leanctx-ctx__ctx_read` in Claude Code" in (home / ".claude" / "CLAUDE.md").read_text()
@@ -282,7 +282,7 @@ def test_codex_config_with_inline_or_dotted_servers(home: Path, data_dir: Path, 
     assert proc.returncode == 0, proc.stderr
     servers = tomlkit.parse(config.read_text()).unwrap()["mcp_servers"]
     assert servers["docs"] == {"command": "docs-mcp"}
-    assert servers["leanctx"]["args"] == ["-m", "leanctx", "mcp"]
+    assert servers["leanctx"]["args"] == ["mcp"]
     ok("init", "--agent", "codex")
     ok("uninstall", "--agent", "codex")
     assert config.read_text() == text
