@@ -4,7 +4,8 @@ Hosts start our MCP server in the session's folder, often a cloned repository. `
 `python -c` put that folder first on sys.path, so a repository holding `leanctx/`, `json.py` or
 `socket.py` would run as the user. Every interpreter we start runs isolated (`-I`: no current
 folder, no PYTHON* variables, no user site-packages) with BOOT, which puts this installation's
-package root on sys.path explicitly, adds back the user site-packages a plain interpreter outside
+package root on sys.path explicitly, then the absolute folders of PYTHONPATH (a relative one, such
+as `.`, would name the current folder again), adds back the user site-packages a plain interpreter outside
 a venv would use (so a `pip install --user` install still finds its dependencies), then runs a
 module as `python -m` would. `-P` would do the first part alone, but only from Python 3.11.
 Standard library only: a hook may start the daemon.
@@ -19,6 +20,7 @@ from pathlib import Path
 BOOT = """\
 import os, site, sys
 sys.path.insert(0, sys.argv.pop(1))
+sys.path[1:1] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(p)]
 if sys.prefix == sys.base_prefix and os.getuid() == os.geteuid():
     user = site.getusersitepackages()
     if os.path.isdir(user):

@@ -39,11 +39,25 @@ def git_dir(cwd: str) -> tuple[str, str] | None:
 
 
 def _read(path: str, limit: int) -> bytes | None:
+    """A regular file's bytes, up to `limit` (None: absent, larger, or not a regular file). A
+    repository can put a FIFO or a device where git keeps HEAD or the index: opened without
+    O_NONBLOCK a FIFO would hold the hook until the host kills it."""
+    import stat
+
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
     except OSError:
         return None
+    finally:
+        os.close(fd)
     return data if len(data) <= limit else None
 
 

@@ -133,7 +133,7 @@ def test_the_state_card_reads_git_state_without_running_the_repositorys_programs
     proj, transcript = session
     hostile_repo.make(proj, tmp_path / "markers")
     card = card_of(fire(hook_wrapper, "SessionStart", proj, transcript, source="compact"))
-    assert "Git: branch main, uncommitted: json.py" in card
+    assert 'Git: branch "main", uncommitted: "json.py"' in card
     assert hostile_repo.ran(tmp_path / "markers") == []
 
 
@@ -177,3 +177,48 @@ def test_a_pip_user_install_keeps_its_user_site_packages(repo: Path, tmp_path: P
     path = json.loads(done.stdout)
     assert path[:2] == [str(launch.package_root()), user_site] and str(repo) not in path and "" not in path
     assert markers(repo) == []
+
+
+@pytest.mark.parametrize("planted", ["HEAD", "index"])
+def test_a_fifo_where_git_keeps_its_files_never_holds_the_hook(tmp_path: Path, planted: str) -> None:
+    """A repository can ship `.git/HEAD` or `.git/index` as a FIFO: reading it must not wait for
+    a writer (the hook would hold its host until killed); the card goes without that fact."""
+    import threading
+
+    from leanctx.hooks import gitstate
+
+    repo = hostile_repo.make(tmp_path / "repo", tmp_path / "markers")
+    target = repo / ".git" / planted
+    target.unlink()
+    os.mkfifo(target)
+    result: dict = {}
+
+    def look() -> None:
+        root, gitdir = gitstate.git_dir(str(repo))
+        result["branch"], result["changed"] = gitstate.branch(gitdir), gitstate.changed(root, gitdir)
+
+    worker = threading.Thread(target=look, daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():  # unblock the reader so the test process can exit, then fail
+        with open(target, "wb"):
+            pass
+        pytest.fail(f"reading a FIFO at .git/{planted} blocked")
+    assert result["branch" if planted == "HEAD" else "changed"] in (None, [])
+
+
+def test_the_launcher_keeps_absolute_pythonpath_folders_and_drops_relative_ones(repo: Path, tmp_path: Path) -> None:
+    """PYTHONPATH is the user's own setting, so its absolute folders still count under `-I`; a
+    relative one (`.`, `src`) would name the folder the host opened, so it never does."""
+    from leanctx import launch
+
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "pp_probe.py").write_text("import json, sys\nprint(json.dumps(sys.path))\n")
+    (repo / "pp_probe.py").write_text("open('PLANTED-RAN', 'w').close()\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([".", "src", str(extra)]))
+    done = subprocess.run(launch.argv("pp_probe"), capture_output=True, text=True, cwd=repo, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    path = json.loads(done.stdout)
+    assert str(extra) in path and "." not in path and "src" not in path and "" not in path
+    assert not (repo / "PLANTED-RAN").exists() and markers(repo) == []
