@@ -1,6 +1,7 @@
 """MCP start-up as a host sees it, and what the tool definitions cost the model.
 
-Times, from spawning the command init registers (`<python> -m leanctx mcp`) to the `initialize`
+Times, from spawning the command init registers at user level (`<data dir>/bin/leanctx-hook mcp`:
+the wrapper, starting an isolated Python) to the `initialize`
 response and to the `tools/list` response, with no daemon running (cold: the server starts it)
 and with one up (warm), beside a minimal standard-library MCP server (bench/support/minimal_mcp.py)
 spawned by the same interpreter, byte code cached as after a pip install. Rows are interleaved round by round, so machine noise hits them
@@ -145,6 +146,17 @@ def token_table() -> list[tuple[str, str, int, int, int]]:
     return out
 
 
+def write_wrapper(data: Path) -> None:
+    """The hook wrapper as init writes it (0700 data dir, executable script)."""
+    from leanctx.installer import wrapper
+
+    path = wrapper.wrapper_path(data)
+    path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    data.chmod(0o700)
+    path.write_text(wrapper.render(data))
+    path.chmod(0o755)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20)
@@ -165,7 +177,6 @@ def main() -> None:
         # the warm-up rounds fill it (the minimal server, a script, is compiled on every run).
         base_env.pop("PYTHONDONTWRITEBYTECODE", None)
         base_env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
-        command, args = mcpreg.server_command()
         rows = [Row("minimal stdlib MCP server (floor)", [sys.executable, str(MINIMAL)], base_env)]
         impls = [("leanctx mcp", dict(base_env), root / "data")]
         if opts.old_src:
@@ -173,6 +184,11 @@ def main() -> None:
             impls.append((f"old ({opts.old_src.name})", old_env, root / "data-old"))
         for label, env, data in impls:
             env["LEANCTX_HOME"] = str(data)
+            if label == "leanctx mcp":  # the entry init writes: the data dir's wrapper
+                command, args = mcpreg.server_command(data_dir=data)
+                write_wrapper(data)
+            else:  # another checkout, by the form it registered then
+                command, args = sys.executable, ["-m", "leanctx", "mcp"]
             rows.append(Row(f"{label}, cold (no daemon)", [command, *args], env, data, cold=True))
             rows.append(Row(f"{label}, warm (daemon up)", [command, *args], env, data))
         for i in range(opts.warmup + opts.runs):
