@@ -308,11 +308,13 @@ def agent_specific_checks(agent: Agent, home: Path, project: Path | None = None)
 def state_checks(home: Path) -> list[dict]:
     """The bot profile's conversation-state store: reachable, and any damaged state moved aside."""
     from leanctx.state import api
-    from leanctx.state.errors import StateError
+    from leanctx.state.errors import StateError, StoreNotOurs
 
     try:
         users = api.list_users()
         corrupt = {u: api.corrupt_files(slug=u) for u in users}
+    except StoreNotOurs as exc:  # the refusal names the owner and the setting that accepts it
+        return [_check("conversation state", FAIL, "store refused: another account runs it", str(exc))]
     except (StateError, OSError) as exc:
         return [_check("conversation state", FAIL, f"store unreachable: {exc}", "check LEANCTX_STATE_URL / CKS_HOME")]
     from leanctx.state.backend import redact

@@ -37,9 +37,12 @@ def _ping(port: int) -> bool:
 class LocalRedis:
     """`with LocalRedis() as url:` -> `redis://127.0.0.1:<port>/0`."""
 
-    def __init__(self, exe: str | None = None, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, exe: str | None = None, extra_args: tuple[str, ...] = (), as_uid: int | None = None) -> None:
+        """`as_uid`: run the server as that account (setpriv; the caller must be root), with a unix
+        socket `redis.sock` in its working folder as well."""
         self.exe = exe or server_path()
         self.extra_args = extra_args
+        self.as_uid = as_uid
         self.proc: subprocess.Popen | None = None
         self.workdir: str | None = None
         self.port = 0
@@ -48,17 +51,27 @@ class LocalRedis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    @property
+    def socket_path(self) -> str:
+        return os.path.join(self.workdir or "", "redis.sock")
+
     def start(self, timeout: float = 10.0) -> str:
         if not self.exe:
             raise FileNotFoundError("redis-server is not installed (Debian: apt-get install redis-server)")
         self.workdir = tempfile.mkdtemp(prefix="leanctx-redis-")
+        prefix: list[str] = []
+        extra = list(self.extra_args)
+        if self.as_uid is not None:
+            os.chown(self.workdir, self.as_uid, self.as_uid)
+            prefix = ["setpriv", f"--reuid={self.as_uid}", f"--regid={self.as_uid}", "--clear-groups"]
+            extra += ["--unixsocket", self.socket_path, "--unixsocketperm", "777"]
         last_error = ""
         for _ in range(5):
             self.port = _free_port()
             self.proc = subprocess.Popen(
-                [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                [*prefix, self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                  "--dir", self.workdir, "--daemonize", "no", "--loglevel", "warning", "--databases", "16",
-                 *self.extra_args],
+                 *extra],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self.proc.poll() is None:

@@ -37,3 +37,7 @@ class SchemaError(Exception):
 
 class StoreUnavailable(StateError):
     """The configured store cannot be reached (Redis down, bad LEANCTX_STATE_URL)."""
+
+
+class StoreNotOurs(StoreUnavailable):
+    """The Redis on a local address is run by another account (LEANCTX_REDIS_OWNER); nothing was sent."""

@@ -19,8 +19,8 @@ import time
 
 from leanctx.state import protocol
 from leanctx.state.backend import Backend, Commit, apply, decode, encode, redact
-from leanctx.state.errors import StateBusy, StateError, StateInvalid, StoreUnavailable
-from leanctx.state.resp import Client, RespConnectionError, RespError, check
+from leanctx.state.errors import StateBusy, StateError, StateInvalid, StoreNotOurs, StoreUnavailable
+from leanctx.state.resp import Client, RespConnectionError, RespError, RespNotOurs, check
 from leanctx.state.slug import check_slug
 
 TYPE_CHECKING = False
@@ -149,11 +149,11 @@ class RedisBackend(Backend):
             replies = self.client.pipeline(commands)
         except RespConnectionError as exc:
             if not reused or commands[0][0] not in _SAFE_TO_RESEND:
-                raise StoreUnavailable(f"Redis at {redact(self.url)}: {exc}") from None
+                raise _unavailable(self.url, exc) from None
             try:
                 replies = self.client.pipeline(commands)
             except RespConnectionError as again:
-                raise StoreUnavailable(f"Redis at {redact(self.url)}: {again}") from None
+                raise _unavailable(self.url, again) from None
         try:
             for reply in replies:
                 check(reply)
@@ -166,3 +166,8 @@ class RedisBackend(Backend):
             self.client.call("UNWATCH")
         except (OSError, RespError):
             self.client.close()  # a closed connection drops its WATCH too
+
+
+def _unavailable(url: str, exc: RespConnectionError) -> StoreUnavailable:
+    kind = StoreNotOurs if isinstance(exc, RespNotOurs) else StoreUnavailable
+    return kind(f"Redis at {redact(url)}: {exc}")

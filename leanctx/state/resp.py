@@ -7,6 +7,11 @@ this is that, on the C `_socket` module (`import socket` costs ~15 ms through en
 
 URLs: `redis://[[user]:password@]host[:port][/db]`, `rediss://…` (TLS, system CAs),
 `unix://[[user]:password@]/path/to/socket[?db=N]`.
+
+On a unix socket or a loopback port, who runs the server is checked before anything (AUTH
+included) is sent: another local account can take that address while the user's Redis is down
+(leanctx.state.peerowner). A non-loopback `redis://` peer is not a local account and is not
+checked; `rediss://` verifies its server by TLS.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ class RespError(Exception):
 
 class RespConnectionError(OSError):
     """The server could not be reached, or the connection broke."""
+
+
+class RespNotOurs(RespConnectionError):
+    """The server on a local address is run by an account we do not trust; nothing was sent."""
 
 
 class Address:
@@ -69,6 +78,13 @@ class Address:
         self.host = _unquote(host) or "localhost"
         if port:
             self.port = int(port)
+
+    def display(self) -> str:
+        """Where the server is, without credentials, for messages."""
+        if self.scheme == "unix":
+            return f"unix://{self.path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
 
 
 def _unquote(text: str) -> str:
@@ -139,6 +155,16 @@ class Client:
             self._sock = self._connect()
         except OSError as exc:
             raise RespConnectionError(f"cannot connect: {exc}") from None
+        if self.address.scheme != "rediss":
+            from leanctx.state import peerowner
+
+            try:
+                refusal = peerowner.problem(self._sock, self.address.display(), self.address.scheme == "unix")
+            except OSError as exc:  # the connection broke while we looked
+                refusal = f"cannot connect: {exc}"
+            if refusal:
+                self.close()
+                raise RespNotOurs(refusal)
         self._pid = os.getpid()
         a = self.address
         setup: list[tuple] = []
