@@ -16,24 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PAYLOADS, run_cli
-
-OTHER = 4242  # an unused uid: "another local account"
-
-
-def _can_switch_uid() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("setpriv") is not None
-
-
-needs_second_uid = pytest.mark.skipif(
-    not _can_switch_uid() and not os.environ.get("LEANCTX_REQUIRE_E2E"),
-    reason="needs root and setpriv to act as a second local account")
-
-
-def as_uid(uid: int, argv: list[str], env: dict, **kw) -> subprocess.CompletedProcess:
-    """Run `argv` as `uid` (a real second account, no groups)."""
-    assert _can_switch_uid(), "a second local account is required here (root and setpriv)"
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv],
-                          capture_output=True, text=True, env=env, timeout=120, **kw)
+from tests.second_account import OTHER, as_uid, needs_second_uid
 
 
 @pytest.fixture

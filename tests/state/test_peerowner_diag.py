@@ -13,7 +13,8 @@ import pytest
 
 from bench.support.localredis import LocalRedis
 from leanctx.state import peerowner
-from tests.state.test_redis_owner import OTHER, needs_second_uid, theirs  # noqa: F401  (fixture)
+from tests.second_account import OTHER, needs_second_uid
+from tests.state.test_redis_owner import theirs  # noqa: F401  (fixture)
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sock_diag is Linux's")
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,17 +21,7 @@ from leanctx.state import backend as backend_mod
 from leanctx.state.cli import state
 from leanctx.state.errors import StoreNotOurs
 from tests.conftest import PAYLOADS
-
-OTHER = 4242  # an unused uid: "another local account"
-
-
-def _can_switch_uid() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("setpriv") is not None
-
-
-needs_second_uid = pytest.mark.skipif(
-    not _can_switch_uid() and not os.environ.get("LEANCTX_REQUIRE_E2E"),
-    reason="needs root and setpriv to act as a second local account")
+from tests.second_account import OTHER, can_switch_uid, needs_second_uid
 
 _PROBE = b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n"
 
@@ -55,7 +44,7 @@ def _stats(server: LocalRedis) -> dict[str, int]:
 @pytest.fixture
 def theirs(redis_server: str):
     """A redis-server that uid OTHER runs, on a free 127.0.0.1 port and a unix socket."""
-    if not _can_switch_uid():
+    if not can_switch_uid():
         pytest.fail("LEANCTX_REQUIRE_E2E=1 but a second local account needs root and setpriv")
     server = LocalRedis(redis_server, as_uid=OTHER)
     server.start()
