@@ -25,6 +25,14 @@ needs_second_uid = pytest.mark.skipif(
     reason="needs root and setpriv to act as a second local account")
 
 
+def require() -> None:
+    """Inside a test: skip it where this machine cannot switch uid (fail under LEANCTX_REQUIRE_E2E)."""
+    if not can_switch_uid():
+        if os.environ.get("LEANCTX_REQUIRE_E2E"):
+            pytest.fail("LEANCTX_REQUIRE_E2E=1 but a second local account needs root and setpriv")
+        pytest.skip("needs root and setpriv to act as a second local account")
+
+
 def setpriv(uid: int, argv: list[str]) -> list[str]:
     """`argv` as run by `uid` (fails the test when this machine cannot switch uid)."""
     if not can_switch_uid():

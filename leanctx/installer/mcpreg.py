@@ -14,7 +14,6 @@ with defaults), so we never leave it unparseable: every write is atomic.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import tomlkit

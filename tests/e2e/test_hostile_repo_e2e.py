@@ -15,14 +15,15 @@ import sys
 
 import pytest
 
-from tests import hostile_repo
+from tests import hostile_repo, second_account
 from tests.e2e import hostcli
 from tests.e2e.conftest import CLI_TIMEOUT
 from tests.e2e.fake_anthropic import FakeAnthropic, tool_use
-from tests.e2e.fake_gemini_chat import FakeGeminiChat, call
+from tests.e2e.fake_gemini_chat import call
+from tests.e2e.settings_home import wire
 from tests.e2e.test_cache_e2e import tool_results
 from tests.e2e.test_gemini_e2e import USER_SETTINGS, gemini_cli, run_gemini  # noqa: F401 (fixture)
-from tests.e2e.settings_home import wire
+from tests.second_account import OTHER
 
 pytestmark = pytest.mark.e2e
 
@@ -46,9 +47,14 @@ def ours(hh) -> list[str]:
     return hostile_repo.ran_by_leanctx(hh.root / "markers")
 
 
-def test_claude_mcp_list_in_a_hostile_repository(claude_cli, hostile, lean):
+@pytest.mark.parametrize("owner", ["ours", "another account"])
+def test_claude_mcp_list_in_a_hostile_repository(claude_cli, hostile, lean, owner):
+    """Also a repository another local account wrote (a shared checkout): nothing of it runs either."""
     lean.run("init", "--agent", "claude")
     plant(hostile)
+    if owner == "another account":
+        second_account.require()
+        subprocess.run(["chown", "-R", f"{OTHER}:{OTHER}", str(hostile.proj)], check=True)
     env = hostcli.claude_env(hostile.home, "http://127.0.0.1:9")
     cp = subprocess.run([claude_cli, "mcp", "list"], cwd=hostile.proj, env=env, capture_output=True, text=True,
                         timeout=CLI_TIMEOUT, stdin=subprocess.DEVNULL)
