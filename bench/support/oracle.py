@@ -39,6 +39,14 @@ class Truth:
         for k in [k for k in self.last_whole if k[0] == ctx]:
             del self.last_whole[k]
 
+    def copy(self, src: str, dst: str) -> None:
+        """dst starts holding exactly what src holds (a session resumed in a second process)."""
+        self.clear(dst)
+        self.ctx[dst] = {r: {f: list(s) for f, s in per.items()} for r, per in self.ctx.get(src, {}).items()}
+        for (c, real), fp in list(self.last_whole.items()):
+            if c == src:
+                self.last_whole[(dst, real)] = fp
+
     def spans(self, ctx: str, real: str, fp: str) -> list:
         return self.ctx.get(ctx, {}).get(real, {}).get(fp, [])
 

@@ -11,7 +11,10 @@ object per line in a `.jsonl` file):
         call ids are in the trace itself)
     {"op": "hook", "host": "h1", "event": "start"|"prompt"|"stop"|"compact"|"sub_start"|"sub_stop"|"end",
      "conv": "s1", "sub": "a1"?, "source": "startup"|"clear"|"resume"|"compact"?}
-        one hook event of conversation s1 on h1, by meaning; or, for recorded traces,
+        one hook event of conversation s1 on h1, by meaning. "fork": true (with "start"/"resume",
+        `claude --resume s1` in a second process while the first still runs): from here on s1 in
+        h1 is its own context (ground truth), starting with what s1 held then, and diverging: a
+        read, compaction or end in one process is not the other's. Or, for recorded traces,
     {"op": "hook", "host": "h1", "event": "<host's event name>", "payload": {...the host's stdin...}}
     {"op": "read", "host": "h1", "conv": "s1", "sub": null|"a1", "path": "src/a.py",
      "start": null|int, "end": null|int, "fresh": false, "call_id": "toolu_…"?, "gate_fails": false?}
@@ -29,6 +32,9 @@ object per line in a `.jsonl` file):
                                                                    payloads' cwd/workspace_roots always
                                                                    map to the replay's project)
     {"op": "restart", "graceful": true}                            the daemon restarts
+    {"op": "churn", "n": 4097}                                     n other MCP connections (host unknown)
+                                                                   each make one resolve: connection
+                                                                   state churns past its LRU size
     {"op": "miss", "host": "h1", "conv": "s1"}                     the daemon cannot read the conversation's
                                                                    record (it reads torn) until h1's next
                                                                    hook event (a transient miss; the hook
@@ -93,6 +99,9 @@ class Policy:
         raise NotImplementedError
 
     def restart(self, graceful: bool) -> None:
+        pass
+
+    def churn(self, n: int) -> None:
         pass
 
 
@@ -171,6 +180,10 @@ class Ours(Policy):
             self.cache.save()
         self._new()
 
+    def churn(self, n: int) -> None:
+        for i in range(n):
+            self.resolver.resolve(Connection(f"churn-{self.eng.events}-{i}", {}, None, None, self.eng.root))
+
 
 class Oracle(Policy):
     name = "oracle"
@@ -180,7 +193,7 @@ class Oracle(Policy):
         self.cache = OracleCache(self.truth)
 
     def read(self, host, conv, sub, path, start, end, fresh, call_id=None):
-        ctx = self.eng.ctx(conv, sub)
+        ctx = self.eng.ctx(conv, sub, host.name)
         _real, res = self.cache.read(ctx, [self.eng.root], self.eng.root, path, start, end, fresh)
         return res
 
@@ -202,15 +215,17 @@ class Engine:
         self.hidden: dict[str, tuple[str, bytes]] = {}
         self.recorded_root: str | None = None
         self.calls = 0
+        self.forks: dict[tuple, str] = {}  # (host, conv) -> the truth context of a session forked into host
         for p in policies:
             p.setup(self)
 
     def clock(self) -> float:
         return self.t
 
-    @staticmethod
-    def ctx(conv: str, sub: str | None) -> str:
-        return f"{conv}/{sub}" if sub else conv
+    def ctx(self, conv: str, sub: str | None, host: str | None = None) -> str:
+        """The ground-truth context: a conversation (in the process it was forked into), or its subagent's."""
+        base = self.forks.get((host, conv), conv)
+        return f"{base}/{sub}" if sub else base
 
     # files ------------------------------------------------------------------------------------
     def _path(self, rel: str) -> str:
@@ -290,9 +305,11 @@ class Engine:
                 # Claude Code puts the session id into its MCP server's environment at start-up
                 # (it goes stale after /clear, which is what host matching is for)
                 host.env.setdefault("CLAUDE_CODE_SESSION_ID", conv)
+            if ev.get("fork"):
+                self._fork(ev["host"], conv)
             if host.agent in EVENTS:
                 hook(self.data, host.fake, meaning, conv, self.root, self.t, **extra)
-            self._truth_after(meaning, conv, ev.get("sub"))
+            self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
         elif op == "root":
             self.recorded_root = ev["path"].rstrip("/")
         elif op == "read":
@@ -303,6 +320,9 @@ class Engine:
             self._edit(ev["path"], ev.get("mode", "line"), int(ev.get("n", 0)))
         elif op == "tick":
             self.t += float(ev["s"])
+        elif op == "churn":
+            for p in self.policies:
+                p.churn(int(ev["n"]))
         elif op == "restart":
             for p in self.policies:
                 p.restart(bool(ev.get("graceful", True)))
@@ -336,6 +356,14 @@ class Engine:
                 self._replace(path, good)
                 del self.hidden[path]
 
+    def _fork(self, host: str, conv: str) -> None:
+        """conv, resumed in `host` while another process still runs it: its own context from now on."""
+        new = f"{conv}@{host}"
+        old = self.ctx(conv, None, host)
+        self.forks[(host, conv)] = new
+        for p in self.policies:
+            p.truth.copy(old, new)
+
     def _truth_after(self, meaning: str, conv: str, sub: str | None) -> None:
         for p in self.policies:
             if meaning == "compact" or meaning == "end":
@@ -350,12 +378,12 @@ class Engine:
         norm = agents.get(host.agent).normalize(ev["event"], ev["payload"])
         meaning = {PRE_COMPACT: "compact", SESSION_END: "end", SUBAGENT_STOP: "sub_stop"}.get(norm.kind)
         if meaning and norm.conversation_id:
-            self._truth_after(meaning, norm.conversation_id, norm.subagent_id)
+            self._truth_after(meaning, self.ctx(norm.conversation_id, None, host.name), norm.subagent_id)
 
     def _read(self, ev: dict) -> None:
         host = self.hosts[ev["host"]]
         conv, sub = ev["conv"], ev.get("sub")
-        ctx = self.ctx(conv, sub)
+        ctx = self.ctx(conv, sub, ev["host"])
         path = ev["path"]
         if self.recorded_root and (path == self.recorded_root or path.startswith(self.recorded_root + "/")):
             path = os.path.relpath(path, self.recorded_root)
