@@ -11,15 +11,19 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
 1. `LEANCTX_SCOPE=<v>` in the connection's environment -> key `custom:<v>`; Cursor's
    `CURSOR_TASK_ID=<id>` (a subagent's own MCP process) -> key `task:<id>`. These win over
    everything else. If a hook record names the same id (`conversation_id` or `session_id` = v), its
-   compaction counter and subagent windows still apply, and its incarnation is part of the key.
+   compaction counter and subagent windows still apply, and its incarnation is part of the key:
+   at any age of the record (a stale record still carries the counter), and once a record was
+   seen for v, never the bare key again after it is gone (`@gone:<incarnation>`).
 2. `LEANCTX_CONVERSATION_SCOPE=0|false|off|no` -> legacy: one MCP connection is one
    conversation (`conn:<connection_id>`), stubs always allowed. The compaction counter is then
    a per-connection counter that goes up whenever any record of the same host process (or, with
-   no host match, any record) shows a new compaction. Legacy deliveries are never persisted, so
+   no host match, any record) shows a new compaction, appears (/clear: the MCP server survives
+   it), ends or is re-created; the key carries the connection state's epoch, so a state evicted
+   from the LRU and made again never finds what it held. Legacy deliveries are never persisted, so
    a legacy connection gets no cold stubs after a daemon restart.
 3. Otherwise the hooks' records (`<data dir>/conversations/<agent>/<id>.json`):
    - records whose `updated_ts` is more than 2 h old are ignored (for matching; a chat still
-     inside a turn keeps its host ambiguous for up to 24 h, see concurrency);
+     inside a turn keeps its own host process ambiguous at any age, see concurrency);
    - sampled with a 3 s cache per connection; `resolve(conn, fresh=True)` re-samples now and
      must be used right before every stub decision;
    - **per-connection identity** (improvement 2): the records whose `host` (pid + start ticks
@@ -63,12 +67,13 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
      incarnation (see the key below); the subagent windows its lost incarnation had open (as
      far as we saw them) stay open for us. A subagent window closes on SubagentStop, on a
      SessionStart (startup/resume/clear) or SessionEnd, never by time alone (a subagent may run
-     for hours without a hook event); 24 h is only a memory bound;
+     for days without a hook event);
    - **unknown caller** (improvement 1): nothing matches -> `key=None`, no stub, ever.
 
-The key of a hook-record conversation is `<agent>:<conversation_id>@<created_at>`: the record's
-creation time is its incarnation, so a record that was lost and re-created (its compaction counter
-restarts at 0) can never revive stubs delivered to the earlier incarnation.
+The key of a hook-record conversation is `<agent>:<conversation_id>@<created_at>#<pid>:<ticks>`:
+the record's creation time is its incarnation, so a record that was lost and re-created (its
+compaction counter restarts at 0) can never revive stubs delivered to the earlier incarnation;
+the host process that wrote it makes one session open in two processes at once two contexts.
 
 A read the cache serves while `stub_ok` is False is never recorded as delivered either: the bytes
 may have gone to a subagent or another chat, so crediting them to this conversation could turn
@@ -95,6 +100,7 @@ RECORD_MAX_AGE_S = 7200.0
 IN_TURN_MAX_AGE_S = 86400.0  # a chat still inside a turn keeps its host ambiguous this long
 LAST_GOOD_NAME = ".last_good.json"
 MAX_CONNECTIONS = 4096
+MAX_EXPLICIT = 4096  # explicit scope ids whose record we remember having seen (least recently used dropped)
 ID_ONLY = "matched by session id alone: the host process cannot be verified, so stubs are withheld"
 
 #: environment names a connection captures (identity only; never credentials)
@@ -236,7 +242,11 @@ class Rec:
         return r
 
     def key(self) -> str:
-        return f"{self.agent}:{self.conversation_id}@{self.created_at}"
+        """The conversation in the host process that last wrote the record: one session open in
+        two processes at once (`--resume <id>` in a second terminal) is two contexts, so what
+        one process received never counts for the other, whichever wrote the record last."""
+        host = f"#{self.host_pid}:{self.host_ticks}" if self.host_pid is not None and self.host_ticks is not None else ""
+        return f"{self.agent}:{self.conversation_id}@{self.created_at}{host}"
 
 
 _KIND_CACHE: dict[tuple[str, str], str | None] = {}
@@ -418,6 +428,10 @@ class RecordSnapshot:
         self._fine_mtime = False  # seen a sub-second mtime on this filesystem
         self.degraded = False
         self.last_good: dict[str, Rec] = {}
+        # explicit scope id -> the incarnation (created_at) of the last record seen for it, so
+        # that once its record is gone the scope never falls back to the bare key it had before
+        # any record existed (whose holdings may predate a compaction)
+        self.explicit: OrderedDict[str, str] = OrderedDict()
         self._dirty = False
         self.version = 0
         self._view: View | None = None
@@ -428,6 +442,11 @@ class RecordSnapshot:
         if not self.state_file:
             return
         value = _read_json(self.state_file)
+        seen = value.get("explicit") if isinstance(value, dict) else None
+        if isinstance(seen, dict):
+            for k, v in list(seen.items())[-MAX_EXPLICIT:]:
+                if isinstance(k, str) and isinstance(v, str):
+                    self.explicit[k] = v
         recs = value.get("records") if isinstance(value, dict) else None
         for d in recs if isinstance(recs, list) else []:
             rec = Rec.from_dict(d) if isinstance(d, dict) else None
@@ -445,6 +464,14 @@ class RecordSnapshot:
             self.version += 1
             self._dirty = True
 
+    def saw_explicit(self, match_id: str, created_at: str) -> None:
+        if self.explicit.get(match_id) != created_at:
+            self.explicit[match_id] = created_at
+            self._dirty = True
+        self.explicit.move_to_end(match_id)
+        while len(self.explicit) > MAX_EXPLICIT:
+            self.explicit.popitem(last=False)
+
     def save_if_dirty(self, now: float) -> None:
         self.forget_stale(now)
         if not self._dirty or not self.state_file:
@@ -452,7 +479,8 @@ class RecordSnapshot:
         try:
             from leanctx.hooks.publish import write_json_atomic
 
-            write_json_atomic(self.state_file, {"records": [r.to_dict() for r in self.last_good.values()]})
+            write_json_atomic(self.state_file, {"records": [r.to_dict() for r in self.last_good.values()],
+                                                "explicit": dict(self.explicit)})
             self._dirty = False
         except OSError:
             pass
@@ -579,9 +607,10 @@ class RecordSnapshot:
 
 
 class _ConnState:
-    __slots__ = ("legacy_count", "legacy_seen", "legacy_started", "sampled_at", "scope")
+    __slots__ = ("epoch", "legacy_count", "legacy_seen", "legacy_started", "sampled_at", "scope")
 
-    def __init__(self) -> None:
+    def __init__(self, epoch: int = 0) -> None:
+        self.epoch = epoch  # distinct per state: one evicted from the LRU and made again starts afresh
         self.sampled_at = -1e18
         self.scope: Scope | None = None
         self.legacy_seen: dict[str, tuple[str, int]] = {}
@@ -601,6 +630,7 @@ class Resolver:
         self.shared = shared
         self._snap = RecordSnapshot(self.data_dir, persist=persist)
         self._conns: OrderedDict[str, _ConnState] = OrderedDict()
+        self._epochs = 0
         self._lock = threading.RLock()
 
     # public ---------------------------------------------------------------------------------
@@ -611,7 +641,8 @@ class Resolver:
         with self._lock:
             st = self._conns.get(conn.connection_id)
             if st is None:
-                st = self._conns[conn.connection_id] = _ConnState()
+                self._epochs += 1
+                st = self._conns[conn.connection_id] = _ConnState(self._epochs)
                 while len(self._conns) > MAX_CONNECTIONS:
                     self._conns.popitem(last=False)
             else:
@@ -710,8 +741,9 @@ class Resolver:
             return Scope(None, latest.agent, 0, self._roots_of([latest], conn), False, "conversation ended", latest.cwd or conn.cwd, False)
         active = [r for r in open_ if now - r.updated_ts <= CONCURRENCY_WINDOW_S or r.in_turn]
         # a chat of this host still inside a turn whose record is older than 2 h is ignored for
-        # matching, but it may still be working: it keeps the host ambiguous
-        active += [r for r in mine if r.in_turn and not r.ended and RECORD_MAX_AGE_S < now - r.updated_ts <= IN_TURN_MAX_AGE_S]
+        # matching, but it may still be working: it keeps the host ambiguous, at any age (the
+        # host process is alive: this connection is its own)
+        active += [r for r in mine if r.in_turn and not r.ended and RECORD_MAX_AGE_S < now - r.updated_ts]
         if len(active) > 1:
             latest = max(active, key=lambda r: r.updated_ts)
             return Scope(None, latest.agent, 0, self._roots_of(active, conn), False,
@@ -780,7 +812,9 @@ class Resolver:
         return scope
 
     def _scope_of(self, rec: Rec, key: str, conn: Connection, now: float, agent: str | None = None) -> Scope:
-        open_subs = [s for s, ts in {**rec.inherited, **rec.subagents}.items() if now - ts <= IN_TURN_MAX_AGE_S]
+        # no time bound: a subagent may run for days without a hook event, and an expired window
+        # would credit its reads to the parent
+        open_subs = list({**rec.inherited, **rec.subagents})
         reason = f"subagent window open ({len(open_subs)})" if open_subs else ""
         return Scope(key, agent or rec.agent, rec.compactions, self._roots_of([rec], conn), not open_subs, reason,
                      rec.cwd or conn.cwd, True, _carry_of(rec) if key == rec.key() else None)
@@ -788,8 +822,17 @@ class Resolver:
     def _explicit(self, conn: Connection, key: str, match_id: str | None, now: float, agent: str | None) -> Scope:
         rec = None
         if match_id:
-            same = self._fresh(self._view().by_id.get(match_id, []), now)
+            # at any age: a record with no hook event for hours still carries the conversation's
+            # incarnation and compaction counter; falling back to the bare key (counter 0) would
+            # make holdings from before a compaction current again
+            same = self._view().by_id.get(match_id, [])
             rec = max(same, key=lambda r: r.updated_ts) if same else None
+            if rec is None:
+                gone = self._snap.explicit.get(match_id)
+                if gone is not None:  # a record existed and is gone (pruned): never the bare key again
+                    return Scope(f"{key}@gone:{gone}", agent, 0, self._fallback_roots(conn), True, "", conn.cwd, True)
+            else:
+                self._snap.saw_explicit(match_id, rec.created_at)
         if rec is None:
             return Scope(key, agent, 0, self._fallback_roots(conn), True, "", conn.cwd, True)
         scope = self._scope_of(rec, f"{key}@{rec.created_at}", conn, now, agent=agent or rec.agent)
@@ -800,19 +843,23 @@ class Resolver:
         live = self._fresh(view.recs, now)
         recs = self._fresh(self._host_match(conn, view), now) or live
         for r in recs:
-            cur = (r.created_at, r.compactions)
+            cur = (r.created_at, r.compactions, r.ended)
             prev = st.legacy_seen.get(r.path)
             if prev is None:
-                if st.legacy_started and r.compactions > 0:
+                # a conversation that appears while we serve (/clear, a new chat in this process)
+                # may mean the context behind this connection was emptied
+                if st.legacy_started:
                     st.legacy_count += 1
-            elif prev != cur and (prev[0] != cur[0] or cur[1] > prev[1]):
+            elif prev != cur and (prev[0] != cur[0] or cur[1] > prev[1] or cur[2] != prev[2]):
                 st.legacy_count += 1
             st.legacy_seen[r.path] = cur
         st.legacy_started = True
         mine = self._fresh(self._host_match(conn, view), now)
         latest = max(mine, key=lambda r: r.updated_ts) if mine else None
         roots = self._roots_of([latest], conn) if latest else self._fallback_roots(conn)
-        return Scope(f"conn:{conn.connection_id}", latest.agent if latest else None, st.legacy_count, roots, True, "",
+        # the state's epoch is in the key: a connection whose counter was evicted from the LRU
+        # (and restarts at 0) never finds what it held before
+        return Scope(f"conn:{conn.connection_id}#{st.epoch}", latest.agent if latest else None, st.legacy_count, roots, True, "",
                      (latest.cwd if latest else None) or conn.cwd, False)
 
     def _why_unknown(self, conn: Connection) -> str:

@@ -229,7 +229,10 @@ def test_a_record_moved_to_another_host_is_not_a_transient_miss(world: World) ->
     world.hook(p2, "prompt", "s1")
     assert world.scope(c1).key is None
     assert world.read(c1, f)["kind"] == "full"
-    assert world.read(c2, f)["kind"] == "stub"  # the resumed transcript has it
+    # the first process may still be running: the second is its own context, so what the first
+    # received is never the second's (even though a resumed transcript may hold it)
+    assert world.read(c2, f)["kind"] == "full"
+    assert world.read(c2, f)["kind"] == "stub"
 
 
 # -- concurrency, subagents, identity ---------------------------------------------------------------
@@ -425,7 +428,7 @@ def test_legacy_scope_is_one_connection_one_conversation(world: World) -> None:
     off = {"LEANCTX_CONVERSATION_SCOPE": "0"}
     c1 = world.conn(None, "L1", env=off)
     c2 = world.conn(None, "L2", env=off)
-    assert world.scope(c1).key == "conn:L1" and world.scope(c1).stub_ok
+    assert world.scope(c1).key.startswith("conn:L1#") and world.scope(c1).stub_ok
     assert world.read(c1, f)["kind"] == "full"
     assert world.read(c1, f)["kind"] == "stub"
     assert world.read(c2, f)["kind"] == "full"
