@@ -48,7 +48,7 @@ def history_replacements(path: str | None) -> int | None:
     if not path or not os.path.isabs(path):
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # a FIFO must not hold the daemon
     except OSError:
         return None
     try:

@@ -36,3 +36,20 @@ def test_anything_doubtful_withholds(tmp_path):
     assert history_replacements(str(link)) is None
     chat.write_bytes(START)  # rewritten with fewer: an earlier counter must not come back
     assert history_replacements(str(chat)) is None
+
+
+def test_a_fifo_at_the_recording_path_never_holds_the_daemon(tmp_path):
+    """A FIFO where the chat recording should be: no wait for a writer, no stubs."""
+    import threading
+
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    result = []
+    worker = threading.Thread(target=lambda: result.append(history_replacements(str(fifo))), daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():
+        with open(fifo, "wb"):
+            pass
+        raise AssertionError("opening a FIFO as the chat recording blocked")
+    assert result == [None]
