@@ -90,6 +90,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from leanctx.cache.hosthistory import history_replacements
 from leanctx.cache.paths import real_roots
 from leanctx.hooks.publish import MAX_SUBAGENTS, missed_count, pending_missed
 from leanctx.cache.switches import switched_off
@@ -798,8 +799,21 @@ class Resolver:
                       None if agent_id else _carry_of(rec))
         return self._guard(scope, rec)
 
+    @staticmethod
+    def _host_history(scope: Scope, rec: Rec | None) -> Scope:
+        """Gemini CLI compresses, masks old tool outputs and rolls back without a hook; its chat
+        recording logs each replacement of the history (hosthistory.py). Each one counts as a
+        compaction; a recording we cannot read withholds."""
+        if rec is None or rec.agent != "gemini":
+            return scope
+        n = history_replacements(rec.transcript)
+        if n is None:
+            return replace(scope, stub_ok=False, reason="host chat recording unreadable: stubs withheld")
+        return replace(scope, compactions=scope.compactions + n)
+
     def _guard(self, scope: Scope, rec: Rec | None) -> Scope:
         """Withhold stubs when what we read may be stale or incomplete."""
+        scope = self._host_history(scope, rec)
         if not scope.stub_ok:
             return scope
         if rec is not None and rec.ghost:
@@ -835,7 +849,7 @@ class Resolver:
                 self._snap.saw_explicit(match_id, rec.created_at)
         if rec is None:
             return Scope(key, agent, 0, self._fallback_roots(conn), True, "", conn.cwd, True)
-        scope = self._scope_of(rec, f"{key}@{rec.created_at}", conn, now, agent=agent or rec.agent)
+        scope = self._host_history(self._scope_of(rec, f"{key}@{rec.created_at}", conn, now, agent=agent or rec.agent), rec)
         return replace(scope, stub_ok=False, reason="record unreadable (transient miss): stubs withheld") if rec.ghost and scope.stub_ok else scope
 
     def _legacy(self, conn: Connection, st: _ConnState, now: float) -> Scope:

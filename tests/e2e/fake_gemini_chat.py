@@ -89,9 +89,13 @@ def chat_tool_results(body: dict) -> dict:
 class FakeGeminiChat(ScriptedFakeServer):
     NAME = "fake-gemini-chat"
 
-    def __init__(self, script: Iterable[Any] = (), *, default_text: str = "done", model: str = "fake-model") -> None:
+    def __init__(self, script: Iterable[Any] = (), *, default_text: str = "done", model: str = "fake-model",
+                 prompt_tokens: Iterable[int] = ()) -> None:
         super().__init__(script, default_text=default_text, side_text="ok", compact_text="Summary.",
                          classify=lambda body: "main" if offered_tools(body) else "side", model=model)
+        # the `promptTokenCount` reported with the n-th main answer (10 past the list): Gemini CLI
+        # compresses before a request once the last one it saw reaches its threshold
+        self.prompt_tokens = list(prompt_tokens)
 
     @property
     def chat_url(self) -> str:
@@ -101,14 +105,18 @@ class FakeGeminiChat(ScriptedFakeServer):
         return _make_handler(self)
 
     def answer(self, body: dict) -> tuple[str, list]:
+        return self.answer_with_usage(body)[:2]
+
+    def answer_with_usage(self, body: dict) -> tuple[str, list, int]:
         kind = self._kind(body)
         if kind != "main":
-            return kind, [{"text": _side_text(body)}]
+            return kind, [{"text": _side_text(body)}], 10
         with self._lock:
             idx = self._next
             self._next += 1
         item = self.script[idx] if idx < len(self.script) else self.default_text
-        return "main", normalize_script_item(item, body, lambda s: {"text": s})
+        tokens = self.prompt_tokens[idx] if idx < len(self.prompt_tokens) else 10
+        return "main", normalize_script_item(item, body, lambda s: {"text": s}), tokens
 
 
 def _make_handler(srv: FakeGeminiChat) -> type:
@@ -154,11 +162,11 @@ def _make_handler(srv: FakeGeminiChat) -> type:
             return self._send(b"{}", "application/json")
 
         def _gemini(self, body: dict, stream: bool) -> None:
-            kind, parts = srv.answer(body)
+            kind, parts, tokens = srv.answer_with_usage(body)
             self._record(kind, body, parts)
             gparts = [{"functionCall": {"name": p["call"], "args": p["args"]}} if "call" in p else {"text": p["text"]} for p in parts]
             resp = {"candidates": [{"content": {"role": "model", "parts": gparts}, "finishReason": "STOP", "index": 0}],
-                    "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+                    "usageMetadata": {"promptTokenCount": tokens, "candidatesTokenCount": 5, "totalTokenCount": tokens + 5},
                     "modelVersion": srv.model}
             if stream:
                 return self._send(("data: " + json.dumps(resp) + "\r\n\r\n").encode(), "text/event-stream")

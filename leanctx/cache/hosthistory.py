@@ -1,0 +1,87 @@
+"""What Gemini CLI's chat recording says about its history: how many times it was replaced.
+
+Gemini CLI 0.61.0 records each session in `~/.gemini/tmp/<project>/chats/session-…-<id8>.jsonl`
+(the hooks' `transcript_path`), append-only: one line per message, `{"$set": {...}}` lines for
+metadata. Whenever the in-memory history is replaced wholesale — the chat starts or resumes,
+an automatic or manual compression (`ChatCompressionService`), the masking of old tool outputs
+(`ToolOutputMaskingService`: older function responses become a `<tool_output_masked>` preview),
+a truncation to the tool-output budget, a rollback after a failed or aborted request — the CLI
+writes the whole new history as one `{"$set":{"messages":[…]}}` line
+(`ChatRecordingService.updateMessagesFromHistory`); a rewind writes `{"$rewindTo": id}`. No hook
+says any of this (PreCompress(auto) fires before every request whether or not it compresses).
+
+So the number of such lines is a counter of "the context may have lost tool output": the cache
+adds it to the conversation's compaction counter, and everything read before the last one is
+sent again once. Starts and resumes count too (they lose nothing, so that costs one re-send;
+it never credits). A file that cannot be read as ours gives None: no stubs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat as statmod
+import threading
+
+_MARKS = (b'{"$set":', b'{"$rewindTo":')
+_lock = threading.Lock()
+# path -> (dev, ino, bytes scanned, count so far, highest count ever returned)
+_seen: dict[str, tuple[int, int, int, int, int]] = {}
+
+
+def _replaces(line: bytes) -> bool:
+    if not line.startswith(_MARKS):
+        return False
+    if line.startswith(b'{"$rewindTo":'):
+        return True
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return True  # a line we cannot read may be one: count it (only ever withholds)
+    sets = value.get("$set") if isinstance(value, dict) else None
+    return not isinstance(sets, dict) or "messages" in sets
+
+
+def history_replacements(path: str | None) -> int | None:
+    """How many times the host replaced the chat history so far, or None when the recording
+    cannot be trusted (missing, not a regular file of ours, a symlink, shrunk or replaced with a
+    lower count): the caller withholds stubs then."""
+    if not path or not os.path.isabs(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # a FIFO must not hold the daemon
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not statmod.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            return None
+        with _lock:
+            prev = _seen.get(path)
+        start, count, high = 0, 0, 0
+        if prev is not None:
+            high = prev[4]
+            if (prev[0], prev[1]) == (st.st_dev, st.st_ino) and st.st_size >= prev[2]:
+                start, count = prev[2], prev[3]
+        os.lseek(fd, start, os.SEEK_SET)
+        buf = b""
+        end = start
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                end += len(line) + 1
+                if _replaces(line):
+                    count += 1
+        # an unfinished last line is scanned again next time
+        if count < high:
+            return None  # rewritten with fewer replacements: earlier counters could come back
+        with _lock:
+            _seen[path] = (st.st_dev, st.st_ino, end, count, max(high, count))
+        return count
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

@@ -1,0 +1,55 @@
+"""Gemini CLI's chat recording as the counter of history replacements (leanctx/cache/hosthistory.py)."""
+from __future__ import annotations
+
+import os
+
+from leanctx.cache.hosthistory import history_replacements
+
+START = b'{"sessionId":"s","projectHash":"h","kind":"main"}\n{"$set":{"messages":[{"id":"1","type":"user"}]}}\n'
+MSG = b'{"id":"2","type":"user","content":[{"text":"read"}]}\n{"$set":{"lastUpdated":"t"}}\n'
+COMPRESSED = b'{"$set":{"messages":[{"id":"3","type":"user","content":[{"text":"<state_snapshot>"}]}]}}\n'
+
+
+def test_counts_each_replacement_incrementally(tmp_path):
+    chat = tmp_path / "session.jsonl"
+    chat.write_bytes(START + MSG)
+    assert history_replacements(str(chat)) == 1  # the start; messages and metadata are no replacement
+    with open(chat, "ab") as f:
+        f.write(MSG + COMPRESSED)
+    assert history_replacements(str(chat)) == 2  # a compression (or masking, rollback) moves it
+    with open(chat, "ab") as f:
+        f.write(b'{"$rewindTo":"2"}\n{"$set":{"mess')  # a rewind; a line still being written
+    assert history_replacements(str(chat)) == 3
+    with open(chat, "ab") as f:
+        f.write(b'ages":[]}}\n')
+    assert history_replacements(str(chat)) == 4
+
+
+def test_anything_doubtful_withholds(tmp_path):
+    chat = tmp_path / "session.jsonl"
+    assert history_replacements(str(chat)) is None  # no recording (switched off, not written yet)
+    assert history_replacements(None) is None and history_replacements("session.jsonl") is None
+    chat.write_bytes(START + COMPRESSED)
+    assert history_replacements(str(chat)) == 2
+    link = tmp_path / "link.jsonl"
+    os.symlink(chat, link)
+    assert history_replacements(str(link)) is None
+    chat.write_bytes(START)  # rewritten with fewer: an earlier counter must not come back
+    assert history_replacements(str(chat)) is None
+
+
+def test_a_fifo_at_the_recording_path_never_holds_the_daemon(tmp_path):
+    """A FIFO where the chat recording should be: no wait for a writer, no stubs."""
+    import threading
+
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    result = []
+    worker = threading.Thread(target=lambda: result.append(history_replacements(str(fifo))), daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():
+        with open(fifo, "wb"):
+            pass
+        raise AssertionError("opening a FIFO as the chat recording blocked")
+    assert result == [None]
