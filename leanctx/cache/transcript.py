@@ -22,7 +22,8 @@ content: a transcript that is missing, unreadable, not a regular file, too large
 
 Indexed incrementally: per transcript, the byte offset parsed so far (whole lines only), its
 (device, inode) and its first bytes; a transcript that shrank or was replaced is indexed again
-from the start. At most MAX_TRANSCRIPTS are kept, least recently used dropped first.
+from the start. At most MAX_TRANSCRIPTS are kept and MAX_TOTAL_ENTRIES entries in all, least
+recently used dropped first.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from collections import OrderedDict
 
 CLEARED = "[Old tool result content cleared]"
 MAX_TRANSCRIPTS = 32
-MAX_ENTRIES = 200_000  # entries indexed per transcript; more: undecidable (withhold)
+MAX_ENTRIES = 100_000  # entries indexed per transcript; more: undecidable (withhold)
+MAX_TOTAL_ENTRIES = 200_000  # across the transcripts kept; the least recently used are dropped
 MAX_BYTES = 512 << 20  # a transcript larger than this is not indexed (withhold)
 MAX_DEPTH = 200_000  # a chain walk longer than this is undecidable
 CHUNK = 8 << 20
@@ -194,6 +196,8 @@ class TranscriptIndex:
                 pending = data[cut + 1:]
                 if ix.offset + len(pending) >= st.st_size:
                     break
+            while len(self._idx) > 1 and sum(len(x.parent) for x in self._idx.values()) > MAX_TOTAL_ENTRIES:
+                self._idx.popitem(last=False)  # indexed again from the start when asked about again
             return None if ix.broken else ix
         except OSError:
             return None

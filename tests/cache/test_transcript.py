@@ -108,6 +108,19 @@ def test_incremental_rewritten_and_partial_lines(tmp_path: Path, monkeypatch) ->
     assert not TranscriptIndex().holds(str(big.path), ("b0",), None)
 
 
+def test_the_index_is_bounded_across_transcripts(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(tr, "MAX_TOTAL_ENTRIES", 5)
+    ix = TranscriptIndex()
+    a, b = T(tmp_path / "a.jsonl"), T(tmp_path / "b.jsonl")
+    for i in range(2):
+        a.call(f"a{i}")
+        b.call(f"b{i}")
+    assert ix.holds(str(a.path), ("a0", "a1"), None)
+    assert ix.holds(str(b.path), ("b0", "b1"), None)
+    assert list(ix._idx) == [str(b.path)]  # a's index was dropped to stay in the bound
+    assert ix.holds(str(a.path), ("a0",), None)  # and is built again when asked
+
+
 def _claude(world: World, n: int = 120):
     world.write("a.py", code(n))
     world.write("b.py", code(n, "y"))
