@@ -72,6 +72,22 @@ def make_project(root: Path, lines: int) -> Path:
     return path
 
 
+def said(proj: Path, call_id: str) -> None:
+    """What Claude Code writes to the session transcript for one call: its tool_use, then its
+    result. The daemon credits a delivery only while the transcript shows it in the context, and
+    a stub without a call id of its own is anchored at the transcript's newest entry."""
+    t = proj / "t.jsonl"
+    tip = None
+    if t.exists():
+        tip = json.loads(t.read_text().splitlines()[-1])["uuid"]
+    with t.open("a", encoding="utf-8") as f:
+        for kind, part in (("assistant", {"type": "tool_use", "id": call_id, "name": "mcp__leanctx__ctx_read"}),
+                           ("user", {"type": "tool_result", "tool_use_id": call_id, "content": "..."})):
+            f.write(json.dumps({"parentUuid": tip, "uuid": f"{call_id}-{kind}", "type": kind,
+                                "message": {"content": [part]}}) + "\n")
+            tip = f"{call_id}-{kind}"
+
+
 def publish_host_record(data_dir: Path, proj: Path, conversation_id: str, host_pid: int | None = None) -> None:
     """A SessionStart record as the hook would write it under a host whose process is `host_pid`
     (default: us, the parent of the MCP servers we spawn)."""
@@ -189,11 +205,14 @@ async def run(runs: int, lines: int) -> None:
             await local.initialize()
             kinds = {}
             for name, session in (("daemon", via_daemon), ("in-process", local)):
-                first = await session.call_tool("ctx_read", {"path": "module.py"})
+                said(proj, f"toolu_first_{name}")
+                first = await session.call_tool("ctx_read", {"path": "module.py"},
+                                                meta={"claudecode/toolUseId": f"toolu_first_{name}"})
                 second = await session.call_tool("ctx_read", {"path": "module.py"})
                 assert not first.is_error and not second.is_error, (first, second)
                 kinds[name] = (len(first.content[0].text), second.content[0].text)
-            direct.request("read", facts, {"path": str(target)})
+            said(proj, "toolu_first_direct")
+            direct.request("read", facts, {"path": str(target), "call_id": "toolu_first_direct"})
             again = direct.request("read", facts, {"path": str(target)})
             if again.get("kind") != "stub":
                 raise SystemExit(f"the daemon socket row would not time a stub: {again.get('kind')}")
@@ -315,6 +334,7 @@ def gate_rows(home: Path, data_dir: Path, env: dict, proj: Path, raw: RawClient,
     # the gate notes the call, and the call is then a stub; anything else would time the wrong path
     cid, body = payload()
     command_gate(body)
+    said(proj, cid)
     call(cid)  # the conversation's first read: the content
     cid, body = payload()
     command_gate(body)

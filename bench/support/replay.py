@@ -35,10 +35,23 @@ object per line in a `.jsonl` file):
     {"op": "churn", "n": 4097}                                     n other MCP connections (host unknown)
                                                                    each make one resolve: connection
                                                                    state churns past its LRU size
+    {"op": "rewind", "conv": "s1", "to_read": 2}                   Claude Code's transcript continues from the
+                                                                   result of s1's 2nd read (0: from the session's
+                                                                   first entry); no hook fires
+    {"op": "microcompact", "conv": "s1", "upto_read": 3}           Claude Code clears the tool results of s1's
+                                                                   reads 1..3 and writes a microcompact_boundary;
+                                                                   no hook fires
+    {"op": "compact_lost", "conv": "s1"}                           Claude Code compacts s1 (a compact_boundary in
+                                                                   the transcript) and its hooks are lost
     {"op": "miss", "host": "h1", "conv": "s1"}                     the daemon cannot read the conversation's
                                                                    record (it reads torn) until h1's next
                                                                    hook event (a transient miss; the hook
                                                                    itself loses nothing)
+
+Claude Code conversations get a transcript (a tree of uuid/parentUuid entries, as the real CLI
+writes) that their hook payloads point to: each read of the conversation's own context appends
+the call's tool_use entry before the read and its tool_result after it; compactions append a
+compact_boundary. Reads by subagents are not written there (Claude Code keeps them apart).
 
 Every policy sees the same files, the same records and the same clock. Each has its own Truth
 (what each context received from THAT policy), which decides whether a stub/pointer/diff it sent
@@ -216,6 +229,13 @@ class Engine:
         self.recorded_root: str | None = None
         self.calls = 0
         self.forks: dict[tuple, str] = {}  # (host, conv) -> the truth context of a session forked into host
+        # Claude Code transcripts: conv -> [path, tip uuid, entries written]; per conv the numbers of
+        # the reads on the current chain, each read's result uuid, and per policy what each read gave
+        self.transcripts: dict[str, list] = {}
+        self.chain: dict[str, list[int]] = {}
+        self.read_no: dict[str, int] = {}
+        self.result_uuid: dict[tuple[str, int], str] = {}
+        self.deliveries: dict[tuple[str, int], dict[str, tuple]] = {}
         for p in policies:
             p.setup(self)
 
@@ -293,6 +313,8 @@ class Engine:
                 if payload.get("workspace_roots") or payload.get("workspaceRoots"):
                     payload["workspace_roots"] = [self.root]
                     payload.pop("workspaceRoots", None)
+                if host.agent == "claude" and payload.get("session_id"):
+                    payload["transcript_path"] = self._transcript(payload["session_id"])[0]
                 publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
@@ -307,6 +329,10 @@ class Engine:
                 host.env.setdefault("CLAUDE_CODE_SESSION_ID", conv)
             if ev.get("fork"):
                 self._fork(ev["host"], conv)
+            if host.agent == "claude":
+                extra["transcript_path"] = self._transcript(conv)[0]
+                if meaning == "compact":
+                    self._boundary(conv)
             if host.agent in EVENTS:
                 hook(self.data, host.fake, meaning, conv, self.root, self.t, **extra)
             self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
@@ -326,6 +352,21 @@ class Engine:
         elif op == "restart":
             for p in self.policies:
                 p.restart(bool(ev.get("graceful", True)))
+        elif op == "rewind":
+            conv, k = ev["conv"], int(ev["to_read"])
+            t = self._transcript(conv)
+            t[1] = self.result_uuid.get((conv, k), t[3]) if k else t[3]
+            self.chain[conv] = [n for n in self.chain.get(conv, []) if n <= k]
+            self._retruth(conv)
+        elif op == "microcompact":
+            conv, k = ev["conv"], int(ev["upto_read"])
+            self._entry(conv, {"type": "system", "subtype": "microcompact_boundary", "content": "Microcompacted"})
+            self.chain[conv] = [n for n in self.chain.get(conv, []) if n > k]
+            self._retruth(conv)
+        elif op == "compact_lost":
+            self._boundary(ev["conv"])
+            for p in self.policies:
+                p.truth.clear(ev["conv"])
         elif op == "miss":
             host = self.hosts[ev["host"]]
             path = record_path(self.data, host.agent, ev["conv"])
@@ -363,8 +404,52 @@ class Engine:
         self.forks[(host, conv)] = new
         for p in self.policies:
             p.truth.copy(old, new)
+    # Claude Code transcripts ------------------------------------------------------------------
+    def _transcript(self, conv: str) -> list:
+        t = self.transcripts.get(conv)
+        if t is None:
+            if "/" in conv:  # a subagent's own transcript, beside its session's as Claude Code keeps it
+                main, sub = conv.split("/", 1)
+                path = os.path.join(self._transcript(main)[0][:-6], "subagents", f"agent-{sub}.jsonl")
+            else:
+                path = os.path.join(self.base, "transcripts", f"{len(self.transcripts):04d}.jsonl")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            t = self.transcripts[conv] = [path, None, 0, None]
+            t[3] = self._entry(conv, {"type": "user", "message": {"role": "user", "content": "start"}})
+        return t
+
+    def _entry(self, conv: str, body: dict, parent: object = "tip") -> str:
+        t = self._transcript(conv)
+        t[2] += 1
+        uid = f"{conv}-e{t[2]:06d}"
+        entry = {"parentUuid": t[1] if parent == "tip" else parent, "uuid": uid, "sessionId": conv, **body}
+        with open(t[0], "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+        t[1] = uid
+        return uid
+
+    def _boundary(self, conv: str) -> None:
+        prev = self._transcript(conv)[1]
+        uid = self._entry(conv, {"type": "system", "subtype": "compact_boundary", "logicalParentUuid": prev},
+                          parent=None)
+        self.transcripts[conv][3] = uid  # a rewind to read 0 goes back to here
+        self.chain[conv] = []
+
+    def _retruth(self, conv: str) -> None:
+        """The context lost part of what it received: it holds what the reads still on its chain
+        gave (an answer that presumed bytes no longer held gives nothing)."""
+        for p in self.policies:
+            p.truth.clear(conv)
+            for n in self.chain.get(conv, []):
+                got = self.deliveries.get((conv, n), {}).get(p.name)
+                if got and not p.truth.violation(conv, got[0], got[1]):
+                    p.truth.apply(conv, got[0], got[1])
 
     def _truth_after(self, meaning: str, conv: str, sub: str | None) -> None:
+        if meaning in ("compact", "end"):
+            self.chain[conv] = []
+        elif meaning == "sub_stop" and sub:
+            self.chain[self.ctx(conv, sub)] = []
         for p in self.policies:
             if meaning == "compact" or meaning == "end":
                 p.truth.clear(conv)
@@ -395,6 +480,10 @@ class Engine:
             if not ev.get("gate_fails"):
                 self._unhide(ev["host"])  # the gate is a hook event: it reads the record well
                 read_gate(self.data, host.fake, conv, sub, call_id, self.root, self.t)
+        traced = host.agent == "claude" and call_id is not None
+        if traced:
+            self._entry(ctx, {"type": "assistant", "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": call_id, "name": "mcp__leanctx__ctx_read", "input": {"path": path}}]}})
         results = {}
         for p in self.policies:
             res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")), call_id)
@@ -411,6 +500,12 @@ class Engine:
                 if len(p.wrong_examples) < 5:
                     p.wrong_examples.append(f"event {self.events}: {why}")
             p.truth.apply(ctx, real, res)
+        if traced:
+            n = self.read_no[ctx] = self.read_no.get(ctx, 0) + 1
+            self.result_uuid[(ctx, n)] = self._entry(ctx, {"type": "user", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": call_id, "content": "…"}]}})
+            self.chain.setdefault(ctx, []).append(n)
+            self.deliveries[(ctx, n)] = {p.name: (real, results[p.name]) for p in self.policies}
         ours = next((p for p in self.policies if isinstance(p, Ours)), None)
         orc = results.get("oracle")
         if ours is not None and orc is not None:

@@ -54,6 +54,7 @@ def validate_holding(h: object) -> dict:
     whole = h.get("whole")
     if not isinstance(whole, bool):
         raise IndexError_("bad whole flag")
+    calls = h.get("calls")
     return {
         "fp": fp,
         "size": _int(h.get("size")),
@@ -62,6 +63,8 @@ def validate_holding(h: object) -> dict:
         "lines": lines,
         "whole": whole,
         "ranges": dedup.coalesce([tuple(r) for r in ranges])[0],
+        # the ids of the calls that delivered it (a list of non-empty strings, else unknown: None)
+        "calls": calls if isinstance(calls, list) and len(calls) <= 32 and all(isinstance(c, str) and c for c in calls) else None,
     }
 
 

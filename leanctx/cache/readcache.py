@@ -55,6 +55,7 @@ from leanctx.cache import carry
 from leanctx.cache import dedup as rng
 from leanctx.cache import index as idx
 from leanctx.cache import stubs, tokens
+from leanctx.cache.transcript import TranscriptIndex
 from leanctx.cache.paths import (
     FileSnap,
     ReadError,
@@ -72,6 +73,7 @@ MAX_FILES_PER_CONVERSATION = 4096  # whole-file holdings (a stub costs one finge
 # partial (range) holdings per conversation: codegraph's bounds, 8 retained calls x 24 files each;
 # with MAX_RANGES_PER_FILE = 24 spans per file (dedup.py), the least recently used go first
 MAX_RANGE_FILES_PER_CONVERSATION = 8 * 24
+MAX_CALLS_PER_HOLDING = 32  # deliveries remembered per holding; more: it can no longer be verified
 MAX_TOKENIZER_NAMES = 8  # distinct tokenizers remembered behind the cumulative totals
 CONTENT_BUDGET_BYTES = 64 << 20
 DIFF_RATIO = 0.6
@@ -92,19 +94,29 @@ _PLURAL = {"full": "full", "stub": "stubs", "diff": "diffs", "pointer": "pointer
 
 
 class Holding:
-    __slots__ = ("cold", "compactions", "fp", "lines", "mtime_ns", "ranges", "size", "whole")
+    __slots__ = ("calls", "cold", "compactions", "fp", "lines", "mtime_ns", "ranges", "size", "whole")
 
     def __init__(self, fp: str, size: int, mtime_ns: int, compactions: int, lines: int, whole: bool,
-                 ranges: list, cold: bool = False) -> None:
+                 ranges: list, cold: bool = False, calls: tuple | None = None) -> None:
         self.fp, self.size, self.mtime_ns, self.compactions = fp, size, mtime_ns, compactions
         self.lines, self.whole, self.ranges, self.cold = lines, whole, ranges, cold
+        # the host's ids of the calls whose answers delivered these bytes (None: unknown, so a
+        # transcript cannot confirm them: see transcript.py)
+        self.calls = calls
+
+    def add_call(self, call: str | None) -> None:
+        if self.calls is None or call is None or len(self.calls) >= MAX_CALLS_PER_HOLDING:
+            self.calls = None
+        elif call not in self.calls:
+            self.calls = self.calls + (call,)
 
     def spans(self) -> list:
         return [(1, self.lines)] if self.whole and self.lines else list(self.ranges)
 
     def to_dict(self) -> dict:
         return {"fp": self.fp, "size": self.size, "mtime_ns": self.mtime_ns, "compactions": self.compactions,
-                "lines": self.lines, "whole": self.whole, "ranges": [list(r) for r in self.ranges]}
+                "lines": self.lines, "whole": self.whole, "ranges": [list(r) for r in self.ranges],
+                "calls": list(self.calls) if self.calls is not None else None}
 
 
 class _Conv:
@@ -123,6 +135,12 @@ class _Conv:
 def _bucket() -> dict:
     return {"reads": 0, "full": 0, "stubs": 0, "diffs": 0, "pointers": 0, "errors": 0, "cold_stubs": 0,
             "withheld": 0, "tokens_raw": 0, "tokens_sent": 0}
+
+
+def _calls(v: object) -> tuple | None:
+    if isinstance(v, list) and len(v) <= MAX_CALLS_PER_HOLDING and all(isinstance(c, str) and c for c in v):
+        return tuple(v)
+    return None
 
 
 def split_lines(text: str) -> list[str]:
@@ -179,6 +197,7 @@ class ReadCache:
         self.clock = clock
         self._lock = threading.RLock()
         self._convs: OrderedDict[str, _Conv] = OrderedDict()
+        self.transcripts = TranscriptIndex()
         # fingerprint -> the file's UTF-8 bytes, for diffs. Bytes, not str: a str with one emoji
         # takes 4 bytes a character (PEP 393), its UTF-8 about 1 (bench/daemon_memory.py).
         self._contents: OrderedDict[str, bytes] = OrderedDict()
@@ -204,7 +223,7 @@ class ReadCache:
             conv.carried_boundary = c.get("carried_boundary")
             for path, h in c["held"].items():
                 conv.held[path] = Holding(h["fp"], h["size"], h["mtime_ns"], h["compactions"], h["lines"],
-                                          h["whole"], h["ranges"], cold=True)
+                                          h["whole"], h["ranges"], cold=True, calls=_calls(h.get("calls")))
                 self.loaded_holdings += 1
             self._convs[key] = conv
         st = doc.get("stats") or {}
@@ -403,6 +422,7 @@ class ReadCache:
                 continue
             h = self._credit(f, snap, scope.compactions)
             if h is not None:
+                h.calls = (f"compact:{found.uuid}",)
                 credits.append((real, h, f.content if h.fp != snap.fp else None))
         with self._lock:
             if conv.carried == scope.compactions or conv.carry_tries[:1] != (scope.compactions,):
@@ -459,11 +479,23 @@ class ReadCache:
         record = known and scope.stub_ok
         can_claim = record and not fresh
         kind, text, claims, cold = "full", raw_text, None, False
+        verified = None  # the deliveries the transcript confirmed (asked outside the lock: it may wait)
+        if can_claim and scope.verify:
+            with self._lock:
+                conv0 = self._convs.get(scope.key)
+                h0 = conv0.held.get(real) if conv0 is not None else None
+                calls0 = h0.calls if h0 is not None and h0.compactions == scope.compactions else None
+            if calls0 and self.transcripts.holds(scope.transcript, calls0, scope.call_id):
+                verified = calls0
         with self._lock:
             conv = self._convs.get(scope.key) if known else None
             h = conv.held.get(real) if conv is not None else None
             if h is not None and h.compactions != scope.compactions:
                 h = None  # delivered before a compaction: the conversation no longer holds it
+            if h is not None and can_claim and scope.verify and (verified is None or h.calls != verified):
+                h = None  # the transcript does not show those bytes in this context any more
+                self._stats["withheld_reasons"]["transcript"] = self._stats["withheld_reasons"].get("transcript", 0) + 1
+            call = scope.call_id if scope.verify else None
             same_bytes = h is not None and h.fp == snap.fp and h.size == snap.size and h.lines == n
             same = same_bytes and h.mtime_ns == snap.mtime_ns
             held = h.spans() if same_bytes else []
@@ -503,17 +535,24 @@ class ReadCache:
                     conv.held.move_to_end(real)
                 elif kind == "pointer" or (kind == "full" and not whole and same_bytes):
                     sent_spans = new_spans if kind == "pointer" else [window]
+                    h.add_call(call)
                     h.ranges, _ = rng.coalesce(held + sent_spans)
                     h.whole = rng.covers(h.ranges, (1, n))
                     h.mtime_ns = snap.mtime_ns  # bytes verified identical at this mtime
                     conv.held.move_to_end(real)
                     self._dirty = True
                 elif whole or kind == "diff":
+                    calls = (call,) if call else None
+                    if kind == "diff" and calls is not None:
+                        calls = (h.calls + calls) if h.calls is not None else None  # the base came from those
+                        if calls is not None and len(calls) > MAX_CALLS_PER_HOLDING:
+                            calls = None
                     self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, True,
-                                                   [(1, n)] if n else []))
+                                                   [(1, n)] if n else [], calls=calls))
                     self._put_content(snap.fp, snap.text)
                 else:
-                    self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, False, [window]))
+                    self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, False, [window],
+                                                   calls=(call,) if call else None))
             withheld = None
             if known and not scope.stub_ok and not fresh:
                 withheld = scope.reason or "stub not allowed"

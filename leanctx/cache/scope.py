@@ -185,6 +185,12 @@ class Scope:
     # conversation's own context, never a subagent's, so the read cache can credit what the host
     # re-attached (carry.py)
     carry: tuple[str, float | None, float] | None = None
+    # Claude Code: the session transcript is the authority on what the context still holds
+    # (transcript.py); `verify` makes every stub/pointer/diff wait for its word, `call_id` is the
+    # asking call's tool_use id (None: not sent, then the transcript's newest entry anchors)
+    verify: bool = False
+    transcript: str | None = None
+    call_id: str | None = None
 
 
 # -- hook records -------------------------------------------------------------------------
@@ -283,6 +289,22 @@ def _in_turn(agent: str, value: dict, subagents: dict) -> bool:
     if kind == SESSION_START:
         return value.get("source") == "compact"
     return True  # a prompt, subagent, compaction, tool or reply event, or one we do not know
+
+
+TRANSCRIPT_AGENTS = ("claude",)  # hosts whose transcript tree transcript.py reads
+
+
+def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None) -> Scope:
+    """Ask the transcript before crediting anything to a Claude Code conversation. A subagent's
+    context is its own transcript, `<session transcript without .jsonl>/subagents/agent-<id>.jsonl`
+    (Claude Code 2.1.x; one kept in another sub-folder is not found, so nothing is credited)."""
+    if rec.agent not in TRANSCRIPT_AGENTS:
+        return scope
+    path = rec.transcript
+    if path and agent_id:
+        path = (os.path.join(path[:-6], "subagents", f"agent-{agent_id}.jsonl")
+                if path.endswith(".jsonl") and "/" not in agent_id and agent_id not in (".", "..") else None)
+    return replace(scope, verify=True, transcript=path, call_id=call_id)
 
 
 def _num(v: object) -> float | None:
@@ -654,6 +676,8 @@ class Resolver:
             if not per_call:  # the connection's own answer; one call's answer is not cached
                 st.scope, st.sampled_at = scope, now
             self._snap.save_if_dirty(now)
+            if call_id and scope.verify and scope.call_id is None:
+                scope = replace(scope, call_id=call_id)  # the host named this call: its transcript entry anchors
             return scope
 
     def forget(self, connection_id: str) -> None:
@@ -797,7 +821,7 @@ class Resolver:
         key = f"{rec.key()}/agent:{agent_id}" if agent_id else rec.key()
         scope = Scope(key, rec.agent, rec.compactions, self._roots_of([rec], conn), True, "", rec.cwd or conn.cwd, True,
                       None if agent_id else _carry_of(rec))
-        return self._guard(scope, rec)
+        return self._guard(_verified(scope, rec, call_id, agent_id), rec)
 
     @staticmethod
     def _host_history(scope: Scope, rec: Rec | None) -> Scope:
@@ -830,8 +854,9 @@ class Resolver:
         # would credit its reads to the parent
         open_subs = list({**rec.inherited, **rec.subagents})
         reason = f"subagent window open ({len(open_subs)})" if open_subs else ""
-        return Scope(key, agent or rec.agent, rec.compactions, self._roots_of([rec], conn), not open_subs, reason,
-                     rec.cwd or conn.cwd, True, _carry_of(rec) if key == rec.key() else None)
+        return _verified(Scope(key, agent or rec.agent, rec.compactions, self._roots_of([rec], conn), not open_subs,
+                               reason, rec.cwd or conn.cwd, True, _carry_of(rec) if key == rec.key() else None),
+                         rec, None)
 
     def _explicit(self, conn: Connection, key: str, match_id: str | None, now: float, agent: str | None) -> Scope:
         rec = None

@@ -4,7 +4,9 @@ clock shared by the records, the resolver and the cache."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import json
 import os
 import signal
 from pathlib import Path
@@ -65,6 +67,8 @@ class World:
         return FakeHost(pid, ticks, agent)
 
     def hook(self, host: FakeHost, meaning: str, conv: str, cwd: str | None = None, **extra: object) -> str | None:
+        if host.agent == "claude":
+            extra.setdefault("transcript_path", str(self.tmp / "transcripts" / f"{conv}.jsonl"))
         return hook(str(self.data), host, meaning, conv, cwd or str(self.root), self.t, **extra)
 
     def session(self, host: FakeHost, conv: str, **extra: object) -> None:
@@ -86,13 +90,85 @@ class World:
         return self.resolver.resolve(conn, fresh=True)
 
     def read(self, conn: Connection, path: str, start: int | None = None, end: int | None = None, fresh: bool = False) -> dict:
-        return self.cache.read(self.scope(conn), path, start, end, fresh)
+        """One ctx_read call. For Claude Code the host sends the call's id and writes the call and
+        its result to the session transcript, as the real CLI does."""
+        scope = self.scope(conn)
+        if not (scope.verify and scope.transcript):
+            return self.cache.read(scope, path, start, end, fresh)
+        self._calls = getattr(self, "_calls", 0) + 1
+        call = f"toolu_world{self._calls:06d}"
+        self.transcript_entry(scope.transcript, {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": call, "name": "mcp__leanctx__ctx_read", "input": {"path": path}}]}})
+        res = self.cache.read(dataclasses.replace(scope, call_id=call), path, start, end, fresh)
+        self.transcript_entry(scope.transcript, {"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": call, "content": "..."}]}})
+        return res
+
+    def transcript_entry(self, path: str, body: dict, parent: object = "tip") -> str:
+        """Append one entry to a Claude Code transcript, chained to the last one written."""
+        tips = self.__dict__.setdefault("_tips", {})
+        sizes = self.__dict__.setdefault("_sizes", {})
+        if os.path.isfile(path) and (path not in tips or sizes.get(path) != os.path.getsize(path)):
+            # written (or appended to) by the test itself: go on from its last entry
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    try:
+                        uid = json.loads(line).get("uuid")
+                    except (ValueError, AttributeError):
+                        continue
+                    if isinstance(uid, str):
+                        tips[path] = uid
+        self._entries = getattr(self, "_entries", 0) + 1
+        uid = f"e{self._entries:06d}"
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.lexists(path) and not os.path.isfile(path):
+            return uid  # a test's fifo or dangling link stands there: the host could not write it either
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"parentUuid": tips.get(path) if parent == "tip" else parent, "uuid": uid, **body}) + "\n")
+        tips[path] = uid
+        sizes[path] = os.path.getsize(path)
+        return uid
 
     def restart(self, graceful: bool = True) -> None:
         if graceful:
             self.cache.save()
         self.resolver = Resolver(str(self.data), clock=self.clock)
         self.cache = ReadCache(str(self.state), clock=self.clock, **self.cache_kw)
+
+
+# The transcripts of the Claude Code sessions a real-process test plays (the test process is their
+# host): every ctx_read it makes is written to them as Claude Code writes each call, its tool_use
+# and its tool_result, so the daemon's transcript check finds the deliveries (transcript.py).
+HOST_TRANSCRIPTS: dict[str, str | None] = {}
+
+
+def host_transcript(path: str) -> None:
+    HOST_TRANSCRIPTS.setdefault(str(path), None)
+
+
+def host_said(call_id: str, only: str | None = None) -> None:
+    if only is not None:
+        os.makedirs(os.path.dirname(only), exist_ok=True)
+        host_transcript(only)
+    for path, tip in list(HOST_TRANSCRIPTS.items()):
+        if only is not None and path != only:
+            continue
+        if not os.path.isdir(os.path.dirname(path)) or (os.path.lexists(path) and not os.path.isfile(path)):
+            continue
+        with open(path, "a", encoding="utf-8") as f:
+            for kind, part in (("assistant", {"type": "tool_use", "id": call_id, "name": "mcp__leanctx__ctx_read"}),
+                               ("user", {"type": "tool_result", "tool_use_id": call_id, "content": "..."})):
+                uid = f"{call_id}-{kind}"
+                f.write(json.dumps({"parentUuid": tip, "uuid": uid, "type": kind, "message": {"content": [part]}}) + "\n")
+                tip = uid
+        HOST_TRANSCRIPTS[path] = tip
+
+
+@pytest.fixture(autouse=True)
+def _host_transcripts():
+    HOST_TRANSCRIPTS.clear()
+    yield
+    HOST_TRANSCRIPTS.clear()
 
 
 def code(n: int, tag: str = "x") -> str:

@@ -4,6 +4,7 @@ the scope uses the note to tell the conversation from its subagents exactly."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -20,13 +21,30 @@ class Host:
 
     def __init__(self, data: Path, cwd: Path, pid: int) -> None:
         self.data, self.cwd, self.info = data, cwd, {"pid": pid, "name": "claude", "start_ticks": 1000 + pid}
+        self.tips: dict[str, str] = {}
+
+    def transcript(self, conv: str, agent_id: str | None = None) -> str:
+        base = self.data.parent / "transcripts" / conv
+        return str(base / "subagents" / f"agent-{agent_id}.jsonl") if agent_id else f"{base}.jsonl"
+
+    def said(self, conv: str, call_id: str, agent_id: str | None = None) -> None:
+        """The host writes the call and its result to the (sub)agent's transcript, as Claude Code does."""
+        path = self.transcript(conv, agent_id)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            for kind, part in (("assistant", {"type": "tool_use", "id": call_id}),
+                               ("user", {"type": "tool_result", "tool_use_id": call_id, "content": "..."})):
+                uid = f"{call_id}-{kind}"
+                f.write(json.dumps({"parentUuid": self.tips.get(path), "uuid": uid, "type": kind,
+                                    "message": {"content": [part]}}) + "\n")
+                self.tips[path] = uid
 
     def event(self, kind: str, event: str, conv: str, **fields: object) -> None:
         original = pub.host_process  # publish() takes its host from the process tree
         pub.host_process = lambda: self.info
         try:
             pub.publish(str(self.data), HookEvent("claude", event, kind, conversation_id=conv, session_id=conv,
-                                                  cwd=str(self.cwd), **fields))
+                                                  cwd=str(self.cwd), transcript_path=self.transcript(conv), **fields))
         finally:
             pub.host_process = original
 
@@ -37,6 +55,8 @@ class Host:
         pub.note_read_call(str(self.data), HookEvent("claude", "PreToolUse", PRE_TOOL, conversation_id=conv, session_id=conv,
                                                      subagent_id=agent_id, tool_use_id=call_id,
                                                      tool_name="mcp__leanctx__ctx_read"), host=self.info)
+        if call_id:
+            self.said(conv, call_id, agent_id)
 
     def conn(self, cid: str = "c1", **env: str) -> Connection:
         return Connection(cid, dict(env), self.info["pid"], self.info["start_ticks"], str(self.cwd))
@@ -144,7 +164,9 @@ def test_a_note_of_another_host_process_or_an_ambiguous_id_is_not_used(world) ->
 def test_a_host_without_read_notes_keeps_the_usual_rules(world) -> None:
     """Init without the read gate (or a host that never runs it): a call id alone decides nothing."""
     h, r = solo(world, 5005)
-    assert r.resolve(h.conn(), fresh=True, call_id="toolu_1") == r.resolve(h.conn(), fresh=True)
+    with_id = r.resolve(h.conn(), fresh=True, call_id="toolu_1")
+    assert dataclasses.replace(with_id, call_id=None) == r.resolve(h.conn(), fresh=True)
+    assert with_id.call_id == "toolu_1"  # only to find the call's own entry in the transcript
     assert r.resolve(h.conn(), fresh=True, call_id="toolu_1").stub_ok
 
 

@@ -91,7 +91,8 @@ def test_index_never_stores_contents(world: World) -> None:
     doc = json.loads(raw)
     (conv,) = doc["conversations"].values()
     (held,) = conv["held"].values()
-    assert set(held) == {"fp", "size", "mtime_ns", "compactions", "lines", "whole", "ranges"}
+    assert set(held) == {"fp", "size", "mtime_ns", "compactions", "lines", "whole", "ranges", "calls"}
+    assert all(isinstance(c, str) and c.startswith("toolu_") for c in held["calls"])  # call ids, never text
 
 
 def test_legacy_and_unknown_deliveries_are_not_persisted(world: World) -> None:

@@ -59,7 +59,14 @@ def text_of(result) -> str:  # noqa: ANN001
 
 
 async def read(session: ClientSession, path: str, **args: object) -> tuple[bool, str]:
-    result = await session.call_tool("ctx_read", {"path": path, **args})
+    """One ctx_read as Claude Code makes it: under its own call id, written to the transcript."""
+    import uuid
+
+    from tests.cache.conftest import host_said
+
+    call_id = f"toolu_{uuid.uuid4().hex[:16]}"
+    host_said(call_id)
+    result = await session.call_tool("ctx_read", {"path": path, **args}, meta={"claudecode/toolUseId": call_id})
     return bool(result.is_error), text_of(result)
 
 
@@ -446,6 +453,11 @@ def test_call_id_in_meta_tells_parent_and_subagent_apart(daemon: subprocess.Pope
         publish.note_read_call(str(data_dir), HookEvent("claude", "PreToolUse", PRE_TOOL, conversation_id="conv-calls",
                                                         session_id="conv-calls", subagent_id=agent_id, tool_use_id=call_id),
                                host=host)
+        from tests.cache.conftest import host_said
+
+        # Claude Code writes the call to the transcript of the context that makes it
+        host_said(call_id, str(project / "conv-calls" / "subagents" / f"agent-{agent_id}.jsonl") if agent_id
+                  else str(project / "conv-calls.jsonl"))
         return {"claudecode/toolUseId": call_id}
 
     content = (project / "a.txt").read_text()

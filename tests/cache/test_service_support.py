@@ -78,6 +78,9 @@ def publish_conversation(data_dir: Path, conversation_id: str, cwd: Path, host_p
     finally:
         publish.host_process = original
     assert path
+    from tests.cache.conftest import host_transcript
+
+    host_transcript(str(cwd / f"{conversation_id}.jsonl"))
     return Path(path)
 
 
@@ -124,6 +127,9 @@ class Caller:
         cmd = [sys.executable, "-c", CALLER, str(data_dir)]
         if host:
             cmd = [sys.executable, "-c", HOST, str(data_dir), host[0], host[1], str(cwd), "--", *cmd]
+            from tests.cache.conftest import host_transcript
+
+            host_transcript(str(cwd) + "/" + host[1] + ".jsonl")  # the transcript its hooks name
         elif stranger:
             cmd = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))", *cmd]
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -142,7 +148,15 @@ class Caller:
         return json.loads(line)
 
     def read(self, path: Path | str, facts: dict | None = None, **args: object) -> dict:
-        """A read's result (asserting the daemon answered it)."""
+        """A read's result (asserting the daemon answered it). Made as Claude Code makes it: under
+        its own call id, written to the sessions' transcripts (tests/cache/conftest.py)."""
+        if "call_id" not in args:
+            import uuid
+
+            from tests.cache.conftest import host_said
+
+            args["call_id"] = f"toolu_{uuid.uuid4().hex[:16]}"
+            host_said(str(args["call_id"]))
         answer = self.request("read", {"path": str(path), **args}, facts or {"connection_id": "caller"})
         assert answer["ok"], answer
         return answer["result"]

@@ -167,3 +167,28 @@ def test_claude_mcp_list_shows_leanctx(claude_cli, wired, lean):
     line = next((ln for ln in cp.stdout.splitlines() if ln.startswith("leanctx")), "")
     assert line, cp.stdout
     assert "leanctx-hook mcp" in line and "Connected" in line, line
+
+
+def test_after_a_rewind_the_lost_read_is_full_again(claude_cli, wired, lean, run_host):
+    """`--resume <session> --resume-session-at <message id>` continues the session from an earlier
+    assistant message (a rewind, headless): the read made after that point is no longer in the
+    context, under the same session id and with no hook event saying so. The transcript shows it,
+    and the next read of the file is the content again, not a stub."""
+    import json
+
+    hh = wired
+    run(claude_cli, hh, lean, run_host, ["hello"], prompt="say hello")
+    run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), tool_use(READ, {"path": "big.py"}), "done"],
+        "--continue")
+    transcripts = list((hh.home / ".claude" / "projects").rglob("*.jsonl"))
+    (transcript,) = [t for t in transcripts if "subagents" not in t.parts]
+    entries = [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+    hello = next(e for e in entries if e.get("type") == "assistant"
+                 and any(b.get("type") == "text" and b.get("text") == "hello" for b in e["message"]["content"]))
+    session = transcript.stem
+    bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), "done"],
+                 "--resume", session, "--resume-session-at", hello["uuid"], prompt="read big.py again")
+    assert not any("def function_199" in r for b in bodies[:1] for r in tool_results(b)), "the rewind kept the read"
+    assert "def function_199" in tool_results(bodies[-1])[0], "a stub for content the rewound context lost"
+    record = lean.only_record("claude")
+    assert record["conversation_id"] == session and record.get("compactions", 0) == 0  # no hook told us

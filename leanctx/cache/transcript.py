@@ -1,0 +1,240 @@
+"""Does the conversation's context still hold what a call delivered? Claude Code's transcript says.
+
+Claude Code writes every message of a session to a JSONL transcript (the `transcript_path` of
+every hook payload). Entries form a tree by `uuid` / `parentUuid`: the context the model sees is
+the chain from the newest entry up to the root, or up to the last
+`{"type":"system","subtype":"compact_boundary"}` (its `parentUuid` is null; what came before it
+was summarised away). A rewind (`/rewind`, Esc Esc, an edited earlier message) continues from
+an earlier node, so entries after it drop off the chain without any hook event. Microcompact
+(2.1.332) replaces old tool results with `[Old tool result content cleared]` and marks it with
+a `{"subtype":"microcompact_boundary"}` system entry.
+
+`TranscriptIndex.holds(path, delivered, asking)` answers for the read cache: every call in
+`delivered` (the tool_use ids of the ctx_read calls whose answers gave the held bytes, or
+`compact:<uuid>` for files the host re-attached after that compaction boundary) must have its
+tool_result entry on the chain of the asking call's own tool_use entry (or, while that is not
+written yet, of the transcript's newest entry), below the nearest compact boundary and below
+every microcompact boundary on that chain (which results a microcompact cleared is not
+recorded in a form we could verify, so everything above one counts as cleared), and no result
+of it may read `[Old tool result content cleared]`. Any doubt answers False, so the caller sends
+content: a transcript that is missing, unreadable, not a regular file, too large to index
+(MAX_BYTES / MAX_ENTRIES), a chain that breaks (a parent never seen), or a walk past MAX_DEPTH.
+
+Indexed incrementally: per transcript, the byte offset parsed so far (whole lines only), its
+(device, inode) and its first bytes; a transcript that shrank or was replaced is indexed again
+from the start. At most MAX_TRANSCRIPTS are kept and MAX_TOTAL_ENTRIES entries in all, least
+recently used dropped first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat as statmod
+import threading
+import time
+from collections import OrderedDict
+
+CLEARED = "[Old tool result content cleared]"
+MAX_TRANSCRIPTS = 32
+MAX_ENTRIES = 100_000  # entries indexed per transcript; more: undecidable (withhold)
+MAX_TOTAL_ENTRIES = 200_000  # across the transcripts kept; the least recently used are dropped
+MAX_BYTES = 512 << 20  # a transcript larger than this is not indexed (withhold)
+MAX_DEPTH = 200_000  # a chain walk longer than this is undecidable
+CHUNK = 8 << 20
+HEAD = 256  # first bytes remembered to notice a transcript rewritten in place
+# Claude Code queues transcript writes and flushes them every 100 ms (FLUSH_INTERVAL_MS in
+# 2.1.197's code; observed: the second ctx_read of a turn arrived before the first one's
+# tool_result and its own tool_use were written). A call whose tool_use entry is not written yet
+# is waited for this long (polling), then the newest entry anchors (which withholds more).
+WAIT_S = 0.5
+POLL_S = 0.01
+
+
+class _Index:
+    __slots__ = ("broken", "cleared", "dev_ino", "head", "kind", "memo", "newest", "offset", "parent", "result_of",
+                 "use_of")
+
+    def __init__(self) -> None:
+        self.dev_ino: tuple = ()
+        self.head = b""
+        self.offset = 0
+        self.parent: dict[str, str | None] = {}  # uuid -> parentUuid
+        self.kind: dict[str, str] = {}  # uuid -> "compact" | "micro" (boundaries only)
+        self.result_of: dict[str, list] = {}  # tool_use id -> uuids of entries holding its tool_result
+        self.use_of: dict[str, str] = {}  # tool_use id -> uuid of the assistant entry that made the call
+        self.cleared: set[str] = set()  # tool_use ids whose result was replaced by CLEARED
+        self.newest: str | None = None
+        self.broken = False
+        # the last chain walked: (anchor, chain, entries below every microcompact, compact top);
+        # a later anchor that descends from it walks only the entries added since
+        self.memo: tuple | None = None
+
+    def chain(self, start: str) -> tuple | None:
+        """(chain entries, those newer than every microcompact boundary, the compact boundary that
+        ends it or None), walking up from `start`; None when the chain cannot be followed."""
+        walked: list[str] = []
+        node: str | None = start
+        memo = self.memo
+        reuse = False
+        for _ in range(MAX_DEPTH):
+            if node is None:
+                break
+            if memo is not None and node == memo[0]:
+                reuse = True
+                break
+            if node not in self.parent:
+                return None  # a parent we never saw: the chain cannot be followed
+            walked.append(node)
+            if self.kind.get(node) == "compact":
+                break
+            node = self.parent[node]
+        else:
+            return None
+        micro_at = next((i for i, n in enumerate(walked) if self.kind.get(n) == "micro"), None)
+        top = walked[-1] if walked and self.kind.get(walked[-1]) == "compact" else None
+        if reuse:
+            chain, below, top = memo[1], memo[2], memo[3]
+            chain.update(walked)  # the old anchor's chain is a part of this one (updated in place)
+            below = set(walked[:micro_at]) if micro_at is not None else below | set(walked)
+        else:
+            chain = set(walked)
+            below = set(walked[:micro_at]) if micro_at is not None else set(walked)
+        self.memo = (start, chain, below, top)
+        return chain, below, top
+
+    def add(self, line: bytes) -> None:
+        if b'"uuid"' not in line:
+            return
+        try:
+            e = json.loads(line)
+        except ValueError:
+            return  # a line we cannot read is never evidence of a delivery
+        if not isinstance(e, dict):
+            return
+        uid, par = e.get("uuid"), e.get("parentUuid")
+        if not isinstance(uid, str) or (par is not None and not isinstance(par, str)):
+            return
+        if len(self.parent) >= MAX_ENTRIES:
+            self.broken = True
+            return
+        self.parent[uid] = par
+        self.newest = uid
+        if e.get("type") == "system":
+            sub = e.get("subtype")
+            if sub == "compact_boundary":
+                self.kind[uid] = "compact"
+            elif sub == "microcompact_boundary":
+                self.kind[uid] = "micro"
+            return
+        msg = e.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            return
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "tool_use" and isinstance(part.get("id"), str):
+                self.use_of.setdefault(part["id"], uid)
+            elif part.get("type") == "tool_result" and isinstance(part.get("tool_use_id"), str):
+                tid = part["tool_use_id"]
+                self.result_of.setdefault(tid, []).append(uid)
+                if _cleared(part.get("content")):
+                    self.cleared.add(tid)
+
+
+def _cleared(content: object) -> bool:
+    if isinstance(content, str):
+        return content.strip() == CLEARED
+    if isinstance(content, list):
+        return any(isinstance(c, dict) and isinstance(c.get("text"), str) and c["text"].strip() == CLEARED
+                   for c in content)
+    return False
+
+
+class TranscriptIndex:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idx: OrderedDict[str, _Index] = OrderedDict()
+
+    def _refresh(self, path: str) -> _Index | None:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        except (OSError, ValueError, TypeError):
+            return None
+        try:
+            st = os.fstat(fd)
+            if not statmod.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+                return None
+            ix = self._idx.get(path)
+            head = os.pread(fd, HEAD, 0)
+            if ix is None or ix.dev_ino != (st.st_dev, st.st_ino) or st.st_size < ix.offset \
+                    or head[: len(ix.head)] != ix.head:
+                ix = _Index()
+                ix.dev_ino = (st.st_dev, st.st_ino)
+            ix.head = head if len(head) >= len(ix.head) else ix.head
+            self._idx[path] = ix
+            self._idx.move_to_end(path)
+            while len(self._idx) > MAX_TRANSCRIPTS:
+                self._idx.popitem(last=False)
+            pending = b""
+            while ix.offset < st.st_size and not ix.broken:
+                data = os.pread(fd, min(CHUNK, st.st_size - ix.offset), ix.offset + len(pending))
+                if not data:
+                    break
+                data = pending + data
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    if ix.offset + len(data) >= st.st_size:
+                        break  # a last line still being written: parsed when it is whole
+                    pending = data
+                    continue
+                for line in data[:cut].split(b"\n"):
+                    if line.strip():
+                        ix.add(line)
+                ix.offset += cut + 1
+                pending = data[cut + 1:]
+                if ix.offset + len(pending) >= st.st_size:
+                    break
+            while len(self._idx) > 1 and sum(len(x.parent) for x in self._idx.values()) > MAX_TOTAL_ENTRIES:
+                self._idx.popitem(last=False)  # indexed again from the start when asked about again
+            return None if ix.broken else ix
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def holds(self, path: str | None, delivered, asking: str | None) -> bool:
+        """True only when the transcript shows every delivery in `delivered` still in the context
+        of the call `asking` (see the module doc); False on any doubt."""
+        if not path or not delivered or any(not isinstance(d, str) or not d for d in delivered):
+            return False
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            with self._lock:
+                ix = self._refresh(path)
+                if ix is None:
+                    return False
+                if not asking or asking in ix.use_of or time.monotonic() >= deadline:
+                    break
+            time.sleep(POLL_S)  # never under the lock: other conversations' checks go on
+        with self._lock:
+            start = ix.use_of.get(asking) if asking else None
+            if start is None:
+                start = ix.newest
+            if start is None:
+                return False
+            walked = ix.chain(start)
+            if walked is None:
+                return False
+            _chain, below_micro, compact_top = walked
+            for d in delivered:
+                if d.startswith("compact:"):
+                    if d[len("compact:"):] != compact_top:
+                        return False
+                    continue
+                if d in ix.cleared:
+                    return False
+                if not any(u in below_micro for u in ix.result_of.get(d, ())):
+                    return False
+            return True
