@@ -43,6 +43,11 @@ object per line in a `.jsonl` file):
                                                                    no hook fires
     {"op": "compact_lost", "conv": "s1"}                           Claude Code compacts s1 (a compact_boundary in
                                                                    the transcript) and its hooks are lost
+    {"op": "gemini_compress", "host": "h1", "conv": "s1", "transcript": "<recorded chat path>"}
+                                                                   Gemini CLI replaces s1's history (automatic
+                                                                   compression, masking): one line in its chat
+                                                                   recording, no hook; the context keeps none
+                                                                   of the earlier tool output
     {"op": "miss", "host": "h1", "conv": "s1"}                     the daemon cannot read the conversation's
                                                                    record (it reads torn) until h1's next
                                                                    hook event (a transient miss; the hook
@@ -52,6 +57,8 @@ Claude Code conversations get a transcript (a tree of uuid/parentUuid entries, a
 writes) that their hook payloads point to: each read of the conversation's own context appends
 the call's tool_use entry before the read and its tool_result after it; compactions append a
 compact_boundary. Reads by subagents are not written there (Claude Code keeps them apart).
+Recorded Gemini CLI sessions get the chat recording their payloads point to, with the lines the
+CLI writes at a start or resume (a replacement of the history: leanctx/cache/hosthistory.py).
 
 Every policy sees the same files, the same records and the same clock. Each has its own Truth
 (what each context received from THAT policy), which decides whether a stub/pointer/diff it sent
@@ -315,6 +322,8 @@ class Engine:
                     payload.pop("workspaceRoots", None)
                 if host.agent == "claude" and payload.get("session_id"):
                     payload["transcript_path"] = self._transcript(payload["session_id"])[0]
+                if host.agent == "gemini" and payload.get("transcript_path"):
+                    payload["transcript_path"] = self._gemini_chat(payload["transcript_path"], ev["event"], payload.get("source"))
                 publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
@@ -363,6 +372,11 @@ class Engine:
             self._entry(conv, {"type": "system", "subtype": "microcompact_boundary", "content": "Microcompacted"})
             self.chain[conv] = [n for n in self.chain.get(conv, []) if n > k]
             self._retruth(conv)
+        elif op == "gemini_compress":
+            self._gemini_chat(ev["transcript"], "compress", None)
+            ctx = self.ctx(ev["conv"], None, ev["host"])
+            for p in self.policies:
+                p.truth.clear(ctx)
         elif op == "compact_lost":
             self._boundary(ev["conv"])
             for p in self.policies:
@@ -417,6 +431,17 @@ class Engine:
             t = self.transcripts[conv] = [path, None, 0, None]
             t[3] = self._entry(conv, {"type": "user", "message": {"role": "user", "content": "start"}})
         return t
+
+    def _gemini_chat(self, recorded: str, event: str, source: object) -> str:
+        """Gemini CLI's chat recording for a recorded session, replayed here: the CLI writes the
+        whole history as one `$set messages` line when a chat starts (twice on a resume) and again
+        on every compression; the recorded sessions never compressed, so starts are all it holds."""
+        path = os.path.join(self.base, "gemini-chats", os.path.basename(recorded))
+        if event in ("SessionStart", "compress") or not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write('{"$set":{"messages":[]}}\n' * (2 if source == "resume" else 1))
+        return path
 
     def _entry(self, conv: str, body: dict, parent: object = "tip") -> str:
         t = self._transcript(conv)

@@ -53,3 +53,20 @@ def test_a_fifo_at_the_recording_path_never_holds_the_daemon(tmp_path):
             pass
         raise AssertionError("opening a FIFO as the chat recording blocked")
     assert result == [None]
+
+
+def test_a_compression_without_a_hook_gets_no_wrong_stub_in_the_replay() -> None:
+    """The recorded Gemini session, with a compression written only into the chat recording
+    between the stub and a third read: that read must be content."""
+    import tempfile
+    from pathlib import Path
+
+    from bench.support.replay import Engine, Oracle, Ours, load_trace
+
+    trace = Path(__file__).resolve().parents[2] / "bench" / "traces" / "gemini-compression.jsonl"
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        Engine(base, [ours, oracle]).run(load_trace(str(trace)))
+    assert oracle.wrong == 0
+    assert ours.wrong == 0, ours.wrong_examples
+    assert ours.kinds["stub"] == 1  # the re-read before the compression still saves
