@@ -85,13 +85,19 @@ def test_a_chat_inside_a_turn_keeps_its_host_ambiguous_past_a_day(world: World) 
 # -- the opt-out mode: one connection = one conversation -----------------------------------------
 
 
-def test_opt_out_connection_evicted_from_the_lru_never_finds_its_old_holdings(world: World) -> None:
+def _opt_out_stub(world: World):
+    """A Claude Code session whose MCP connection runs in the opt-out mode and holds one file."""
     f = _file(world)
     h = world.host("claude")
     world.session(h, "s1")
     c = world.conn(h, "legacy", env=OPT_OUT)
     world.read(c, f)
     assert world.read(c, f)["kind"] == "stub"
+    return h, c, f
+
+
+def test_opt_out_connection_evicted_from_the_lru_never_finds_its_old_holdings(world: World) -> None:
+    h, c, f = _opt_out_stub(world)
     world.hook(h, "compact", "s1")
     for i in range(MAX_CONNECTIONS + 1):  # its counter (now 1) falls out of the LRU
         world.resolver.resolve(world.conn(None, f"other-{i}"))
@@ -100,12 +106,7 @@ def test_opt_out_connection_evicted_from_the_lru_never_finds_its_old_holdings(wo
 
 
 def test_opt_out_clear_starts_the_connection_afresh(world: World) -> None:
-    f = _file(world)
-    h = world.host("claude")
-    world.session(h, "s1")
-    c = world.conn(h, "legacy", env=OPT_OUT)
-    world.read(c, f)
-    assert world.read(c, f)["kind"] == "stub"
+    h, c, f = _opt_out_stub(world)
     world.hook(h, "end", "s1", reason="clear")  # /clear: the MCP server survives it
     world.hook(h, "start", "s2", source="clear")
     assert world.read(c, f)["kind"] == "full"
