@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import os
-import stat as statmod
 import threading
+
+from leanctx.hooks.transcript import open_regular
 
 _MARKS = (b'{"$set":', b'{"$rewindTo":')
 _lock = threading.Lock()
@@ -47,14 +48,11 @@ def history_replacements(path: str | None) -> int | None:
     lower count): the caller withholds stubs then."""
     if not path or not os.path.isabs(path):
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # a FIFO must not hold the daemon
-    except OSError:
+    opened = open_regular(path)  # a FIFO must not hold the daemon; a symlink or another user's file: no
+    if opened is None:
         return None
+    fd, st = opened
     try:
-        st = os.fstat(fd)
-        if not statmod.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            return None
         with _lock:
             prev = _seen.get(path)
         start, count, high = 0, 0, 0

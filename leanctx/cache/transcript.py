@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat as statmod
 import threading
 import time
 from collections import OrderedDict
+
+from leanctx.hooks.transcript import open_regular
 
 CLEARED = "[Old tool result content cleared]"
 MAX_TRANSCRIPTS = 32
@@ -158,13 +159,12 @@ class TranscriptIndex:
         self._idx: OrderedDict[str, _Index] = OrderedDict()
 
     def _refresh(self, path: str) -> _Index | None:
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-        except (OSError, ValueError, TypeError):
+        opened = open_regular(path, owned=False)
+        if opened is None:
             return None
+        fd, st = opened
         try:
-            st = os.fstat(fd)
-            if not statmod.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            if st.st_size > MAX_BYTES:
                 return None
             ix = self._idx.get(path)
             head = os.pread(fd, HEAD, 0)

@@ -14,6 +14,8 @@ import os
 import re
 import struct
 
+from leanctx.hooks.transcript import open_regular
+
 MAX_INDEX_BYTES = 64 << 20  # a larger index is skipped: the card goes without the changed files
 MAX_ENTRIES = 50_000  # files stat'ed at most
 MAX_CHANGED = 64
@@ -42,15 +44,12 @@ def _read(path: str, limit: int) -> bytes | None:
     """A regular file's bytes, up to `limit` (None: absent, larger, or not a regular file). A
     repository can put a FIFO or a device where git keeps HEAD or the index: opened without
     O_NONBLOCK a FIFO would hold the hook until the host kills it."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError:
+    opened = open_regular(path, owned=False, follow=True)
+    if opened is None:
         return None
+    fd, st = opened
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        if st.st_size > limit:
             return None
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)

@@ -13,17 +13,34 @@ import os
 import stat
 
 
-def read_tail(path: str, limit: int) -> tuple[bytes, bool] | None:
-    """The last `limit` bytes of a regular file we own, from its first whole line on, and
-    whether that is the whole file (None: unreadable, not a regular file, or not ours)."""
+def open_regular(path: str, owned: bool = True, follow: bool = False) -> tuple[int, os.stat_result] | None:
+    """(descriptor, stat) of a regular file, opened without waiting on a FIFO or a device and,
+    unless `follow`, without following a symlink; `owned`: only a file of this user's. None
+    otherwise (nothing left open). The caller closes the descriptor."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, flags)
     except (OSError, ValueError, TypeError):
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
-            return None
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(st.st_mode) or (owned and hasattr(os, "getuid") and st.st_uid != os.getuid()):
+        os.close(fd)
+        return None
+    return fd, st
+
+
+def read_tail(path: str, limit: int) -> tuple[bytes, bool] | None:
+    """The last `limit` bytes of a regular file we own, from its first whole line on, and
+    whether that is the whole file (None: unreadable, not a regular file, or not ours)."""
+    opened = open_regular(path)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
         start = max(0, st.st_size - limit)
         data = os.pread(fd, st.st_size - start, start)
     except OSError:
