@@ -107,7 +107,8 @@ def test_the_hook_fails_open_and_writes_nothing(home: Path, shared: Path) -> Non
 
 @needs_second_uid
 def test_the_registered_mcp_command_refuses_before_the_handshake(home: Path, shared: Path) -> None:
-    """`python -m leanctx mcp` goes straight to the server (not through click): it refuses too."""
+    """The MCP server (what the wrapper's `mcp` entry and `python -m leanctx mcp` both start) goes
+    straight to the server, not through click: it refuses too."""
     data = shared / "leanctx"
     _plant(data, OTHER)
     before = _tree(data)
