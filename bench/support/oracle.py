@@ -4,9 +4,34 @@ Used by the property test (tests/cache) and by bench/cache_replay.py; nothing in
 imports it.
 
 - `Truth` knows, per context (a conversation, or a subagent's own context), which spans of which
-  version (fingerprint) of which file it received. `violation()` says whether a response claims
+  version (fingerprint) it received under which NAME. `violation()` says whether a response claims
   bytes the context does not hold (a wrong stub / pointer / diff); `apply()` folds a response into
   what the context holds.
+
+  What counts as wrong (names and identity; conservative: any doubt makes the answer wrong, so a
+  cache must withhold):
+  - A name is a path as the model used it: the requested path made absolute against the
+    conversation's working directory and normalised lexically (`os.path.normpath`), symlinks NOT
+    resolved. A full answer carries no name of its own (it is the file's text), so the model knows
+    those bytes only under the name it asked for; a re-attached file (carry) under the path the
+    host wrote.
+  - A stub, pointer or diff speaks of the `path` it shows. An absolute one is that name; a relative
+    one is relative to the conversation's workspace root, and is a name only while the
+    conversation has exactly one outermost root (every root it was ever given counts): with two
+    (Cursor `workspace_roots`, a cwd outside the first root) `src/x.py` could be either, and the
+    answer is wrong whatever it claims.
+  - It is right only if the context holds, under the name it speaks of, the exact bytes it claims
+    (fingerprint and spans) and those are the current bytes. So a read through a symlink or a
+    hard link of a file the conversation read under another name is not held (another name), a
+    symlink retargeted or a file renamed over is held only if the bytes are identical, and
+    mtimes never matter.
+  - Only the LATEST version the context received under a name counts: once it received other
+    bytes under that name (an edit, a retargeted symlink, a rename over it), an older version is
+    no longer "the copy that was sent earlier", even if the file goes back to it (A -> B -> A).
+  - A re-attached file is credited exactly as attached: a whole file as the attached text (its
+    own fingerprint, which may differ from the disk's), a range only for the lines attached and
+    only if they were the file's lines on disk when attached (then exactly those spans of that
+    version); nothing else.
 - `OracleCache` is the best any cache could do with perfect knowledge: it serves a stub, pointer
   or diff whenever the truth allows it (same renderings and thresholds as ReadCache, so tokens are
   comparable), never needs hook records, never forgets across restarts, ignores mtime. The caller
@@ -25,6 +50,38 @@ from leanctx.cache import dedup as rng
 from leanctx.cache import stubs, tokens
 from leanctx.cache.paths import ReadError, line_starts, load, real_roots, resolve
 from leanctx.cache.readcache import DIFF_RATIO, render_diff, window_of
+
+
+SAME_NAME = object()  # violation(): the answer speaks of the name the read asked for
+
+
+def name_of(path: str, cwd: str) -> str:
+    """The name a read of `path` uses: absolute against `cwd`, lexically normalised, symlinks kept."""
+    return os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+
+
+def outer_roots(roots) -> list[str]:
+    rr = list(dict.fromkeys(os.path.normpath(r) for r in roots))
+    return [r for r in rr if not any(o != r and (r + os.sep).startswith(o.rstrip(os.sep) + os.sep) for o in rr)]
+
+
+def spoken_name(shown: str | None, roots) -> str | None:
+    """The name an answer's `path` stands for, given every root the conversation was given: an
+    absolute path is itself; a relative one is a name only under exactly one outermost root."""
+    if not shown:
+        return None
+    if os.path.isabs(shown):
+        return os.path.normpath(shown)
+    outer = outer_roots(roots)
+    return os.path.normpath(os.path.join(outer[0], shown)) if len(outer) == 1 else None
+
+
+def shown_name(name: str, roots) -> str:
+    """How the oracle shows a name: relative to the one outermost root holding it, else absolute."""
+    outer = outer_roots(roots)
+    if len(outer) == 1 and (name + os.sep).startswith(outer[0].rstrip(os.sep) + os.sep) and name != outer[0]:
+        return os.path.relpath(name, outer[0])
+    return name
 
 
 class Truth:
@@ -61,15 +118,31 @@ class Truth:
 
     def deliver(self, ctx: str, real: str, fp: str, spans: list, nlines: int) -> None:
         per = self.ctx.setdefault(ctx, {}).setdefault(real, {})
+        self._latest_only(ctx, real, per, fp)
         per[fp] = rng.merge(per.get(fp, []) + [tuple(s) for s in spans])
         if nlines == 0 or rng.covers(per[fp], (1, nlines)):
             self.last_whole[(ctx, real)] = fp
 
-    def violation(self, ctx: str, real: str, result: dict, base_lines: int | None = None) -> str | None:
-        """Why `result` is wrong for `ctx` (it presumes bytes the context does not hold), or None."""
+    # -- names: the latest version under a name is the only one held (see the module docstring) --
+    def _latest_only(self, ctx: str, name: str, per: dict, fp: str) -> None:
+        """Receiving `fp` under `name` replaces whatever other version the context had under it."""
+        for old in [f for f in per if f != fp]:
+            del per[old]
+        if self.last_whole.get((ctx, name)) not in (None, fp):
+            del self.last_whole[(ctx, name)]
+
+    def violation(self, ctx: str, real: str, result: dict, base_lines: int | None = None,
+                  spoken: object = SAME_NAME) -> str | None:
+        """Why `result` is wrong for `ctx` (it presumes bytes the context does not hold), or None.
+        `real` is the name the read asked for; `spoken` the name the answer speaks of (default:
+        the same; None: the answer's name is ambiguous, see spoken_name)."""
         kind = result.get("kind")
         if kind not in ("stub", "pointer", "diff"):
             return None
+        if spoken is None:
+            return f"{kind} names {result.get('path')!r}, which is ambiguous in {ctx} (several workspace roots)"
+        if spoken is not SAME_NAME:
+            real = spoken
         claims = result.get("claims") or {}
         fp, spans = claims.get("fingerprint"), [tuple(s) for s in claims.get("spans") or []]
         if kind == "diff":
@@ -105,13 +178,18 @@ class OracleCache:
         self.contents: dict[str, str] = {}
 
     def read(self, ctx: str, roots, cwd: str | None, path: str, start_line=None, end_line=None, fresh=False) -> tuple[str, dict]:
+        """(the name read, the answer): what the context holds is looked up under the name the
+        read asks for, and the answer shows that name (see shown_name)."""
         rr = real_roots(roots)
         try:
-            real, rel = resolve(path, rr, (), cwd)
+            real, _rel = resolve(path, rr, (), cwd)
+            name = name_of(path, cwd or rr[0])
+            rel = shown_name(name, rr)
             snap = load(real, rel, self.max_file_bytes, rr)
             win = window_of(snap.nlines, start_line, end_line)
         except ReadError as exc:
             return "", {"kind": "error", "text": exc.message, "tokens_raw": 0, "tokens_sent": 0}
+        real = name
         n = snap.nlines
         whole = win is None or win == (1, n)
         raw = snap.text if whole else snap.slice(*win)

@@ -53,6 +53,41 @@ object per line in a `.jsonl` file):
                                                                    hook event (a transient miss; the hook
                                                                    itself loses nothing)
 
+Names, links, several roots, carry and reconnections (bench/support/oracle.py says what the
+oracle then counts as wrong: an answer is right only if the context holds, under the name it
+speaks of, the exact current bytes; only the latest version received under a name counts):
+
+    {"op": "symlink", "path": "link.py", "to": "a.py"}             create `link.py` -> `a.py`, or retarget it
+                                                                   (replaced atomically); paths are relative
+                                                                   to the project, "../x/y" reaches a sibling
+                                                                   folder (a second workspace root)
+    {"op": "hardlink", "path": "h.py", "to": "a.py"}               `h.py` becomes a second name of `a.py`'s inode
+                                                                   (write/edit through either name edits both)
+    {"op": "mv", "from": "b.py", "path": "a.py"}                   rename over: `a.py` is now b's inode, with
+                                                                   b's bytes and mtime (same path, new inode)
+    {"op": "utime", "path": "b.py", "like": "a.py"}                b's mtime set equal to a's
+    {"op": "roots", "conv": "s1", "roots": [".", "../other"], "cwd": "../other"}
+                                                                   s1's workspace roots and working directory
+                                                                   from its next hook event on (Claude/Codex:
+                                                                   payload `cwd`; Cursor: `workspace_roots`);
+                                                                   s1's relative read paths resolve against
+                                                                   that cwd. The oracle counts every root s1
+                                                                   was ever given
+    {"op": "attach", "conv": "s1", "path": "a.py", "start": 5?, "lines": 10?, "text": "..."?}
+                                                                   Claude Code re-attaches a file after s1's
+                                                                   compaction (carry): an `attachment` entry
+                                                                   after the compact_boundary, with the file's
+                                                                   bytes on disk now (or `text`), whole or lines
+                                                                   start..start+lines-1; no hook. The oracle
+                                                                   credits exactly what was attached
+    {"op": "reconnect", "host": "h1"}                              h1 reconnects its MCP server (`/mcp`): a
+                                                                   new connection from the same host process
+    a read's "conn": "b"                                           the read goes through a second MCP server
+                                                                   that h1 spawned beside the first
+
+A connection from a process that is not the host claiming a session is a `host` op (its own pid)
+whose `env` names that session (`CLAUDE_CODE_SESSION_ID`), reading as its own conversation.
+
 Claude Code conversations get a transcript (a tree of uuid/parentUuid entries, as the real CLI
 writes) that their hook payloads point to: each read of the conversation's own context appends
 the call's tool_use entry before the read and its tool_result after it; compactions append a
@@ -73,16 +108,20 @@ from collections import Counter
 
 from bench.support.oracle import (
     EVENTS,
+    SAME_NAME,
     FakeHost,
     OracleCache,
     Truth,
     hook,
     publish_event,
     read_gate,
+    spoken_name,
 )
+from bench.support.oracle import name_of
 from leanctx.cache import ReadCache, Resolver
+from leanctx.cache.paths import fingerprint, line_count
 from leanctx.cache.scope import Connection, Scope
-from leanctx.hooks.publish import record_path
+from leanctx.hooks.publish import now_iso, record_path
 
 T0 = 1_800_000_000.0
 # hosts whose pre-tool hook (our read gate) gets the same call id the MCP server receives in
@@ -93,6 +132,8 @@ GATED_AGENTS = ("claude", "codex")
 class HostProc:
     def __init__(self, name: str, agent: str, fake: FakeHost, env: dict, gate: bool = False) -> None:
         self.name, self.agent, self.fake, self.env, self.gate = name, agent, fake, env, gate
+        self.conn_tag = ""  # which MCP connection of this host process the current read goes through
+        self.generation = 0  # MCP reconnections so far
 
 
 class Policy:
@@ -158,7 +199,7 @@ class Ours(Policy):
         root = self.eng.root
         if host.agent == "cursor" and sub:
             return Connection(f"task-{host.name}-{sub}", {"CURSOR_TASK_ID": sub}, None, None, root)
-        return Connection(f"mcp-{host.name}", dict(host.env), host.fake.pid, host.fake.ticks, root)
+        return Connection(f"mcp-{host.name}{host.conn_tag}", dict(host.env), host.fake.pid, host.fake.ticks, root)
 
     def read(self, host, conv, sub, path, start, end, fresh, call_id=None):
         scope = self.resolver.resolve(self.conn(host, sub), fresh=True, call_id=call_id)
@@ -170,7 +211,7 @@ class Ours(Policy):
         conv = self.cache._convs.get(scope.key) if scope.key else None
         if conv is None:
             return None
-        return conv.held.get(os.path.realpath(os.path.join(self.eng.root, path)))
+        return conv.held.get(self.eng.last_name) or conv.held.get(os.path.realpath(os.path.join(self.eng.root, path)))
 
     def explain(self, res: dict, oracle_res: dict) -> str:
         """Why we sent content where the oracle did not (for the report)."""
@@ -214,7 +255,8 @@ class Oracle(Policy):
 
     def read(self, host, conv, sub, path, start, end, fresh, call_id=None):
         ctx = self.eng.ctx(conv, sub, host.name)
-        _real, res = self.cache.read(ctx, [self.eng.root], self.eng.root, path, start, end, fresh)
+        roots, cwd = self.eng.place(conv)
+        _real, res = self.cache.read(ctx, roots, cwd, path, start, end, fresh)
         return res
 
 
@@ -243,6 +285,7 @@ class Engine:
         self.read_no: dict[str, int] = {}
         self.result_uuid: dict[tuple[str, int], str] = {}
         self.deliveries: dict[tuple[str, int], dict[str, tuple]] = {}
+        self._init_ident()
         for p in policies:
             p.setup(self)
 
@@ -343,7 +386,8 @@ class Engine:
                 if meaning == "compact":
                     self._boundary(conv)
             if host.agent in EVENTS:
-                hook(self.data, host.fake, meaning, conv, self.root, self.t, **extra)
+                cwd = self._hook_place(host, conv, extra)
+                hook(self.data, host.fake, meaning, conv, cwd, self.t, **extra)
             self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
         elif op == "root":
             self.recorded_root = ev["path"].rstrip("/")
@@ -393,7 +437,7 @@ class Engine:
                 return
             self.hidden[path] = (ev["host"], good)
             self._replace(path, good[: len(good) // 3])  # unreadable (torn) for the daemon
-        else:
+        elif not self._apply_ident(ev):
             raise ValueError(f"unknown trace op {op!r}")
 
     @staticmethod
@@ -455,8 +499,8 @@ class Engine:
 
     def _boundary(self, conv: str) -> None:
         prev = self._transcript(conv)[1]
-        uid = self._entry(conv, {"type": "system", "subtype": "compact_boundary", "logicalParentUuid": prev},
-                          parent=None)
+        uid = self._entry(conv, {"type": "system", "subtype": "compact_boundary", "logicalParentUuid": prev,
+                                 "timestamp": now_iso(self.t)}, parent=None)
         self.transcripts[conv][3] = uid  # a rewind to read 0 goes back to here
         self.chain[conv] = []
 
@@ -467,7 +511,7 @@ class Engine:
             p.truth.clear(conv)
             for n in self.chain.get(conv, []):
                 got = self.deliveries.get((conv, n), {}).get(p.name)
-                if got and not p.truth.violation(conv, got[0], got[1]):
+                if got and not p.truth.violation(conv, got[0], got[1], spoken=got[2] if len(got) > 2 else SAME_NAME):
                     p.truth.apply(conv, got[0], got[1])
 
     def _truth_after(self, meaning: str, conv: str, sub: str | None) -> None:
@@ -497,14 +541,16 @@ class Engine:
         path = ev["path"]
         if self.recorded_root and (path == self.recorded_root or path.startswith(self.recorded_root + "/")):
             path = os.path.relpath(path, self.recorded_root)
-        real = os.path.realpath(os.path.join(self.root, path))
+        real = self.last_name = self.name_of(conv, path)
+        spoken_roots = self.seen_roots.get(conv) or [self.root]
+        host.conn_tag = self._conn_tag(host, ev)
         call_id = ev.get("call_id")
         if call_id is None and host.gate:
             self.calls += 1
             call_id = f"toolu_replay{self.calls:06d}"
             if not ev.get("gate_fails"):
                 self._unhide(ev["host"])  # the gate is a hook event: it reads the record well
-                read_gate(self.data, host.fake, conv, sub, call_id, self.root, self.t)
+                read_gate(self.data, host.fake, conv, sub, call_id, self.place(conv)[1], self.t)
         traced = host.agent == "claude" and call_id is not None
         if traced:
             self._entry(ctx, {"type": "assistant", "message": {"role": "assistant", "content": [
@@ -518,7 +564,7 @@ class Engine:
             p.sequence.append(res["kind"])
             p.tokens += res.get("tokens_sent", 0)
             p.raw += res.get("tokens_raw", 0)
-            why = p.truth.violation(ctx, real, res)
+            why = p.truth.violation(ctx, real, res, spoken=spoken_name(res.get("path"), spoken_roots))
             if why:
                 p.wrong += 1
                 p.wrong_raw += res.get("tokens_raw", 0)
@@ -530,13 +576,113 @@ class Engine:
             self.result_uuid[(ctx, n)] = self._entry(ctx, {"type": "user", "message": {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": call_id, "content": "…"}]}})
             self.chain.setdefault(ctx, []).append(n)
-            self.deliveries[(ctx, n)] = {p.name: (real, results[p.name]) for p in self.policies}
+            self.deliveries[(ctx, n)] = {p.name: (real, results[p.name], spoken_name(results[p.name].get("path"), spoken_roots))
+                                         for p in self.policies}
         ours = next((p for p in self.policies if isinstance(p, Ours)), None)
         orc = results.get("oracle")
         if ours is not None and orc is not None:
             mine = results[ours.name]
             if orc["kind"] in ("stub", "pointer", "diff") and mine["tokens_sent"] > orc["tokens_sent"]:
                 ours.why[ours.explain(mine, orc)] += mine["tokens_sent"] - orc["tokens_sent"]
+
+    # names, links, several roots, carry and reconnections ----------------------------------------
+    def _init_ident(self) -> None:
+        self.last_name: str | None = None
+        self.places: dict[str, tuple[list[str], str]] = {}  # conv -> (roots, cwd), absolute
+        self.seen_roots: dict[str, list[str]] = {}  # conv -> every root it was ever given
+
+    def _abs(self, rel: str) -> str:
+        return os.path.normpath(os.path.join(self.root, rel))
+
+    def place(self, conv: str) -> tuple[list[str], str]:
+        """The conversation's workspace roots and working directory (default: the project)."""
+        return self.places.get(conv.split("/", 1)[0], ([self.root], self.root))
+
+    def name_of(self, conv: str, path: str) -> str:
+        """The name a read uses (oracle.name_of): a recorded run's absolute paths are replayed here."""
+        if os.path.isabs(path):
+            return os.path.normpath(path)
+        return name_of(path, self.place(conv)[1])
+
+    def _hook_place(self, host: HostProc, conv: str, extra: dict) -> str:
+        """The cwd (and Cursor's workspace_roots) a synthetic hook payload of `conv` carries."""
+        roots, cwd = self.place(conv)
+        if host.agent == "cursor" and conv in self.places:
+            extra["workspace_roots"] = list(roots)
+        seen = self.seen_roots.setdefault(conv, [])
+        for r in (roots if host.agent == "cursor" else [cwd]):
+            if r not in seen:
+                seen.append(r)
+        return cwd
+
+    @staticmethod
+    def _conn_tag(host: HostProc, ev: dict) -> str:
+        tag = f"~{host.generation}" if host.generation else ""
+        return tag + (f"+{ev['conn']}" if ev.get("conn") else "")
+
+    def _apply_ident(self, ev: dict) -> bool:
+        op = ev["op"]
+        if op == "symlink":
+            link, target = self._abs(ev["path"]), self._abs(ev["to"])
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            tmp = link + ".replay-link"
+            os.symlink(os.path.relpath(target, os.path.dirname(link)), tmp)
+            os.replace(tmp, link)
+        elif op == "hardlink":
+            link = self._abs(ev["path"])
+            tmp = link + ".replay-link"
+            os.link(self._abs(ev["to"]), tmp)
+            os.replace(tmp, link)
+        elif op == "mv":
+            os.replace(self._abs(ev["from"]), self._abs(ev["path"]))
+            self.history.pop(ev["from"], None)
+        elif op == "utime":
+            m = os.stat(self._abs(ev["like"])).st_mtime_ns
+            os.utime(self._abs(ev["path"]), ns=(m, m))
+        elif op == "roots":
+            roots = [os.path.realpath(self._abs(r)) for r in ev["roots"]]
+            for r in roots:
+                os.makedirs(r, exist_ok=True)
+            cwd = os.path.realpath(self._abs(ev.get("cwd", ev["roots"][0])))
+            self.places[ev["conv"]] = (roots, cwd)
+        elif op == "attach":
+            self._attach(ev)
+        elif op == "reconnect":
+            self.hosts[ev["host"]].generation += 1
+        else:
+            return False
+        return True
+
+    def _attach(self, ev: dict) -> None:
+        """Claude Code re-attaches a file after the conversation's compaction (carry.py's format),
+        and the oracle credits exactly those bytes under the path written."""
+        conv = ev["conv"]
+        ctx = self.ctx(conv, None, ev.get("host"))
+        name = self.name_of(conv, ev["path"])
+        with open(name, encoding="utf-8", newline="") as f:
+            disk = f.read()
+        text = ev.get("text", disk)
+        pieces = text.split("\n")
+        start = int(ev.get("start", 1))
+        if ev.get("lines") is not None:
+            num = int(ev["lines"])
+            content = "\n".join(pieces[start - 1:start - 1 + num])
+        else:
+            start, num, content = 1, len(pieces), text
+        self._entry(ctx, {"type": "attachment", "isSidechain": False, "attachment": {
+            "type": "file", "filename": name, "content": {"type": "text", "file": {
+                "filePath": name, "content": content, "numLines": num, "startLine": start, "totalLines": len(pieces)}}}})
+        data = content.encode("utf-8")
+        for p in self.policies:
+            if ev.get("lines") is None:  # a whole file: exactly the attached text, whatever the disk holds
+                fp, n = fingerprint(data), line_count(content)
+                p.truth.deliver(ctx, name, fp, [(1, n)] if n else [], n)
+                if isinstance(p, Oracle):
+                    p.cache.contents[fp] = content
+            elif "text" not in ev and num >= 1 and start - 1 + num <= line_count(disk):
+                # a range of the file's bytes on disk now: those spans of this version
+                n = line_count(disk)
+                p.truth.deliver(ctx, name, fingerprint(disk.encode("utf-8")), [(start, start + num - 1)], n)
 
 
 def load_trace(path: str) -> list[dict]:
