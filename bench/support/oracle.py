@@ -29,9 +29,10 @@ imports it.
     bytes under that name (an edit, a retargeted symlink, a rename over it), an older version is
     no longer "the copy that was sent earlier", even if the file goes back to it (A -> B -> A).
   - A re-attached file is credited exactly as attached: a whole file as the attached text (its
-    own fingerprint, which may differ from the disk's), a range only for the lines attached and
-    only if they were the file's lines on disk when attached (then exactly those spans of that
-    version); nothing else.
+    own fingerprint, which may differ from the disk's); a range as its exact lines at their line
+    numbers, which count when the conversation next reads that name if they are then the file's
+    lines there (those spans of the version on disk then; the file may have changed elsewhere);
+    nothing else.
 - `OracleCache` is the best any cache could do with perfect knowledge: it serves a stub, pointer
   or diff whenever the truth allows it (same renderings and thresholds as ReadCache, so tokens are
   comparable), never needs hook records, never forgets across restarts, ignores mtime. The caller
@@ -48,7 +49,7 @@ import os
 
 from leanctx.cache import dedup as rng
 from leanctx.cache import stubs, tokens
-from leanctx.cache.paths import ReadError, line_starts, load, real_roots, resolve
+from leanctx.cache.paths import ReadError, fingerprint, line_starts, load, real_roots, resolve
 from leanctx.cache.readcache import DIFF_RATIO, render_diff, window_of
 
 
@@ -89,12 +90,15 @@ class Truth:
         # ctx -> real path -> fingerprint -> merged spans (empty file: [(0, 0)] marks "held")
         self.ctx: dict[str, dict[str, dict[str, list]]] = {}
         self.last_whole: dict[tuple[str, str], str] = {}
+        self.carried: dict[tuple[str, str], list] = {}  # (ctx, name) -> [(start, count, text)] re-attached ranges
 
     def clear(self, ctx: str) -> None:
         """The context lost everything (compaction, /clear, a subagent that ended)."""
         self.ctx.pop(ctx, None)
         for k in [k for k in self.last_whole if k[0] == ctx]:
             del self.last_whole[k]
+        for k in [k for k in self.carried if k[0] == ctx]:
+            del self.carried[k]
 
     def copy(self, src: str, dst: str) -> None:
         """dst starts holding exactly what src holds (a session resumed in a second process)."""
@@ -103,6 +107,9 @@ class Truth:
         for (c, real), fp in list(self.last_whole.items()):
             if c == src:
                 self.last_whole[(dst, real)] = fp
+        for (c, real), got in list(self.carried.items()):
+            if c == src:
+                self.carried[(dst, real)] = list(got)
 
     def spans(self, ctx: str, real: str, fp: str) -> list:
         return self.ctx.get(ctx, {}).get(real, {}).get(fp, [])
@@ -122,6 +129,32 @@ class Truth:
         per[fp] = rng.merge(per.get(fp, []) + [tuple(s) for s in spans])
         if nlines == 0 or rng.covers(per[fp], (1, nlines)):
             self.last_whole[(ctx, real)] = fp
+
+    # -- re-attached ranges (carry) ----------------------------------------------------------------
+    def carry_range(self, ctx: str, name: str, start: int, count: int, text: str) -> None:
+        """The host put lines start..start+count-1 of `name` into the context, as `text` (the
+        lines joined, without the last one's newline, as Claude Code attaches them)."""
+        self.carried.setdefault((ctx, name), []).append((start, count, text))
+
+    def settle_carried(self, ctx: str, name: str, now: str | None) -> None:
+        """Before the context's first read of `name` since its ranges were re-attached: each range
+        whose lines are the file's lines now (`now`: the file's text, None if unreadable) is held
+        as those spans of this version; the rest never will be."""
+        got = self.carried.pop((ctx, name), None)
+        if not got or now is None:
+            return
+        starts = line_starts(now)
+        n = len(starts)
+        data = now.encode("utf-8", "surrogatepass")
+        fp = fingerprint(data)
+        for start, count, text in got:
+            end = start + count - 1
+            if count < 1 or start < 1 or end > n:
+                continue
+            a, b = starts[start - 1], (starts[end] if end < n else len(now))
+            lines = now[a:b]
+            if (lines[:-1] if lines.endswith("\n") else lines) == text:
+                self.deliver(ctx, name, fp, [(start, end)], n)
 
     # -- names: the latest version under a name is the only one held (see the module docstring) --
     def _latest_only(self, ctx: str, name: str, per: dict, fp: str) -> None:

@@ -544,6 +544,7 @@ class Engine:
         real = self.last_name = self.name_of(conv, path)
         spoken_roots = self.seen_roots.get(conv) or [self.root]
         host.conn_tag = self._conn_tag(host, ev)
+        self._settle_carried(ctx, real)
         call_id = ev.get("call_id")
         if call_id is None and host.gate:
             self.calls += 1
@@ -679,10 +680,19 @@ class Engine:
                 p.truth.deliver(ctx, name, fp, [(1, n)] if n else [], n)
                 if isinstance(p, Oracle):
                     p.cache.contents[fp] = content
-            elif "text" not in ev and num >= 1 and start - 1 + num <= line_count(disk):
-                # a range of the file's bytes on disk now: those spans of this version
-                n = line_count(disk)
-                p.truth.deliver(ctx, name, fingerprint(disk.encode("utf-8")), [(start, start + num - 1)], n)
+            else:  # a range: its exact lines, which count if they are the file's lines when next read
+                p.truth.carry_range(ctx, name, start, num, content)
+
+    def _settle_carried(self, ctx: str, name: str) -> None:
+        if not any((ctx, name) in p.truth.carried for p in self.policies):
+            return
+        try:
+            with open(name, encoding="utf-8", newline="") as f:
+                now: str | None = f.read()
+        except (OSError, UnicodeDecodeError):
+            now = None
+        for p in self.policies:
+            p.truth.settle_carried(ctx, name, now)
 
 
 def load_trace(path: str) -> list[dict]:

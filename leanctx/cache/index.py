@@ -4,8 +4,9 @@
 
     {"schema": 1, "saved_ts": 1786000000.0,
      "conversations": {"<key>": {"agent": "claude", "used_ts": 1786000000.0, "carried_boundary": "<uuid>",
-         "held": {"/real/path.py": {"fp": "<size>:<blake2b>", "size": 120, "mtime_ns": 1786…,
-                                     "compactions": 0, "lines": 4, "whole": true, "ranges": [[1, 4]]}}}},
+         "roots": ["/home/me/proj"],
+         "held": {"/home/me/proj/path.py": {"fp": "<size>:<blake2b>", "size": 120, "mtime_ns": 1786…,
+                                             "compactions": 0, "lines": 4, "whole": true, "ranges": [[1, 4]]}}}},
      "stats": {...cumulative counters...}}
 
 Only conversations whose scope may persist are written (hook-record and explicit keys; never a
@@ -94,8 +95,11 @@ def load(state_dir: str) -> tuple[dict, str | None]:
                 raise IndexError_("held is not an object")
             agent = c.get("agent")
             carried = c.get("carried_boundary")  # the last compact_boundary credited (readcache carry)
+            roots = c.get("roots")  # every workspace root the conversation was given (paths.named)
+            roots = [r for r in roots[:64] if isinstance(r, str) and os.path.isabs(r)] if isinstance(roots, list) else []
             out[key] = {
                 "carried_boundary": carried if isinstance(carried, str) and 0 < len(carried) <= 200 else None,
+                "roots": roots,
                 "agent": agent if isinstance(agent, str) else None,
                 "used_ts": float(c.get("used_ts") or 0.0) if isinstance(c.get("used_ts"), (int, float)) else 0.0,
                 "held": {p: validate_holding(h) for p, h in held.items() if isinstance(p, str) and os.path.isabs(p)},

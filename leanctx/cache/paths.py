@@ -141,6 +141,46 @@ def resolve(path: object, roots: tuple[str, ...], allow: tuple[str, ...], cwd: s
     raise ReadError("outside_roots", f"{path}: outside the workspace (roots: {where}) and not in the allow-list")
 
 
+def outer_roots(roots: tuple[str, ...]) -> list[str]:
+    """The roots not inside another one (real paths in, real paths out)."""
+    return [r for r in roots if not any(o != r and inside(r, o) for o in roots)]
+
+
+def named(path: str, roots: tuple[str, ...], cwd: str | None, cwd_real: str | None = None,
+          every_root: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(name, display) of a read `resolve` accepted: the file as the model names it, not where it
+    leads. The name is the requested path made absolute against `cwd` and normalised lexically,
+    symlinks kept, except that a leading working directory reached through a symlink is written
+    as its real path (`cwd_real`, default: resolved here) so one file under one spelling of the
+    project has one name. What a conversation holds belongs to a name: bytes read through a
+    symlink or a second hard link are not held under the other name, and a symlink retargeted is
+    the same name with other bytes.
+
+    The display is the name relative to the outermost workspace root holding it when the
+    conversation has a single outermost root, counting `every_root` it was given before (a cwd
+    that moved to another folder and back); with several (two folders both holding `src/x.py`)
+    or outside every root (reached through a symlink from outside, or the allow-list), the
+    absolute name: a relative one could name another file."""
+    p = os.path.expanduser(path)
+    if not os.path.isabs(p):
+        p = os.path.join(cwd or roots[0], p)
+    name = os.path.normpath(p)
+    if cwd and not any(inside(name, r) for r in roots):
+        lc = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
+        if inside(name, lc):
+            if cwd_real is None:
+                try:
+                    cwd_real = os.path.realpath(lc)
+                except OSError:
+                    cwd_real = lc
+            name = os.path.normpath(os.path.join(cwd_real, os.path.relpath(name, lc)))
+    holders = [r for r in roots if inside(name, r)]
+    if not holders or len(outer_roots(tuple(dict.fromkeys(roots + every_root)))) > 1:
+        return name, name
+    root = min(holders, key=len)
+    return name, (os.path.relpath(name, root) if name != root else ".").replace(os.sep, "/")
+
+
 _FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 # the component walk needs openat and both flags; without them only a readable descriptor path is proof

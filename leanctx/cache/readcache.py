@@ -62,6 +62,7 @@ from leanctx.cache.paths import (
     fingerprint,
     line_starts,
     load,
+    named,
     real_roots,
     resolve,
 )
@@ -73,6 +74,7 @@ MAX_FILES_PER_CONVERSATION = 4096  # whole-file holdings (a stub costs one finge
 # partial (range) holdings per conversation: codegraph's bounds, 8 retained calls x 24 files each;
 # with MAX_RANGES_PER_FILE = 24 spans per file (dedup.py), the least recently used go first
 MAX_RANGE_FILES_PER_CONVERSATION = 8 * 24
+MAX_ROOTS_SEEN = 64  # workspace roots remembered per conversation (for how answers name files)
 MAX_CALLS_PER_HOLDING = 32  # deliveries remembered per holding; more: it can no longer be verified
 MAX_TOKENIZER_NAMES = 8  # distinct tokenizers remembered behind the cumulative totals
 CONTENT_BUDGET_BYTES = 64 << 20
@@ -120,7 +122,7 @@ class Holding:
 
 
 class _Conv:
-    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "held", "persist", "used_ts")
+    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "held", "persist", "roots", "used_ts")
 
     def __init__(self, agent: str | None, persist: bool) -> None:
         self.agent = agent
@@ -130,6 +132,7 @@ class _Conv:
         self.carried: int | None = None  # the compaction counter re-attached files were credited for
         self.carried_boundary: str | None = None  # the transcript's compact_boundary credited then
         self.carry_tries: tuple = ()  # (counter, transcript size, mtime, tries) of the last look
+        self.roots: tuple = ()  # every workspace root (real) the conversation was given: see paths.named
 
 
 def _bucket() -> dict:
@@ -221,6 +224,7 @@ class ReadCache:
             conv = _Conv(c["agent"], True)
             conv.used_ts = c["used_ts"]
             conv.carried_boundary = c.get("carried_boundary")
+            conv.roots = tuple(c.get("roots") or ())
             for path, h in c["held"].items():
                 conv.held[path] = Holding(h["fp"], h["size"], h["mtime_ns"], h["compactions"], h["lines"],
                                           h["whole"], h["ranges"], cold=True, calls=_calls(h.get("calls")))
@@ -257,6 +261,8 @@ class ReadCache:
                               "held": {p: h.to_dict() for p, h in c.held.items()}}
                 if c.carried_boundary:
                     convs[key]["carried_boundary"] = c.carried_boundary
+                if c.roots:
+                    convs[key]["roots"] = list(c.roots)
             stats = {"total": dict(self._stats["total"]), "by_agent": self._stats["by_agent"],
                      "by_conversation": dict(self._stats["by_conversation"]), "counted_with": sorted(self._counted_with)}
             idx.save(self.state_dir, {"conversations": convs, "stats": stats, "tokenizer": tokens.name()})
@@ -357,6 +363,39 @@ class ReadCache:
         self._dirty = True
 
     # -- the read -------------------------------------------------------------------------------
+    def _every_root(self, scope: Scope, roots: tuple) -> tuple:
+        """Every root the conversation was given, this read's included (kept with its holdings)."""
+        if scope.key is None:
+            return roots
+        with self._lock:
+            conv = self._convs.get(scope.key)
+            if conv is None:
+                if not scope.stub_ok:
+                    return roots
+                conv = self._conv(scope)
+            new = tuple(r for r in roots if r not in conv.roots)
+            if new:
+                conv.roots = (conv.roots + new)[-MAX_ROOTS_SEEN:]
+                self._dirty = True
+            return conv.roots
+
+    def _named(self, path: str, roots: tuple, cwd: str | None, every_root: tuple = ()) -> tuple[str, str]:
+        """paths.named, with the working directory's real path remembered (it is the same for
+        every read of a conversation)."""
+        lc = os.path.normpath(os.path.abspath(os.path.expanduser(cwd))) if cwd else None
+        cwd_real = None
+        if lc is not None and not any(r == lc for r in roots):
+            key = ("cwd", lc)
+            cwd_real = self._roots_memo.get(key)
+            if cwd_real is None:
+                if len(self._roots_memo) > 1024:
+                    self._roots_memo.clear()
+                try:
+                    cwd_real = self._roots_memo[key] = os.path.realpath(lc)
+                except OSError:
+                    cwd_real = lc
+        return named(path, roots, cwd, cwd_real, every_root)
+
     def _before_open(self, real: str) -> None:
         """Test seam: runs after the path check, before the file is opened."""
 
@@ -416,14 +455,15 @@ class ReadCache:
         credits = []
         for f in found.files:
             try:
-                real, rel = resolve(f.path, roots, self.allow, scope.cwd)
+                real, _shown = resolve(f.path, roots, self.allow, scope.cwd)
+                name, rel = self._named(f.path, roots, scope.cwd)
                 snap = load(real, rel, self.max_file_bytes, roots + self.allow)
             except ReadError:
                 continue
             h = self._credit(f, snap, scope.compactions)
             if h is not None:
                 h.calls = (f"compact:{found.uuid}",)
-                credits.append((real, h, f.content if h.fp != snap.fp else None))
+                credits.append((name, h, f.content if h.fp != snap.fp else None))
         with self._lock:
             if conv.carried == scope.compactions or conv.carry_tries[:1] != (scope.compactions,):
                 return  # credited by a read beside this one, or a later compaction was seen meanwhile
@@ -465,7 +505,8 @@ class ReadCache:
     def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool) -> dict:
         self._maybe_carry(scope)
         roots = self._roots(tuple(scope.roots))
-        real, rel = resolve(path, roots, self.allow, scope.cwd)
+        real, _shown = resolve(path, roots, self.allow, scope.cwd)
+        name, rel = self._named(path, roots, scope.cwd, self._every_root(scope, roots))
         self._before_open(real)
         snap = load(real, rel, self.max_file_bytes, roots + self.allow)
         n = snap.nlines
@@ -483,13 +524,13 @@ class ReadCache:
         if can_claim and scope.verify:
             with self._lock:
                 conv0 = self._convs.get(scope.key)
-                h0 = conv0.held.get(real) if conv0 is not None else None
+                h0 = conv0.held.get(name) if conv0 is not None else None
                 calls0 = h0.calls if h0 is not None and h0.compactions == scope.compactions else None
             if calls0 and self.transcripts.holds(scope.transcript, calls0, scope.call_id):
                 verified = calls0
         with self._lock:
             conv = self._convs.get(scope.key) if known else None
-            h = conv.held.get(real) if conv is not None else None
+            h = conv.held.get(name) if conv is not None else None
             if h is not None and h.compactions != scope.compactions:
                 h = None  # delivered before a compaction: the conversation no longer holds it
             if h is not None and can_claim and scope.verify and (verified is None or h.calls != verified):
@@ -532,14 +573,14 @@ class ReadCache:
             if record:
                 conv = self._conv(scope)
                 if kind == "stub":
-                    conv.held.move_to_end(real)
+                    conv.held.move_to_end(name)
                 elif kind == "pointer" or (kind == "full" and not whole and same_bytes):
                     sent_spans = new_spans if kind == "pointer" else [window]
                     h.add_call(call)
                     h.ranges, _ = rng.coalesce(held + sent_spans)
                     h.whole = rng.covers(h.ranges, (1, n))
                     h.mtime_ns = snap.mtime_ns  # bytes verified identical at this mtime
-                    conv.held.move_to_end(real)
+                    conv.held.move_to_end(name)
                     self._dirty = True
                 elif whole or kind == "diff":
                     calls = (call,) if call else None
@@ -547,11 +588,11 @@ class ReadCache:
                         calls = (h.calls + calls) if h.calls is not None else None  # the base came from those
                         if calls is not None and len(calls) > MAX_CALLS_PER_HOLDING:
                             calls = None
-                    self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, True,
+                    self._hold(conv, name, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, True,
                                                    [(1, n)] if n else [], calls=calls))
                     self._put_content(snap.fp, snap.text)
                 else:
-                    self._hold(conv, real, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, False, [window],
+                    self._hold(conv, name, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, False, [window],
                                                    calls=(call,) if call else None))
             withheld = None
             if known and not scope.stub_ok and not fresh:
