@@ -23,7 +23,9 @@ are printed beside them.
 Trace format (`--trace`, one JSON object per line; `#` comments allowed): see the docstring of
 bench/support/replay.py. In short: `host` (a host process and its MCP server), `hook` (an event
 by meaning, or a recorded host payload), `read` (a ctx_read, with the ground-truth conversation
-and subagent that made it), `write`/`edit`, `tick`, `restart`, `miss`. A recorded e2e run becomes
+and subagent that made it), `write`/`edit`, `tick`, `restart`, `miss`; for names and identity
+`symlink`/`hardlink`/`mv`/`utime`, `roots` (several workspace roots, a moving cwd), `attach`
+(a file Claude Code re-attached after a compaction) and `reconnect` (a new MCP connection). A recorded e2e run becomes
 a trace by logging, in order, each hook payload the host sent (with its event name), each
 ctx_read call (path, window, fresh, and which session/subagent made it — the test knows), each
 file the test wrote, and the time between them.

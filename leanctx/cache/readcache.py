@@ -7,7 +7,8 @@ One decision point (lean-ctx #1128: never a second, ungated stub path). For a re
   (`<size>:<blake2b>` of the bytes just read), size, mtime and line count are facts of THIS read,
   so "hash verified" is always true of what we compare.
 - A **stub** needs ALL of: a known conversation (`scope.key`), `scope.stub_ok` (fresh-sampled by
-  the service), not `fresh=True`, a holding of this conversation for this real path with the same
+  the service), not `fresh=True`, a holding of this conversation for this name (the path as
+  asked, symlinks not resolved: paths.named; the model knows a full answer's bytes only by it) with the same
   compaction counter, the same fingerprint, the same size and the same mtime (`!=`, so a
   backwards mtime is a change too), and the whole requested range inside what it holds.
   The stub must also be smaller than the content it replaces.
@@ -24,7 +25,7 @@ One decision point (lean-ctx #1128: never a second, ungated stub path). For a re
 
 What a conversation holds is recorded only for reads whose scope is known and `stub_ok` (a read
 while a subagent window is open, or while several chats share the host, may have gone to someone
-else). Holdings: per conversation key, per real path: fingerprint, size, mtime, compaction
+else). Holdings: per conversation key, per name: fingerprint, size, mtime, compaction
 counter at delivery, line count, whole-or-ranges (ranges coalesced, at most 24 per file, smallest
 dropped first; at most 192 range-holding files per conversation and 4096 files in all, least
 recently used dropped first; 1024 conversations). Every bound drops what is held, so it can only
@@ -34,8 +35,8 @@ re-sent once. The old text of whole files delivered is kept in memory for diffs,
 The index (index.py) persists holdings, never contents, and is saved by `save()` and, when
 dirty, on the first read `autosave_s` (5 s) after the last save.
 
-The result is a dict: kind ("full"|"stub"|"diff"|"pointer"|"error"), text, path (relative to the
-workspace root), lines (of the whole file), tokens_raw (tokens of the requested content),
+The result is a dict: kind ("full"|"stub"|"diff"|"pointer"|"error"), text, path (the name, relative
+to the workspace root; absolute once the conversation has had two outermost roots), lines (of the whole file), tokens_raw (tokens of the requested content),
 tokens_sent (tokens of `text`), tokenizer, fingerprint (of the file now), window ([start, end] or
 None for an empty file), and for stub/pointer/diff `claims`: {"fingerprint", "spans"} — the bytes
 the caller is presumed to hold (what the oracle test checks). Errors carry `code` (bad_path,

@@ -1,7 +1,8 @@
 """The texts the read cache sends instead of content. Pure functions of their inputs, so the same
 situation always produces the same bytes (provider prompt caching, #498): no counters, no times.
 
-Every text names the file by its path relative to the workspace root (never the basename), says
+Every text names the file as the model asked for it, relative to the workspace root (absolute once
+the conversation has had two outermost roots: paths.named; never the basename), says
 the copy came from THIS conversation and is unchanged on disk since, and names `fresh=true` as
 the way to get the content again. None says "omitted" or "unavailable". A path with a character
 that is not printable (a newline, a bidi override, a zero-width space...) is shown as a JSON string,

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 from bench.support.replay import Engine, NoCache, Oracle, Ours, load_trace
 from tests.conftest import PAYLOADS, REPO
 
@@ -56,3 +58,25 @@ def test_the_bench_accepts_trace_files(tmp_path) -> None:  # noqa: ANN001
     # the traces recorded from the real Claude Code e2e runs are replayed by default
     recorded = {r["scenario"] for r in doc["rows"] if r["scenario"].startswith("recorded: claude-")}
     assert {"recorded: claude-subagent", "recorded: claude-concurrent"} <= recorded
+
+
+TRACES = sorted((REPO / "bench" / "traces").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.stem)
+def test_every_trace_gets_no_wrong_answer(path) -> None:  # noqa: ANN001
+    """Every trace in bench/traces, recorded or adversarial, through our cache and the oracle:
+    no stub, pointer or diff for bytes the context does not hold under the name it speaks of."""
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        Engine(base, [ours, oracle]).run(load_trace(str(path)))
+    assert oracle.wrong == 0, oracle.wrong_examples
+    assert ours.wrong == 0, ours.wrong_examples
+    assert ours.reads == oracle.reads > 0
+
+
+def test_the_name_and_identity_traces_are_all_there() -> None:
+    names = {p.stem for p in TRACES}
+    assert {"claude-symlink-retarget", "claude-symlink-alias", "claude-hardlink-rename", "cursor-two-roots",
+            "claude-cwd-two-roots", "codex-two-roots-two-sessions", "claude-carry-attached", "claude-carry-edited",
+            "claude-mcp-reconnect", "codex-mcp-reconnect"} <= names
