@@ -173,12 +173,17 @@ def named(path: str, roots: tuple[str, ...], cwd: str | None, cwd_real: str | No
                     cwd_real = os.path.realpath(lc)
                 except OSError:
                     cwd_real = lc
-            name = os.path.normpath(os.path.join(cwd_real, os.path.relpath(name, lc)))
+            name = os.path.normpath(os.path.join(cwd_real, _below(name, lc)))
     holders = [r for r in roots if inside(name, r)]
     if not holders or len(outer_roots(tuple(dict.fromkeys(roots + every_root)))) > 1:
         return name, name
     root = min(holders, key=len)
-    return name, (os.path.relpath(name, root) if name != root else ".").replace(os.sep, "/")
+    return name, (_below(name, root) if name != root else ".").replace(os.sep, "/")
+
+
+def _below(path: str, root: str) -> str:
+    """`path` relative to `root`, both normalised and absolute, `path` inside `root`."""
+    return path[len(root.rstrip(os.sep)) + 1:] if path != root else "."
 
 
 _FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -383,18 +383,19 @@ class ReadCache:
     def _named(self, path: str, roots: tuple, cwd: str | None, every_root: tuple = ()) -> tuple[str, str]:
         """paths.named, with the working directory's real path remembered (it is the same for
         every read of a conversation)."""
-        lc = os.path.normpath(os.path.abspath(os.path.expanduser(cwd))) if cwd else None
         cwd_real = None
-        if lc is not None and not any(r == lc for r in roots):
-            key = ("cwd", lc)
+        if cwd:
+            key = ("cwd", cwd)
             cwd_real = self._roots_memo.get(key)
             if cwd_real is None:
                 if len(self._roots_memo) > 1024:
                     self._roots_memo.clear()
+                lc = os.path.normpath(os.path.abspath(os.path.expanduser(cwd)))
                 try:
-                    cwd_real = self._roots_memo[key] = os.path.realpath(lc)
+                    cwd_real = os.path.realpath(lc)
                 except OSError:
                     cwd_real = lc
+                self._roots_memo[key] = cwd_real
         return named(path, roots, cwd, cwd_real, every_root)
 
     def _before_open(self, real: str) -> None:
