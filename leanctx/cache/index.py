@@ -96,7 +96,8 @@ def load(state_dir: str) -> tuple[dict, str | None]:
             agent = c.get("agent")
             carried = c.get("carried_boundary")  # the last compact_boundary credited (readcache carry)
             roots = c.get("roots")  # every workspace root the conversation was given (paths.named)
-            roots = [r for r in roots[:64] if isinstance(r, str) and os.path.isabs(r)] if isinstance(roots, list) else []
+            roots = ([os.path.normpath(r) for r in roots[:64] if isinstance(r, str) and os.path.isabs(r) and "\0" not in r]
+                     if isinstance(roots, list) else [])
             out[key] = {
                 "carried_boundary": carried if isinstance(carried, str) and 0 < len(carried) <= 200 else None,
                 "roots": roots,
