@@ -303,6 +303,8 @@ class Engine:
 
     def apply(self, ev: dict) -> None:
         self.events += 1
+        if self._timing(ev):  # late, lost and reordered hook deliveries (below)
+            return
         op = ev["op"]
         if op == "host":
             self._pid += 1
@@ -491,6 +493,7 @@ class Engine:
             self._truth_after(meaning, self.ctx(norm.conversation_id, None, host.name), norm.subagent_id)
 
     def _read(self, ev: dict) -> None:
+        ev = self._timed_read(ev)  # a gate note published apart from its read (below)
         host = self.hosts[ev["host"]]
         conv, sub = ev["conv"], ev.get("sub")
         ctx = self.ctx(conv, sub, ev["host"])
@@ -537,6 +540,95 @@ class Engine:
             mine = results[ours.name]
             if orc["kind"] in ("stub", "pointer", "diff") and mine["tokens_sent"] > orc["tokens_sent"]:
                 ours.why[ours.explain(mine, orc)] += mine["tokens_sent"] - orc["tokens_sent"]
+
+    # -- timing: hook events published late, never, or out of order ------------------------------
+    # (the "Timing" part of the module doc; kept apart from the ops above)
+    def _timing(self, ev: dict) -> bool:
+        """Handle the timing ops and flags; False: the event takes the usual path."""
+        op = ev["op"]
+        if op == "deliver":
+            publish = self.__dict__.setdefault("_late", {}).pop(ev["tag"], None)
+            if publish is None:
+                raise ValueError(f"deliver: no late event tagged {ev['tag']!r}")
+            publish()
+            return True
+        if op == "note":
+            host = self.hosts[ev["host"]]
+            self._unhide(ev["host"])
+            read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), self._note_id(ev["tag"]), self.root, self.t)
+            return True
+        if op == "host" and "call_ids" in ev:
+            self.events -= 1
+            self.apply({k: v for k, v in ev.items() if k != "call_ids"})
+            host = self.hosts[ev["host"]]
+            if not ev["call_ids"] and ev.get("gate", True):
+                host.gate, host.notes_only = False, True  # notes written, no call id reaches the MCP server
+            return True
+        if op != "hook":
+            return False
+        if ev.get("event") == "sub_start" and "payload" not in ev and not ev.get("resumed"):
+            self._fresh_subagent(ev)
+        if ev.get("event") == "sub_stop" and ev.get("resumable") and not ev.get("deliver"):
+            self._publish_only({k: v for k, v in ev.items() if k != "resumable"})  # its context is kept
+            return True
+        if ev.get("deliver") not in ("late", "lost"):
+            return False
+        host = self.hosts[ev["host"]]
+        if "payload" in ev:
+            self._truth_after_raw(host, ev)
+        else:
+            meaning, conv = ev["event"], ev["conv"]
+            if meaning == "start" and host.agent == "claude":
+                host.env.setdefault("CLAUDE_CODE_SESSION_ID", conv)
+            if ev.get("fork"):
+                self._fork(ev["host"], conv)
+            if host.agent == "claude" and meaning == "compact":
+                self._boundary(conv)  # Claude Code writes its compact_boundary whatever its hooks do
+            self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
+        if ev["deliver"] == "late":
+            later = {k: v for k, v in ev.items() if k not in ("deliver", "tag", "fork", "resumed")}
+            self.__dict__.setdefault("_late", {})[ev["tag"]] = lambda: self._publish_only(later)
+        return True
+
+    def _publish_only(self, ev: dict) -> None:
+        """The hook's write, now: its effect on the context was applied when it happened."""
+        skip = ("_truth_after", "_truth_after_raw", "_boundary", "_fork")
+        for name in skip:
+            setattr(self, name, lambda *a, **k: None)
+        try:
+            self.events -= 1
+            self.apply(dict(ev, resumed=True))  # (its SubagentStart's fresh context was applied already)
+        finally:
+            for name in skip:
+                delattr(self, name)
+
+    def _note_id(self, tag: str) -> str:
+        return f"toolu_note_{tag}"
+
+    def _fresh_subagent(self, ev: dict) -> None:
+        """A SubagentStart starts an empty context (unless "resumed": the same subagent goes on)."""
+        ctx = self.ctx(ev["conv"], ev.get("sub"), ev["host"])
+        for p in self.policies:
+            p.truth.clear(ctx)
+        self.chain[ctx] = []
+        if ctx in self.transcripts:
+            self.transcripts[ctx][1] = None  # its transcript starts a new chain
+
+    def _timed_read(self, ev: dict) -> dict:
+        """A read whose gate note is published by a separate `note` op (earlier: parallel calls;
+        later: a late note), or on a host that notes calls but sends the MCP server no call id."""
+        host = self.hosts[ev["host"]]
+        tag, notes_only = ev.get("note"), getattr(host, "notes_only", False)
+        if tag is None and not notes_only:
+            return ev
+        ev = dict(ev)
+        if tag is not None:
+            ev["call_id"] = None if notes_only else self._note_id(tag)
+        elif not ev.get("gate_fails"):
+            self.calls += 1
+            self._unhide(ev["host"])
+            read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), f"toolu_replay{self.calls:06d}", self.root, self.t)
+        return ev
 
 
 def load_trace(path: str) -> list[dict]:
