@@ -53,6 +53,26 @@ object per line in a `.jsonl` file):
                                                                    hook event (a transient miss; the hook
                                                                    itself loses nothing)
 
+Timing (hook events published late, never, or out of order; the effect on the context happens
+where the event stands in the trace, the hook's write when it is delivered):
+    {"op": "hook", ..., "deliver": "late", "tag": "t1"}          ground truth now, the record written
+    {"op": "deliver", "tag": "t1"}                                 here (at this time), after whatever came
+                                                                   between; deliver in any order to swap
+    {"op": "hook", ..., "deliver": "lost"}                         ground truth now, never written
+    {"op": "note", "host": "h1", "conv": "s1", "sub": "a1"?, "tag": "n1"}
+                                                                   the read gate's note for the call
+    {"op": "read", ..., "note": "n1"}                              tagged n1: before its read (parallel
+                                                                   calls, both noted first) or after it
+                                                                   (a late note); the read writes none
+    {"op": "host", ..., "call_ids": false}                         the host's gate notes each call but no
+                                                                   call id reaches the MCP server (CodeBuddy)
+    {"op": "hook", "event": "sub_start", ..., "resumed": true}     the same subagent goes on with its
+                                                                   context; without it, a SubagentStart
+                                                                   starts an empty context (an id used
+                                                                   again is a fresh subagent)
+    {"op": "hook", "event": "sub_stop", ..., "resumable": true}    the subagent stops but keeps its context
+                                                                   (it is resumed later)
+
 Claude Code conversations get a transcript (a tree of uuid/parentUuid entries, as the real CLI
 writes) that their hook payloads point to: each read of the conversation's own context appends
 the call's tool_use entry before the read and its tool_result after it; compactions append a

@@ -40,7 +40,10 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
      (`ended_at`) never count;
    - **concurrency**: more than one active record from the same host process means it serves
      several chats at once (Cursor: one process, several chats) -> no stub for anyone on it.
-     Subagents live inside their parent's record, so they never count;
+     Subagents live inside their parent's record, so they never count. On a host that runs
+     several chats in one process (SEVERAL_CHATS) the elimination needs every chat's prompt hook,
+     which may be lost or late: there, more than one open record of the process (any age) or a
+     single one that stopped with no prompt since withholds as well;
    - otherwise the one active record wins, or with none active the **latest** (`updated_ts`):
      that covers `/clear` (the old session ends, the new one is written later);
    - **subagent window**: while the winning record has an open subagent (SubagentStart without
@@ -844,12 +847,15 @@ class Resolver:
         cands = self._fresh(self._host_match(conn, view) if conn.host_pid is not None else self._env_match(conn, view), now)
         hits = [r for r in cands if call_id in r.calls]
         if len(hits) != 1:
-            # A host that names its calls runs our read gate (init wires it with the MCP server),
-            # yet this call has no note of its own: the hook failed or timed out, its note is still
-            # on its way (a subagent's first call can get here before its note or its
-            # SubagentStart), or the id is ambiguous. Nobody can say who is asking, and nothing
-            # served may be credited: even before this host's first note, the connection's rules
-            # would credit a subagent's read to its parent.
+            # The gate runs for this host (its records hold notes), yet this call has no note of its
+            # own: the hook failed or timed out, its note is still on its way (a subagent's first
+            # call can get here before its note or its SubagentStart), or the id is ambiguous.
+            # Nobody can say who is asking, and nothing served may be credited. Before the host's
+            # first note the same holds where no transcript can check the credit later (every host
+            # but Claude Code): the connection's rules would credit a subagent's read to its
+            # parent. Claude Code's transcript shows that call's result outside the parent's chain.
+            if not hits and not any(r.calls for r in cands) and all(r.agent in TRANSCRIPT_AGENTS for r in cands):
+                return None
             recs = cands or self._host_match(conn, view)
             latest = max(recs, key=lambda r: r.updated_ts) if recs else None
             return Scope(None, latest.agent if latest else None, 0, self._roots_of(recs, conn) if recs else self._fallback_roots(conn),
