@@ -97,6 +97,7 @@ from bench.support.oracle import (
     OracleCache,
     Truth,
     hook,
+    payload,
     publish_event,
     read_gate,
 )
@@ -346,6 +347,8 @@ class Engine:
                     payload["transcript_path"] = self._transcript(payload["session_id"])[0]
                 if host.agent == "gemini" and payload.get("transcript_path"):
                     payload["transcript_path"] = self._gemini_chat(payload["transcript_path"], ev["event"], payload.get("source"))
+                if host.agent == "codex" and payload.get("session_id"):
+                    payload["transcript_path"] = self._codex_rollout(payload["session_id"], ev["event"])
                 publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
@@ -364,6 +367,8 @@ class Engine:
                 extra["transcript_path"] = self._transcript(conv)[0]
                 if meaning == "compact":
                     self._boundary(conv)
+            if host.agent == "codex":
+                extra["transcript_path"] = self._codex_rollout(conv, meaning)
             if host.agent in EVENTS:
                 hook(self.data, host.fake, meaning, conv, self.root, self.t, **extra)
             self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
@@ -575,8 +580,14 @@ class Engine:
         if op == "note":
             host = self.hosts[ev["host"]]
             self._unhide(ev["host"])
-            read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), self._note_id(ev["tag"]), self.root, self.t)
+            if host.agent == "codex":
+                self._codex_note(host, ev["conv"], ev.get("sub"), self._note_id(ev["tag"]))
+            else:
+                read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), self._note_id(ev["tag"]), self.root, self.t)
             return True
+        if op == "compact_lost" and ev["conv"] in self.__dict__.get("_rollouts", {}):
+            self._codex_compacted(ev["conv"])  # Codex logs the compaction in its rollout; then as for Claude Code
+            return False
         if op == "host" and "call_ids" in ev:
             self.events -= 1
             self.apply({k: v for k, v in ev.items() if k != "call_ids"})
@@ -604,6 +615,8 @@ class Engine:
                 self._fork(ev["host"], conv)
             if host.agent == "claude" and meaning == "compact":
                 self._boundary(conv)  # Claude Code writes its compact_boundary whatever its hooks do
+            if host.agent == "codex" and meaning == "compact":
+                self._codex_compacted(conv)  # and Codex its rollout's `compacted` line
             self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
         if ev["deliver"] == "late":
             later = {k: v for k, v in ev.items() if k not in ("deliver", "tag", "fork", "resumed")}
@@ -612,7 +625,7 @@ class Engine:
 
     def _publish_only(self, ev: dict) -> None:
         """The hook's write, now: its effect on the context was applied when it happened."""
-        skip = ("_truth_after", "_truth_after_raw", "_boundary", "_fork")
+        skip = ("_truth_after", "_truth_after_raw", "_boundary", "_fork", "_codex_compacted")
         for name in skip:
             setattr(self, name, lambda *a, **k: None)
         try:
@@ -621,6 +634,33 @@ class Engine:
         finally:
             for name in skip:
                 delattr(self, name)
+
+    def _codex_rollout(self, conv: str, event: str | None = None) -> str:
+        """Codex's session log (its rollout, the hooks' `transcript_path`), as the real CLI writes
+        it: a `session_meta` line first, a `compacted` line at each compaction."""
+        rollouts = self.__dict__.setdefault("_rollouts", {})
+        path = rollouts.get(conv)
+        if path is None:
+            path = rollouts[conv] = os.path.join(self.base, "codex-rollouts", f"rollout-{len(rollouts):04d}.jsonl")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"type": "session_meta", "payload": {"id": conv}}) + "\n")
+        if event in ("compact", "PreCompact"):
+            self._codex_compacted(conv)
+        return path
+
+    def _codex_compacted(self, conv: str) -> None:
+        with open(self._codex_rollout(conv), "a", encoding="utf-8") as f:
+            f.write(json.dumps({"type": "compacted", "payload": {"message": "summary"}}) + "\n")
+
+    def _codex_note(self, host: HostProc, conv: str, sub: str | None, call_id: str) -> None:
+        """The read gate's note as Codex sends it: with its rollout as `transcript_path`."""
+        extra: dict = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {}, "tool_use_id": call_id,
+                       "transcript_path": self._codex_rollout(conv)}
+        if sub:
+            extra.update(agent_id=sub, agent_type="general-purpose")
+        publish_event(self.data, "codex", "PreToolUse", payload("codex", "PreToolUse", conv, self.root, **extra),
+                      host.fake.as_host(), self.t)
 
     def _note_id(self, tag: str) -> str:
         return f"toolu_note_{tag}"
@@ -639,6 +679,13 @@ class Engine:
         later: a late note), or on a host that notes calls but sends the MCP server no call id."""
         host = self.hosts[ev["host"]]
         tag, notes_only = ev.get("note"), getattr(host, "notes_only", False)
+        if tag is None and host.agent == "codex" and host.gate and ev.get("call_id") is None:
+            self.calls += 1
+            ev = dict(ev, call_id=f"toolu_replay{self.calls:06d}")
+            if not ev.get("gate_fails"):
+                self._unhide(ev["host"])
+                self._codex_note(host, ev["conv"], ev.get("sub"), ev["call_id"])
+            return ev
         if tag is None and not notes_only:
             return ev
         ev = dict(ev)

@@ -118,6 +118,7 @@ CONNECTION_ENV = (
     "CLAUDE_PROJECT_DIR",
     "CURSOR_PROJECT_DIR",
     "CURSOR_TRACE_ID",
+    "LEANCTX_PER_CALL_IDENTITY",
 )
 _ID_ENV = ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "COPILOT_AGENT_SESSION_ID")  # the session the host started us in
 _ROOT_ENV = ("CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
@@ -313,7 +314,13 @@ def _stopped(agent: str, value: dict) -> bool:
 # prompt we did not see).
 SEVERAL_CHATS = ("cursor",)
 
-TRANSCRIPT_AGENTS = ("claude",)  # hosts whose transcript tree transcript.py reads
+# Hosts whose MCP calls carry an id only because our read gate handed it over (Copilot CLI: the
+# preMcpToolCall hook's `metaToUse`): a call without one is a call whose gate did not run (lost,
+# timed out), so nobody can say who makes it, a subagent session whose first hooks are late included.
+CALL_ID_FROM_GATE = ("copilot",)
+
+TRANSCRIPT_AGENTS = ("claude",)
+HISTORY_AGENTS = ("gemini", "codex")  # hosts whose session log counts history replacements (hosthistory.py)  # hosts whose transcript tree transcript.py reads
 
 
 def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None) -> Scope:
@@ -768,7 +775,21 @@ class Resolver:
             scope = self._by_call(conn, view, call_id, now)
             if scope is not None:
                 return scope, True
+        elif not switched_off(env.get("LEANCTX_PER_CALL_IDENTITY")):
+            scope = self._gate_skipped(conn, view, now)
+            if scope is not None:
+                return scope, True
         return self._by_records(conn, view, now), False
+
+    def _gate_skipped(self, conn: Connection, view: View, now: float) -> Scope | None:
+        """A call without an id on a host where only our read gate gives calls their id
+        (CALL_ID_FROM_GATE): its gate did not run, so it is withheld and credited to nobody."""
+        recs = self._fresh(self._host_match(conn, view), now)
+        if not recs or not all(r.agent in CALL_ID_FROM_GATE for r in recs):
+            return None
+        latest = max(recs, key=lambda r: r.updated_ts)
+        return Scope(None, latest.agent, 0, self._roots_of(recs, conn), False, "read gate did not run for this call",
+                     latest.cwd or conn.cwd, False)
 
     def _by_records(self, conn: Connection, view: View, now: float) -> Scope:
         """The connection-level rules: its host's records (or the session its host named)."""
@@ -880,11 +901,12 @@ class Resolver:
     @staticmethod
     def _host_history(scope: Scope, rec: Rec | None) -> Scope:
         """Gemini CLI compresses, masks old tool outputs and rolls back without a hook; its chat
-        recording logs each replacement of the history (hosthistory.py). Each one counts as a
-        compaction; a recording we cannot read withholds."""
-        if rec is None or rec.agent != "gemini":
+        recording logs each replacement of the history (hosthistory.py), and Codex's rollout each
+        compaction (whose hooks may be late or lost) and rollback. Each one counts as a
+        compaction; a log we cannot read withholds."""
+        if rec is None or rec.agent not in HISTORY_AGENTS:
             return scope
-        n = history_replacements(rec.transcript)
+        n = history_replacements(rec.transcript, rec.agent)
         if n is None:
             return replace(scope, stub_ok=False, reason="host chat recording unreadable: stubs withheld")
         return replace(scope, compactions=scope.compactions + n)
