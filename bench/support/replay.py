@@ -198,7 +198,8 @@ class Ours(Policy):
         s = self.last_scope
         if not s.stub_ok:
             reason = s.reason
-            for word in ("subagent window open", "conversations active on this host process"):
+            for word in ("subagent window open", "conversations active on this host process",
+                         "conversations open on this host process"):
                 if word in reason:
                     return "withheld: " + word
             return "withheld: " + reason.split(":")[0]
