@@ -79,6 +79,8 @@ the call's tool_use entry before the read and its tool_result after it; compacti
 compact_boundary. Reads by subagents are not written there (Claude Code keeps them apart).
 Recorded Gemini CLI sessions get the chat recording their payloads point to, with the lines the
 CLI writes at a start or resume (a replacement of the history: leanctx/cache/hosthistory.py).
+Codex conversations get a rollout (the hooks' `transcript_path`): a `compacted` line at each
+compaction, when it happens, whenever its hooks are delivered (and at `compact_lost`).
 
 Every policy sees the same files, the same records and the same clock. Each has its own Truth
 (what each context received from THAT policy), which decides whether a stub/pointer/diff it sent
