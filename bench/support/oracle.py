@@ -325,6 +325,10 @@ EVENTS = {
                "sub_start": "subagentStart", "sub_stop": "subagentStop", "end": "sessionEnd"},
 }
 
+# timing traces: CodeBuddy Code fires Claude Code's event names (its read gate notes each call,
+# but no call id reaches the MCP server: a replay host with "call_ids": false)
+EVENTS["codebuddy"] = dict(EVENTS["claude"])
+
 
 def hook(data_dir: str, host: FakeHost, meaning: str, conversation: str, cwd: str, ts: float, **extra: object) -> str | None:
     """Publish one hook event by meaning (start/prompt/stop/compact/sub_start/sub_stop/end)."""

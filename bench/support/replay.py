@@ -88,12 +88,34 @@ speaks of, the exact current bytes; only the latest version received under a nam
 A connection from a process that is not the host claiming a session is a `host` op (its own pid)
 whose `env` names that session (`CLAUDE_CODE_SESSION_ID`), reading as its own conversation.
 
+Timing (hook events published late, never, or out of order; the effect on the context happens
+where the event stands in the trace, the hook's write when it is delivered):
+    {"op": "hook", ..., "deliver": "late", "tag": "t1"}          ground truth now, the record written
+    {"op": "deliver", "tag": "t1"}                                 here (at this time), after whatever came
+                                                                   between; deliver in any order to swap
+    {"op": "hook", ..., "deliver": "lost"}                         ground truth now, never written
+    {"op": "note", "host": "h1", "conv": "s1", "sub": "a1"?, "tag": "n1"}
+                                                                   the read gate's note for the call
+    {"op": "read", ..., "note": "n1"}                              tagged n1: before its read (parallel
+                                                                   calls, both noted first) or after it
+                                                                   (a late note); the read writes none
+    {"op": "host", ..., "call_ids": false}                         the host's gate notes each call but no
+                                                                   call id reaches the MCP server (CodeBuddy)
+    {"op": "hook", "event": "sub_start", ..., "resumed": true}     the same subagent goes on with its
+                                                                   context; without it, a SubagentStart
+                                                                   starts an empty context (an id used
+                                                                   again is a fresh subagent)
+    {"op": "hook", "event": "sub_stop", ..., "resumable": true}    the subagent stops but keeps its context
+                                                                   (it is resumed later)
+
 Claude Code conversations get a transcript (a tree of uuid/parentUuid entries, as the real CLI
 writes) that their hook payloads point to: each read of the conversation's own context appends
 the call's tool_use entry before the read and its tool_result after it; compactions append a
 compact_boundary. Reads by subagents are not written there (Claude Code keeps them apart).
 Recorded Gemini CLI sessions get the chat recording their payloads point to, with the lines the
 CLI writes at a start or resume (a replacement of the history: leanctx/cache/hosthistory.py).
+Codex conversations get a rollout (the hooks' `transcript_path`): a `compacted` line at each
+compaction, when it happens, whenever its hooks are delivered (and at `compact_lost`).
 
 Every policy sees the same files, the same records and the same clock. Each has its own Truth
 (what each context received from THAT policy), which decides whether a stub/pointer/diff it sent
@@ -113,6 +135,7 @@ from bench.support.oracle import (
     OracleCache,
     Truth,
     hook,
+    payload,
     publish_event,
     read_gate,
     spoken_name,
@@ -218,7 +241,8 @@ class Ours(Policy):
         s = self.last_scope
         if not s.stub_ok:
             reason = s.reason
-            for word in ("subagent window open", "conversations active on this host process"):
+            for word in ("subagent window open", "conversations active on this host process",
+                         "conversations open on this host process"):
                 if word in reason:
                     return "withheld: " + word
             return "withheld: " + reason.split(":")[0]
@@ -346,6 +370,8 @@ class Engine:
 
     def apply(self, ev: dict) -> None:
         self.events += 1
+        if self._timing(ev):  # late, lost and reordered hook deliveries (below)
+            return
         op = ev["op"]
         if op == "host":
             self._pid += 1
@@ -367,6 +393,8 @@ class Engine:
                     payload["transcript_path"] = self._transcript(payload["session_id"])[0]
                 if host.agent == "gemini" and payload.get("transcript_path"):
                     payload["transcript_path"] = self._gemini_chat(payload["transcript_path"], ev["event"], payload.get("source"))
+                if host.agent == "codex" and payload.get("session_id"):
+                    payload["transcript_path"] = self._codex_rollout(payload["session_id"], ev["event"])
                 publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
@@ -385,6 +413,8 @@ class Engine:
                 extra["transcript_path"] = self._transcript(conv)[0]
                 if meaning == "compact":
                     self._boundary(conv)
+            if host.agent == "codex":
+                extra["transcript_path"] = self._codex_rollout(conv, meaning)
             if host.agent in EVENTS:
                 cwd = self._hook_place(host, conv, extra)
                 hook(self.data, host.fake, meaning, conv, cwd, self.t, **extra)
@@ -535,6 +565,7 @@ class Engine:
             self._truth_after(meaning, self.ctx(norm.conversation_id, None, host.name), norm.subagent_id)
 
     def _read(self, ev: dict) -> None:
+        ev = self._timed_read(ev)  # a gate note published apart from its read (below)
         host = self.hosts[ev["host"]]
         conv, sub = ev["conv"], ev.get("sub")
         ctx = self.ctx(conv, sub, ev["host"])
@@ -693,6 +724,137 @@ class Engine:
             now = None
         for p in self.policies:
             p.truth.settle_carried(ctx, name, now)
+
+    # -- timing: hook events published late, never, or out of order ------------------------------
+    # (the "Timing" part of the module doc; kept apart from the ops above)
+    def _timing(self, ev: dict) -> bool:
+        """Handle the timing ops and flags; False: the event takes the usual path."""
+        op = ev["op"]
+        if op == "deliver":
+            publish = self.__dict__.setdefault("_late", {}).pop(ev["tag"], None)
+            if publish is None:
+                raise ValueError(f"deliver: no late event tagged {ev['tag']!r}")
+            publish()
+            return True
+        if op == "note":
+            host = self.hosts[ev["host"]]
+            self._unhide(ev["host"])
+            if host.agent == "codex":
+                self._codex_note(host, ev["conv"], ev.get("sub"), self._note_id(ev["tag"]))
+            else:
+                read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), self._note_id(ev["tag"]), self.root, self.t)
+            return True
+        if op == "compact_lost" and ev["conv"] in self.__dict__.get("_rollouts", {}):
+            self._codex_compacted(ev["conv"])  # Codex logs the compaction in its rollout; then as for Claude Code
+            return False
+        if op == "host" and "call_ids" in ev:
+            self.events -= 1
+            self.apply({k: v for k, v in ev.items() if k != "call_ids"})
+            host = self.hosts[ev["host"]]
+            if not ev["call_ids"] and ev.get("gate", True):
+                host.gate, host.notes_only = False, True  # notes written, no call id reaches the MCP server
+            return True
+        if op != "hook":
+            return False
+        if ev.get("event") == "sub_start" and "payload" not in ev and not ev.get("resumed"):
+            self._fresh_subagent(ev)
+        if ev.get("event") == "sub_stop" and ev.get("resumable") and not ev.get("deliver"):
+            self._publish_only({k: v for k, v in ev.items() if k != "resumable"})  # its context is kept
+            return True
+        if ev.get("deliver") not in ("late", "lost"):
+            return False
+        host = self.hosts[ev["host"]]
+        if "payload" in ev:
+            self._truth_after_raw(host, ev)
+        else:
+            meaning, conv = ev["event"], ev["conv"]
+            if meaning == "start" and host.agent == "claude":
+                host.env.setdefault("CLAUDE_CODE_SESSION_ID", conv)
+            if ev.get("fork"):
+                self._fork(ev["host"], conv)
+            if host.agent == "claude" and meaning == "compact":
+                self._boundary(conv)  # Claude Code writes its compact_boundary whatever its hooks do
+            if host.agent == "codex" and meaning == "compact":
+                self._codex_compacted(conv)  # and Codex its rollout's `compacted` line
+            self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
+        if ev["deliver"] == "late":
+            later = {k: v for k, v in ev.items() if k not in ("deliver", "tag", "fork", "resumed")}
+            self.__dict__.setdefault("_late", {})[ev["tag"]] = lambda: self._publish_only(later)
+        return True
+
+    def _publish_only(self, ev: dict) -> None:
+        """The hook's write, now: its effect on the context was applied when it happened."""
+        skip = ("_truth_after", "_truth_after_raw", "_boundary", "_fork", "_codex_compacted")
+        for name in skip:
+            setattr(self, name, lambda *a, **k: None)
+        try:
+            self.events -= 1
+            self.apply(dict(ev, resumed=True))  # (its SubagentStart's fresh context was applied already)
+        finally:
+            for name in skip:
+                delattr(self, name)
+
+    def _codex_rollout(self, conv: str, event: str | None = None) -> str:
+        """Codex's session log (its rollout, the hooks' `transcript_path`), as the real CLI writes
+        it: a `session_meta` line first, a `compacted` line at each compaction."""
+        rollouts = self.__dict__.setdefault("_rollouts", {})
+        path = rollouts.get(conv)
+        if path is None:
+            path = rollouts[conv] = os.path.join(self.base, "codex-rollouts", f"rollout-{len(rollouts):04d}.jsonl")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"type": "session_meta", "payload": {"id": conv}}) + "\n")
+        if event in ("compact", "PreCompact"):
+            self._codex_compacted(conv)
+        return path
+
+    def _codex_compacted(self, conv: str) -> None:
+        with open(self._codex_rollout(conv), "a", encoding="utf-8") as f:
+            f.write(json.dumps({"type": "compacted", "payload": {"message": "summary"}}) + "\n")
+
+    def _codex_note(self, host: HostProc, conv: str, sub: str | None, call_id: str) -> None:
+        """The read gate's note as Codex sends it: with its rollout as `transcript_path`."""
+        extra: dict = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {}, "tool_use_id": call_id,
+                       "transcript_path": self._codex_rollout(conv)}
+        if sub:
+            extra.update(agent_id=sub, agent_type="general-purpose")
+        publish_event(self.data, "codex", "PreToolUse", payload("codex", "PreToolUse", conv, self.root, **extra),
+                      host.fake.as_host(), self.t)
+
+    def _note_id(self, tag: str) -> str:
+        return f"toolu_note_{tag}"
+
+    def _fresh_subagent(self, ev: dict) -> None:
+        """A SubagentStart starts an empty context (unless "resumed": the same subagent goes on)."""
+        ctx = self.ctx(ev["conv"], ev.get("sub"), ev["host"])
+        for p in self.policies:
+            p.truth.clear(ctx)
+        self.chain[ctx] = []
+        if ctx in self.transcripts:
+            self.transcripts[ctx][1] = None  # its transcript starts a new chain
+
+    def _timed_read(self, ev: dict) -> dict:
+        """A read whose gate note is published by a separate `note` op (earlier: parallel calls;
+        later: a late note), or on a host that notes calls but sends the MCP server no call id."""
+        host = self.hosts[ev["host"]]
+        tag, notes_only = ev.get("note"), getattr(host, "notes_only", False)
+        if tag is None and host.agent == "codex" and host.gate and ev.get("call_id") is None:
+            self.calls += 1
+            ev = dict(ev, call_id=f"toolu_replay{self.calls:06d}")
+            if not ev.get("gate_fails"):
+                self._unhide(ev["host"])
+                self._codex_note(host, ev["conv"], ev.get("sub"), ev["call_id"])
+            return ev
+        if tag is None and not notes_only:
+            return ev
+        ev = dict(ev)
+        if tag is not None:
+            ev["call_id"] = None if notes_only else self._note_id(tag)
+        elif not ev.get("gate_fails"):
+            self.calls += 1
+            self._unhide(ev["host"])
+            read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), f"toolu_replay{self.calls:06d}", self.root, self.t)
+        return ev
 
 
 def load_trace(path: str) -> list[dict]:

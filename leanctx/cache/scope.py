@@ -40,7 +40,10 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
      (`ended_at`) never count;
    - **concurrency**: more than one active record from the same host process means it serves
      several chats at once (Cursor: one process, several chats) -> no stub for anyone on it.
-     Subagents live inside their parent's record, so they never count;
+     Subagents live inside their parent's record, so they never count. On a host that runs
+     several chats in one process (SEVERAL_CHATS) the elimination needs every chat's prompt hook,
+     which may be lost or late: there, more than one open record of the process (any age) or a
+     single one that stopped with no prompt since withholds as well;
    - otherwise the one active record wins, or with none active the **latest** (`updated_ts`):
      that covers `/clear` (the old session ends, the new one is written later);
    - **subagent window**: while the winning record has an open subagent (SubagentStart without
@@ -115,6 +118,7 @@ CONNECTION_ENV = (
     "CLAUDE_PROJECT_DIR",
     "CURSOR_PROJECT_DIR",
     "CURSOR_TRACE_ID",
+    "LEANCTX_PER_CALL_IDENTITY",
 )
 _ID_ENV = ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "COPILOT_AGENT_SESSION_ID")  # the session the host started us in
 _ROOT_ENV = ("CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR")
@@ -217,11 +221,12 @@ class Rec:
         "path",
         "roots",
         "session_id",
+        "stopped",
         "subagents",
         "transcript",
         "updated_ts",
     )
-    _OPTIONAL = ("compacted_after", "compacted_ts", "transcript")  # absent from state files of older versions
+    _OPTIONAL = ("compacted_after", "compacted_ts", "stopped", "transcript")  # absent from state files of older versions
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__ if k != "ghost"}
@@ -291,7 +296,31 @@ def _in_turn(agent: str, value: dict, subagents: dict) -> bool:
     return True  # a prompt, subagent, compaction, tool or reply event, or one we do not know
 
 
-TRANSCRIPT_AGENTS = ("claude",)  # hosts whose transcript tree transcript.py reads
+def _stopped(agent: str, value: dict) -> bool:
+    """Was the conversation's last event the end of a turn (a Stop)? Then it makes no tool call
+    until its next prompt."""
+    from leanctx.agents.base import STOP
+
+    last = value.get("last_event")
+    return isinstance(last, str) and _event_kind(agent, last) == STOP
+
+
+# Hosts whose one process serves several chats at once (Cursor). The connection is shared by all
+# of them, so picking the chat by elimination needs every chat's prompt hook: one lost (or the
+# first hooks of a new chat still on their way) and one chat's reads count for another's. On
+# these hosts the elimination is used only while it cannot be wrong that way: exactly one chat of
+# the process is open (any age: a chat idle for days may take a prompt whose hook is lost), and
+# that chat has not stopped (a tool call happens inside a turn; after a Stop, a call means a
+# prompt we did not see).
+SEVERAL_CHATS = ("cursor",)
+
+# Hosts whose MCP calls carry an id only because our read gate handed it over (Copilot CLI: the
+# preMcpToolCall hook's `metaToUse`): a call without one is a call whose gate did not run (lost,
+# timed out), so nobody can say who makes it, a subagent session whose first hooks are late included.
+CALL_ID_FROM_GATE = ("copilot",)
+
+TRANSCRIPT_AGENTS = ("claude",)
+HISTORY_AGENTS = ("gemini", "codex")  # hosts whose session log counts history replacements (hosthistory.py)  # hosts whose transcript tree transcript.py reads
 
 
 def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None) -> Scope:
@@ -379,6 +408,7 @@ def parse_record(path: str, agent_dir: str, value: object) -> Rec | None:
                     r.calls[cid] = agent_id
                 # anything else: not a note we wrote, so it proves nothing
     r.in_turn = _in_turn(r.agent, value, r.subagents)
+    r.stopped = _stopped(r.agent, value)
     r.inherited = {}
     r.ghost = False
     return r
@@ -745,7 +775,21 @@ class Resolver:
             scope = self._by_call(conn, view, call_id, now)
             if scope is not None:
                 return scope, True
+        elif not switched_off(env.get("LEANCTX_PER_CALL_IDENTITY")):
+            scope = self._gate_skipped(conn, view, now)
+            if scope is not None:
+                return scope, True
         return self._by_records(conn, view, now), False
+
+    def _gate_skipped(self, conn: Connection, view: View, now: float) -> Scope | None:
+        """A call without an id on a host where only our read gate gives calls their id
+        (CALL_ID_FROM_GATE): its gate did not run, so it is withheld and credited to nobody."""
+        recs = self._fresh(self._host_match(conn, view), now)
+        if not recs or not all(r.agent in CALL_ID_FROM_GATE for r in recs):
+            return None
+        latest = max(recs, key=lambda r: r.updated_ts)
+        return Scope(None, latest.agent, 0, self._roots_of(recs, conn), False, "read gate did not run for this call",
+                     latest.cwd or conn.cwd, False)
 
     def _by_records(self, conn: Connection, view: View, now: float) -> Scope:
         """The connection-level rules: its host's records (or the session its host named)."""
@@ -764,6 +808,10 @@ class Resolver:
         if not open_:
             latest = max(cands, key=lambda r: r.updated_ts)
             return Scope(None, latest.agent, 0, self._roots_of([latest], conn), False, "conversation ended", latest.cwd or conn.cwd, False)
+        several = self._several_chats(mine, open_)
+        if several:
+            latest = max(open_, key=lambda r: r.updated_ts)
+            return Scope(None, latest.agent, 0, self._roots_of(open_, conn), False, several, latest.cwd or conn.cwd, False)
         active = [r for r in open_ if now - r.updated_ts <= CONCURRENCY_WINDOW_S or r.in_turn]
         # a chat of this host still inside a turn whose record is older than 2 h is ignored for
         # matching, but it may still be working: it keeps the host ambiguous, at any age (the
@@ -775,6 +823,19 @@ class Resolver:
                          f"{len(active)} conversations active on this host process", latest.cwd or conn.cwd, False)
         latest = active[0] if active else max(open_, key=lambda r: r.updated_ts)
         return self._unseen(self._guard(self._scope_of(latest, latest.key(), conn, now), latest), view, now)
+
+    @staticmethod
+    def _several_chats(mine: list[Rec], open_: list[Rec]) -> str:
+        """Why a host that runs several chats in one process cannot be told apart by elimination
+        now (SEVERAL_CHATS), or ""."""
+        if not open_ or not all(r.agent in SEVERAL_CHATS for r in open_):
+            return ""
+        chats = {r.path for r in mine if not r.ended} | {r.path for r in open_}
+        if len(chats) > 1:
+            return f"{len(chats)} conversations open on this host process (one's prompt hook may be lost)"
+        if open_[0].stopped and not open_[0].subagents:
+            return "the conversation stopped and no prompt was seen since (a prompt hook may be lost)"
+        return ""
 
     @staticmethod
     def _unseen(scope: Scope, view: View, now: float) -> Scope:
@@ -807,18 +868,32 @@ class Resolver:
         cands = self._fresh(self._host_match(conn, view) if conn.host_pid is not None else self._env_match(conn, view), now)
         hits = [r for r in cands if call_id in r.calls]
         if len(hits) != 1:
-            if hits or any(r.calls for r in cands):
-                # The gate runs for this host, yet this call has no note of its own (the hook failed
-                # or timed out, or the id is ambiguous): nobody can say who is asking.
-                latest = max(cands, key=lambda r: r.updated_ts)
-                return Scope(None, latest.agent, 0, self._roots_of(cands, conn), False,
-                             "read gate note missing for this call", latest.cwd or conn.cwd, False)
-            return None
+            # The gate runs for this host (its records hold notes), yet this call has no note of its
+            # own: the hook failed or timed out, its note is still on its way (a subagent's first
+            # call can get here before its note or its SubagentStart), or the id is ambiguous.
+            # Nobody can say who is asking, and nothing served may be credited. Before the host's
+            # first note the same holds where no transcript can check the credit later (every host
+            # but Claude Code): the connection's rules would credit a subagent's read to its
+            # parent. Claude Code's transcript shows that call's result outside the parent's chain.
+            if not hits and not any(r.calls for r in cands) and all(r.agent in TRANSCRIPT_AGENTS for r in cands):
+                return None
+            recs = cands or self._host_match(conn, view)
+            latest = max(recs, key=lambda r: r.updated_ts) if recs else None
+            return Scope(None, latest.agent if latest else None, 0, self._roots_of(recs, conn) if recs else self._fallback_roots(conn),
+                         False, "read gate note missing for this call", (latest.cwd if latest else None) or conn.cwd, False)
         rec = hits[0]
         if rec.ended:
             return Scope(None, rec.agent, 0, self._roots_of([rec], conn), False, "conversation ended", rec.cwd or conn.cwd, False)
         agent_id = rec.calls[call_id]
-        key = f"{rec.key()}/agent:{agent_id}" if agent_id else rec.key()
+        key = rec.key()
+        if agent_id:
+            # the subagent's incarnation: a SubagentStart (or the first note of a subagent whose start
+            # is not seen yet) opens it; the same id used again later is a new, empty context
+            started = {**rec.inherited, **rec.subagents}.get(agent_id)
+            if started is None:  # stopped already, or its window was dropped: who holds what is unknown
+                return Scope(None, rec.agent, 0, self._roots_of([rec], conn), False, "subagent not open for this call",
+                             rec.cwd or conn.cwd, False)
+            key = f"{key}/agent:{agent_id}@{started!r}"
         scope = Scope(key, rec.agent, rec.compactions, self._roots_of([rec], conn), True, "", rec.cwd or conn.cwd, True,
                       None if agent_id else _carry_of(rec))
         return self._guard(_verified(scope, rec, call_id, agent_id), rec)
@@ -826,11 +901,12 @@ class Resolver:
     @staticmethod
     def _host_history(scope: Scope, rec: Rec | None) -> Scope:
         """Gemini CLI compresses, masks old tool outputs and rolls back without a hook; its chat
-        recording logs each replacement of the history (hosthistory.py). Each one counts as a
-        compaction; a recording we cannot read withholds."""
-        if rec is None or rec.agent != "gemini":
+        recording logs each replacement of the history (hosthistory.py), and Codex's rollout each
+        compaction (whose hooks may be late or lost) and rollback. Each one counts as a
+        compaction; a log we cannot read withholds."""
+        if rec is None or rec.agent not in HISTORY_AGENTS:
             return scope
-        n = history_replacements(rec.transcript)
+        n = history_replacements(rec.transcript, rec.agent)
         if n is None:
             return replace(scope, stub_ok=False, reason="host chat recording unreadable: stubs withheld")
         return replace(scope, compactions=scope.compactions + n)

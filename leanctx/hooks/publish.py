@@ -341,6 +341,18 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
         _fold_missed(record, path)
         agent_id = subagent_key(ev.subagent_id)
         record["last_read_call"] = {"agent_id": agent_id, "ts": ts}
+        if agent_id:
+            # the subagent is running, whatever its SubagentStart says (it may land later, or be
+            # lost): its window stays open until its SubagentStop, not until another call's note
+            # (a parallel call of the parent replaces `last_read_call` while the subagent's own
+            # call is still on its way to the MCP server)
+            subagents = record.get("active_subagents")
+            subagents = record["active_subagents"] = dict(subagents) if isinstance(subagents, dict) else {}
+            if agent_id not in subagents:
+                subagents[agent_id] = {"type": None, "started_at": now_iso(ts), "started_ts": ts, "by": "read-gate"}
+                while len(subagents) > MAX_SUBAGENTS:
+                    del subagents[_oldest(subagents, "started_ts")]
+                    record["subagents_overflow"] = ts
         call_id = ev.tool_use_id
         if isinstance(call_id, str) and 0 < len(call_id) <= MAX_CALL_ID:
             calls = record.get("read_calls")

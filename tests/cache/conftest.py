@@ -69,6 +69,13 @@ class World:
     def hook(self, host: FakeHost, meaning: str, conv: str, cwd: str | None = None, **extra: object) -> str | None:
         if host.agent == "claude":
             extra.setdefault("transcript_path", str(self.tmp / "transcripts" / f"{conv}.jsonl"))
+        if host.agent == "codex" and "transcript_path" not in extra:
+            # Codex's rollout, which the cache reads for compactions (hosthistory.py): it exists
+            rollout = self.tmp / "rollouts" / f"rollout-{conv}.jsonl"
+            rollout.parent.mkdir(parents=True, exist_ok=True)
+            if not rollout.exists():
+                rollout.write_bytes(b'{"timestamp":"t","ordinal":0,"type":"session_meta","payload":{}}\n')
+            extra["transcript_path"] = str(rollout)
         return hook(str(self.data), host, meaning, conv, cwd or str(self.root), self.t, **extra)
 
     def session(self, host: FakeHost, conv: str, **extra: object) -> None:

@@ -91,7 +91,7 @@ def test_parent_and_subagent_calls_are_told_apart_while_the_window_is_open(world
     parent = r.resolve(h.conn(), fresh=True, call_id="toolu_parent")
     sub = r.resolve(h.conn(), fresh=True, call_id="toolu_sub")
     assert parent.stub_ok and sub.stub_ok
-    assert sub.key == f"{parent.key}/agent:ag-1"
+    assert sub.key.startswith(f"{parent.key}/agent:ag-1@")  # the subagent's incarnation follows
     assert parent.compactions == sub.compactions == 0
     # a call the gate never noted (the hook failed) while the gate runs for this host: withheld
     scope = r.resolve(h.conn(), fresh=True, call_id="toolu_unknown")
@@ -162,7 +162,8 @@ def test_a_note_of_another_host_process_or_an_ambiguous_id_is_not_used(world) ->
 
 
 def test_a_host_without_read_notes_keeps_the_usual_rules(world) -> None:
-    """Init without the read gate (or a host that never runs it): a call id alone decides nothing."""
+    """Claude Code without the read gate: a call id alone decides nothing (its transcript checks
+    every credit: a subagent's call is not on its parent's chain)."""
     h, r = solo(world, 5005)
     with_id = r.resolve(h.conn(), fresh=True, call_id="toolu_1")
     assert dataclasses.replace(with_id, call_id=None) == r.resolve(h.conn(), fresh=True)

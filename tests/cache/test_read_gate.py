@@ -15,7 +15,9 @@ def _gate(data: Path, agent_id: str | None) -> None:
                                         subagent_id=agent_id, tool_name="mcp__leanctx__ctx_read"))
 
 
-def test_subagent_read_note_withholds_until_the_parent_reads_again(tmp_path: Path) -> None:
+def test_subagent_read_note_withholds_until_its_subagent_stops(tmp_path: Path) -> None:
+    """A subagent's note opens its window; the parent's next note does not close it (the two may
+    run in parallel, the subagent's call still on its way), its SubagentStop does."""
     data = tmp_path / "data"
     publish(str(data), HookEvent("claude", "SessionStart", "session_start", conversation_id="s1", session_id="s1",
                                  cwd=str(tmp_path), source="startup"))
@@ -27,7 +29,10 @@ def test_subagent_read_note_withholds_until_the_parent_reads_again(tmp_path: Pat
     _gate(data, "agent-7")  # the subagent is about to call ctx_read: SubagentStart not seen yet
     scope = resolver.resolve(conn, fresh=True)
     assert not scope.stub_ok and "subagent" in scope.reason
-    _gate(data, None)  # the conversation itself reads next
+    _gate(data, None)  # the conversation itself reads next, in parallel
+    assert not resolver.resolve(conn, fresh=True).stub_ok
+    publish(str(data), HookEvent("claude", "SubagentStop", "subagent_stop", conversation_id="s1", session_id="s1",
+                                 subagent_id="agent-7"))
     assert resolver.resolve(conn, fresh=True).stub_ok
 
 

@@ -23,8 +23,13 @@ HOST = textwrap.dedent(
     if agent == "claude":
         env["CLAUDE_CODE_SESSION_ID"] = conv
     hook = sys.executable + " -c 'from leanctx.hooks import run; run()' " + agent + " "
+    transcript = "/t/" + conv + ".jsonl"
+    if agent == "codex":  # Codex's rollout exists (the cache counts its compactions)
+        transcript = os.path.join(os.path.dirname(cwd), "rollout-" + conv + ".jsonl")
+        with open(transcript, "w") as f:
+            f.write('{"type":"session_meta","payload":{}}' + chr(10))
     for event, extra in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"prompt": "go"})):
-        payload = dict({"session_id": conv, "transcript_path": "/t/" + conv + ".jsonl", "cwd": cwd,
+        payload = dict({"session_id": conv, "transcript_path": transcript, "cwd": cwd,
                         "hook_event_name": event}, **extra)
         subprocess.run(["/bin/sh", "-c", hook + event + " ; true"], input=json.dumps(payload).encode(),
                        env=env, check=True)
