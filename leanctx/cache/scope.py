@@ -293,6 +293,14 @@ def _in_turn(agent: str, value: dict, subagents: dict) -> bool:
 
 TRANSCRIPT_AGENTS = ("claude",)  # hosts whose transcript tree transcript.py reads
 
+#: hosts that drop context with no hook leanctx receives and no file it reads: no stub, ever.
+#: Cline CLI 3.0.65 (@cline/core 0.0.86) compacts on its own (auto_compaction,
+#: compaction_budget_emergency, max_tokens_compaction) and maps a `PreCompact` hook file to no
+#: event of its runtime (`["PreCompact"]: void 0`), so that hook never runs.
+SILENT_COMPACTION = {
+    "cline": "Cline compacts without a hook leanctx receives, so stubs are withheld",
+}
+
 
 def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None) -> Scope:
     """Ask the transcript before crediting anything to a Claude Code conversation. A subagent's
@@ -827,7 +835,10 @@ class Resolver:
     def _host_history(scope: Scope, rec: Rec | None) -> Scope:
         """Gemini CLI compresses, masks old tool outputs and rolls back without a hook; its chat
         recording logs each replacement of the history (hosthistory.py). Each one counts as a
-        compaction; a recording we cannot read withholds."""
+        compaction; a recording we cannot read withholds. A host that compacts with no signal
+        leanctx reads (SILENT_COMPACTION) gets no stub at all."""
+        if rec is not None and rec.agent in SILENT_COMPACTION and scope.stub_ok:
+            return replace(scope, stub_ok=False, reason=SILENT_COMPACTION[rec.agent])
         if rec is None or rec.agent != "gemini":
             return scope
         n = history_replacements(rec.transcript)
@@ -898,8 +909,9 @@ class Resolver:
         roots = self._roots_of([latest], conn) if latest else self._fallback_roots(conn)
         # the state's epoch is in the key: a connection whose counter was evicted from the LRU
         # (and restarts at 0) never finds what it held before
-        return Scope(f"conn:{conn.connection_id}#{st.epoch}", latest.agent if latest else None, st.legacy_count, roots, True, "",
-                     (latest.cwd if latest else None) or conn.cwd, False)
+        silent = SILENT_COMPACTION.get(latest.agent) if latest else None
+        return Scope(f"conn:{conn.connection_id}#{st.epoch}", latest.agent if latest else None, st.legacy_count, roots,
+                     silent is None, silent or "", (latest.cwd if latest else None) or conn.cwd, False)
 
     def _why_unknown(self, conn: Connection) -> str:
         if conn.host_pid is None and not any(conn.env.get(k) for k in _ID_ENV):

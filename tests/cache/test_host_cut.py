@@ -57,3 +57,31 @@ def test_json_escapes_count_so_a_cut_copy_is_never_credited(world: World) -> Non
     text = '"\\\n' * (chars // 5)  # fewer characters than the limit, more as JSON
     assert len(text) < chars < len(json.dumps(text))
     assert reads(world, "cline", text) == ["full", "full"]
+
+
+# -- a host that compacts with no signal leanctx gets ----------------------------------------------
+def cline_task(world: World, host, root_session: str) -> None:
+    """Cline CLI's TaskStart hook file, as 3.0.65 runs it (its payload shape)."""
+    from bench.support.oracle import publish_event
+
+    payload = {"clineVersion": "", "hookName": "agent_start", "timestamp": "2026-01-01T00:00:00.000Z",
+               "taskId": f"conv_{root_session}", "sessionContext": {"rootSessionId": root_session},
+               "workspaceRoots": [str(world.root)], "userId": "unknown", "agent_id": "agent_1", "parent_agent_id": None}
+    publish_event(str(world.data), "cline", "TaskStart", payload, host.as_host(), world.t)
+
+
+def test_cline_gets_no_stub_because_it_compacts_without_a_hook(world: World) -> None:
+    """Cline 3.0.65 compacts on its own and never runs a PreCompact hook file: any held file
+    may be gone from its context without leanctx knowing."""
+    world.write("a.py", "x = 1\n" * 50)
+    h = world.host("cline")
+    cline_task(world, h, "1796128454072_abcde")
+    c = world.conn(h)
+    scope = world.scope(c)
+    assert scope.key and scope.agent == "cline" and not scope.stub_ok and "Cline compacts" in scope.reason
+    assert [world.read(c, "a.py")["kind"] for _ in range(2)] == ["full", "full"]
+    # nor through an explicit scope naming the same session, nor with conversation scoping off
+    named = world.conn(h, "c-named", env={"LEANCTX_SCOPE": "1796128454072_abcde"})
+    assert [world.read(named, "a.py")["kind"] for _ in range(2)] == ["full", "full"]
+    legacy = world.conn(h, "c-legacy", env={"LEANCTX_CONVERSATION_SCOPE": "0"})
+    assert [world.read(legacy, "a.py")["kind"] for _ in range(2)] == ["full", "full"]
