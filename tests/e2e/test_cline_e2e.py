@@ -1,9 +1,8 @@
 """End to end with the real Cline CLI (`cline --json`), offline against the fake Chat Completions
 server: init (hook files + MCP entry) -> one scripted run -> the record names the session Cline
 keeps (its folder under ~/.cline/data/sessions) and the task it reported -> the second ctx_read
-of the session is content again (Cline compacts without a hook: no stubs), a new session gets content
--> doctor passes -> uninstall gives the
-user's files back byte for byte.
+of the session is content again (Cline compacts without a hook: no stubs), a new session gets
+content -> doctor passes -> uninstall gives the user's files back byte for byte.
 
 Every Cline run leaves a detached hub daemon (`cline --cline-hub-daemon`, reparented to init);
 the test ends the ones started under its HOME, by pid. A tap of the test's own (executable hook
