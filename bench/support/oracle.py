@@ -48,6 +48,7 @@ from __future__ import annotations
 import os
 
 from leanctx.cache import dedup as rng
+from leanctx.cache import hostcaps
 from leanctx.cache import stubs, tokens
 from leanctx.cache.paths import ReadError, fingerprint, line_starts, load, real_roots, resolve
 from leanctx.cache.readcache import DIFF_RATIO, render_diff, window_of
@@ -186,11 +187,16 @@ class Truth:
             return f"{kind} for {result.get('path')} {spans} that {ctx} does not hold"
         return None
 
-    def apply(self, ctx: str, real: str, result: dict) -> None:
+    def apply(self, ctx: str, real: str, result: dict, host: str | None = None) -> None:
+        """Fold `result` into what `ctx` holds. `host` (the agent's name) hands its model only
+        answers within its limit whole (leanctx.cache.hostcaps, measured on the real CLIs); a
+        longer one reaches the model cut, so it delivers nothing. None: every answer arrives whole."""
         kind = result.get("kind")
         fp, n = result.get("fingerprint"), result.get("lines", 0)
         window = tuple(result["window"]) if result.get("window") else None
         if kind == "error" or fp is None:
+            return
+        if host is not None and not hostcaps.passes_whole(host, result.get("text") or ""):
             return
         if kind == "full":
             self.deliver(ctx, real, fp, [window] if window else [], n)

@@ -541,8 +541,8 @@ class Engine:
             p.truth.clear(conv)
             for n in self.chain.get(conv, []):
                 got = self.deliveries.get((conv, n), {}).get(p.name)
-                if got and not p.truth.violation(conv, got[0], got[1], spoken=got[2] if len(got) > 2 else SAME_NAME):
-                    p.truth.apply(conv, got[0], got[1])
+                if got and not p.truth.violation(conv, got[0], got[1], spoken=got[2]):
+                    p.truth.apply(conv, got[0], got[1], got[3])
 
     def _truth_after(self, meaning: str, conv: str, sub: str | None) -> None:
         if meaning in ("compact", "end"):
@@ -602,14 +602,14 @@ class Engine:
                 p.wrong_raw += res.get("tokens_raw", 0)
                 if len(p.wrong_examples) < 5:
                     p.wrong_examples.append(f"event {self.events}: {why}")
-            p.truth.apply(ctx, real, res)
+            p.truth.apply(ctx, real, res, host.agent)
         if traced:
             n = self.read_no[ctx] = self.read_no.get(ctx, 0) + 1
             self.result_uuid[(ctx, n)] = self._entry(ctx, {"type": "user", "message": {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": call_id, "content": "…"}]}})
             self.chain.setdefault(ctx, []).append(n)
-            self.deliveries[(ctx, n)] = {p.name: (real, results[p.name], spoken_name(results[p.name].get("path"), spoken_roots))
-                                         for p in self.policies}
+            self.deliveries[(ctx, n)] = {p.name: (real, results[p.name], spoken_name(results[p.name].get("path"), spoken_roots),
+                                                  host.agent) for p in self.policies}
         ours = next((p for p in self.policies if isinstance(p, Ours)), None)
         orc = results.get("oracle")
         if ours is not None and orc is not None:

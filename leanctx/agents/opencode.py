@@ -5,13 +5,14 @@ into its own process. Our plugin (`templates/opencode-plugin.js`) runs the leanc
 for the events wired here, with the plugin's own arguments as JSON on stdin: bus events as
 `{event: {type, properties: {sessionID, info: {id, directory, parentID}}}}`, `chat.message` as
 `{input: {sessionID}, output: {parts}}`, `tool.execute.before` as `{input: {tool, sessionID,
-callID}, output: {args}}`, plus `cwd` (the plugin's ctx.directory) and `hook_event_name`.
+callID}, output: {args}}`, `experimental.session.compacting` as `{input: {sessionID}}`, plus `cwd`
+(the plugin's ctx.directory) and `hook_event_name`.
 Verified on 1.18.33 in real runs (reference hosts-gemini-qwen-copilot-opencode.md §4 and
 tests/e2e/test_opencode_e2e.py): session.created, chat.message, session.idle fire in `opencode
 run`; the MCP server and the plugin share the `opencode` process (MCP env `OPENCODE_PID`), and
 the MCP `tools/call` carries no call id (`_meta: {progressToken}` only). `run --continue` fires
-no session.created (chat.message still names the session). session.compacted is from
-OpenCode's SDK event types, not seen in a run. MCP: `opencode.json` `mcp.<name> = {type:
+no session.created (chat.message still names the session). The context-loss events (below) are
+read from the bundle, not seen in a run. MCP: `opencode.json` `mcp.<name> = {type:
 "local", command: [argv], enabled: true, environment}`; OpenCode reads it as JSONC.
 """
 
@@ -54,7 +55,18 @@ class OpenCode(FileHookAgent):
     events = (
         EventSpec("session.created", SESSION_START),
         EventSpec("chat.message", PROMPT),
+        # Context losses (read in 1.18.33's bundle): the compaction (the plugin hook OpenCode
+        # awaits before summarising, and the bus event after it), the messages and parts an
+        # undo removes (`SessionRevert.cleanup`, before the next prompt runs) or a client
+        # deletes, and the tool outputs `SessionCompaction.prune` clears (`compaction.prune`
+        # on): the plugin forwards a `message.part.updated` only for a tool part it marked
+        # `time.compacted`. Bus events reach plugins without being awaited, so the plugin makes
+        # every tool call wait until the hooks for the session's losses are done.
+        EventSpec("experimental.session.compacting", PRE_COMPACT),
         EventSpec("session.compacted", PRE_COMPACT),
+        EventSpec("message.removed", PRE_COMPACT),
+        EventSpec("message.part.removed", PRE_COMPACT),
+        EventSpec("message.part.updated", PRE_COMPACT),
         EventSpec("session.idle", STOP),
     )
     # The plugin turns the hook's deny answer into a thrown error: OpenCode then skips the tool
@@ -105,7 +117,9 @@ class OpenCode(FileHookAgent):
         props = as_dict(bus.get("properties"))
         info = as_dict(props.get("info"))
         hook_input = as_dict(payload.get("input"))
-        session = as_text(props.get("sessionID")) or as_text(info.get("id")) or as_text(hook_input.get("sessionID"))
+        part = as_dict(props.get("part"))
+        session = (as_text(props.get("sessionID")) or as_text(info.get("id")) or as_text(part.get("sessionID"))
+                   or as_text(hook_input.get("sessionID")))
         cwd = as_text(payload.get("cwd")) or as_text(info.get("directory"))  # the plugin's ctx.directory
         parts = as_dict(payload.get("output")).get("parts")
         texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
@@ -144,11 +158,18 @@ class OpenCode(FileHookAgent):
     def synthetic_payload(self, event: str, cwd: str) -> dict:
         session = "ses_leanctxdoctor0000000000000"
         payload: dict[str, Any] = {"hook_event_name": event, "cwd": cwd}
-        if event.startswith("session."):
+        if event.startswith(("session.", "message.")):
             props: dict[str, Any] = {"sessionID": session}
             if event == "session.created":
                 props["info"] = {"id": session, "directory": cwd, "title": "leanctx doctor"}
+            elif event.startswith("message."):
+                props["messageID"] = "msg_leanctxdoctor00000000000"
+            if event == "message.part.updated":
+                props["part"] = {"id": "prt_leanctxdoctor00000000000", "sessionID": session, "type": "tool", "tool": "read",
+                                 "state": {"status": "completed", "time": {"start": 1, "end": 2, "compacted": 3}}}
             payload["event"] = {"type": event, "properties": props}
+        elif event == "experimental.session.compacting":
+            payload["input"] = {"sessionID": session}
         elif event == "chat.message":
             payload.update(input={"sessionID": session}, output={"parts": [{"type": "text", "text": "leanctx doctor smoke test"}]})
         elif event == "tool.execute.before":

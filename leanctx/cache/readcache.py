@@ -52,7 +52,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from leanctx.cache import carry
+from leanctx.cache import carry, hostcaps
 from leanctx.cache import dedup as rng
 from leanctx.cache import index as idx
 from leanctx.cache import stubs, tokens
@@ -572,6 +572,12 @@ class ReadCache:
                     t = render_diff(rel, old.decode("utf-8", "surrogatepass"), snap.text, n)
                     if t is not None and tok(t) < DIFF_RATIO * tokens_raw:
                         kind, text, claims, base_fp = "diff", t, [(1, h.lines)] if h.lines else [], h.fp
+            cut = record and not hostcaps.passes_whole(scope.agent, text)
+            if cut:
+                # the host cuts an answer this long before its model sees it (hostcaps.py): the
+                # model holds part of it at best, so nothing of it is credited (what it was sent
+                # whole before is still in its context)
+                record = False
             if record:
                 conv = self._conv(scope)
                 if kind == "stub":
@@ -597,7 +603,9 @@ class ReadCache:
                     self._hold(conv, name, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, False, [window],
                                                    calls=(call,) if call else None))
             withheld = None
-            if known and not scope.stub_ok and not fresh:
+            if cut:
+                withheld = "answer longer than the host hands its model whole"
+            elif known and not scope.stub_ok and not fresh:
                 withheld = scope.reason or "stub not allowed"
             elif not known and not fresh:
                 withheld = scope.reason or "unknown caller"

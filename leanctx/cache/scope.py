@@ -319,8 +319,16 @@ SEVERAL_CHATS = ("cursor",)
 # timed out), so nobody can say who makes it, a subagent session whose first hooks are late included.
 CALL_ID_FROM_GATE = ("copilot",)
 
-TRANSCRIPT_AGENTS = ("claude",)
-HISTORY_AGENTS = ("gemini", "codex")  # hosts whose session log counts history replacements (hosthistory.py)  # hosts whose transcript tree transcript.py reads
+TRANSCRIPT_AGENTS = ("claude",)  # hosts whose transcript tree transcript.py reads
+HISTORY_AGENTS = ("gemini", "codex")  # hosts whose session log counts history replacements (hosthistory.py)
+
+#: hosts that drop context with no hook leanctx receives and no file it reads: no stub, ever.
+#: Cline CLI 3.0.65 (@cline/core 0.0.86) compacts on its own (auto_compaction,
+#: compaction_budget_emergency, max_tokens_compaction) and maps a `PreCompact` hook file to no
+#: event of its runtime (`["PreCompact"]: void 0`), so that hook never runs.
+SILENT_COMPACTION = {
+    "cline": "Cline compacts without a hook leanctx receives, so stubs are withheld",
+}
 
 
 def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None) -> Scope:
@@ -903,7 +911,10 @@ class Resolver:
         """Gemini CLI compresses, masks old tool outputs and rolls back without a hook; its chat
         recording logs each replacement of the history (hosthistory.py), and Codex's rollout each
         compaction (whose hooks may be late or lost) and rollback. Each one counts as a
-        compaction; a log we cannot read withholds."""
+        compaction; a log we cannot read withholds. A host that compacts with no signal leanctx
+        reads (SILENT_COMPACTION) gets no stub at all."""
+        if rec is not None and rec.agent in SILENT_COMPACTION and scope.stub_ok:
+            return replace(scope, stub_ok=False, reason=SILENT_COMPACTION[rec.agent])
         if rec is None or rec.agent not in HISTORY_AGENTS:
             return scope
         n = history_replacements(rec.transcript, rec.agent)
@@ -974,8 +985,9 @@ class Resolver:
         roots = self._roots_of([latest], conn) if latest else self._fallback_roots(conn)
         # the state's epoch is in the key: a connection whose counter was evicted from the LRU
         # (and restarts at 0) never finds what it held before
-        return Scope(f"conn:{conn.connection_id}#{st.epoch}", latest.agent if latest else None, st.legacy_count, roots, True, "",
-                     (latest.cwd if latest else None) or conn.cwd, False)
+        silent = SILENT_COMPACTION.get(latest.agent) if latest else None
+        return Scope(f"conn:{conn.connection_id}#{st.epoch}", latest.agent if latest else None, st.legacy_count, roots,
+                     silent is None, silent or "", (latest.cwd if latest else None) or conn.cwd, False)
 
     def _why_unknown(self, conn: Connection) -> str:
         if conn.host_pid is None and not any(conn.env.get(k) for k in _ID_ENV):

@@ -48,9 +48,44 @@ function answer(text) {
   }
 }
 
+// Events that say the session's context lost something (wired as compactions). OpenCode does
+// not wait for a bus event's plugins, so each such hook is kept as pending for its session, and
+// every tool call of that session waits for it first: a ctx_read never runs before leanctx has
+// the loss on record.
+const LOSSES = new Set(["experimental.session.compacting", "session.compacted", "message.removed",
+  "message.part.removed", "message.part.updated"]);
+const MAX_PRUNED = 10000;
+
 export const LeanctxPlugin = async (ctx) => {
   const directory = (ctx && typeof ctx.directory === "string" && ctx.directory) || process.cwd();
   const context = new Map(); // sessionID -> what the bot profile hands the model (system prompt)
+  const pending = new Map(); // sessionID -> the loss hooks still running
+  const pruned = new Set(); // tool parts already reported as cleared
+
+  function lost(sessionID, promise) {
+    if (typeof sessionID !== "string") return promise;
+    const all = Promise.all([pending.get(sessionID), promise]).then(() => {}, () => {});
+    pending.set(sessionID, all);
+    all.then(() => { if (pending.get(sessionID) === all) pending.delete(sessionID); });
+    return promise;
+  }
+
+  async function settled(sessionID) {
+    try {
+      const all = typeof sessionID === "string" ? pending.get(sessionID) : undefined;
+      if (all) await all;
+    } catch (e) {}
+  }
+
+  // a part update matters only when OpenCode cleared a tool's output (compaction.prune)
+  function clearedTool(event) {
+    const part = (event.properties || {}).part;
+    const time = part && part.type === "tool" && part.state && part.state.time;
+    if (!time || !time.compacted || typeof part.id !== "string" || pruned.has(part.id)) return false;
+    if (pruned.size >= MAX_PRUNED) pruned.clear();
+    pruned.add(part.id);
+    return true;
+  }
 
   async function fire(name, body) {
     try {
@@ -73,8 +108,17 @@ export const LeanctxPlugin = async (ctx) => {
       try {
         const event = input && input.event;
         if (!event || typeof HOOKS[event.type] !== "string") return;
+        if (event.type === "message.part.updated" && !clearedTool(event)) return;
         const props = event.properties || {};
-        keep(props.sessionID || (props.info && props.info.id), await fire(event.type, { event }));
+        const sessionID = props.sessionID || (props.info && props.info.id) || (props.part && props.part.sessionID);
+        const answer = fire(event.type, { event });
+        keep(sessionID, await (LOSSES.has(event.type) ? lost(sessionID, answer) : answer));
+      } catch (e) {}
+    },
+    "experimental.session.compacting": async (input) => {
+      try {
+        if (typeof HOOKS["experimental.session.compacting"] !== "string") return;
+        await lost(input && input.sessionID, fire("experimental.session.compacting", { input: { sessionID: input && input.sessionID } }));
       } catch (e) {}
     },
     "chat.message": async (input, output) => {
@@ -92,6 +136,7 @@ export const LeanctxPlugin = async (ctx) => {
       } catch (e) {}
     },
     "tool.execute.before": async (input, output) => {
+      await settled(input && input.sessionID);
       if (typeof HOOKS["tool.execute.before"] !== "string") return;
       const value = await fire("tool.execute.before", { input, output: { args: output && output.args } });
       if (value.decision === "deny" && typeof value.reason === "string") throw new Error(value.reason);

@@ -159,7 +159,7 @@ def test_init_twice_is_once_and_uninstall_is_byte_identical(home: Path, data_dir
     config.write_text('{\n  // mine\n  "mcp": {"other": {"type": "local", "command": ["x"]}},\n  "model": "a/b",\n}\n')
     before = config.read_bytes()
     first = run_cli("init", "--agent", "opencode")
-    assert first.returncode == 0 and "wired 4 events" in first.stdout and "plugins/leanctx.js" in first.stdout, first
+    assert first.returncode == 0 and "wired 8 events" in first.stdout and "plugins/leanctx.js" in first.stdout, first
     plugin = config_dir / "plugins" / "leanctx.js"
     snapshot = {p: p.read_bytes() for p in (config, plugin)}
     assert "// mine" in config.read_text() and '"other"' in config.read_text()
@@ -216,3 +216,85 @@ def test_an_opencode_jsonc_is_where_the_server_goes_when_it_is_the_users_file(ho
     assert '"leanctx"' in jsonc.read_text() and not (folder / "opencode.json").exists()
     assert run_cli("uninstall", "--agent", "opencode").returncode == 0
     assert jsonc.read_text() == "{\n  // only this one\n}\n"
+
+
+# -- context losses: every tool call waits until leanctx has them on record ---------------------
+LOSS_DRIVER = r"""
+import fs from "node:fs";
+import path from "node:path";
+const [plugin, calls, records] = [process.argv[2], JSON.parse(process.argv[3]), process.argv[5]];
+const mod = await import(plugin);
+const hooks = await mod.LeanctxPlugin({ directory: process.argv[4] });
+function compactions() {  // what the record says right now
+  try {
+    const f = fs.readdirSync(records).filter((n) => n.endsWith(".json"))[0];
+    return f ? JSON.parse(fs.readFileSync(path.join(records, f), "utf8")).compactions : null;
+  } catch (e) { return null; }
+}
+const out = [];
+for (const [name, args] of calls) {
+  if (name === "later:event") { hooks.event(...args); continue; }  // as OpenCode publishes a bus event: not awaited
+  await hooks[name](...args);
+  out.push({ name, compactions: compactions() });
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def loss_drive(home: Path, data_dir: Path, tmp_path: Path, calls: list) -> list:
+    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+    driver = tmp_path / "loss-driver.mjs"
+    driver.write_text(LOSS_DRIVER)
+    records = data_dir / "conversations" / "opencode"
+    proc = subprocess.run([NODE, str(driver), str(plugin), json.dumps(calls), str(tmp_path), str(records)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def bus(kind: str, **props: object) -> list:
+    return ["later:event", [{"event": {"type": kind, "properties": {"sessionID": SESSION, **props}}}]]
+
+
+def tool(call_id: str) -> list:
+    return ["tool.execute.before", [{"tool": "leanctx_ctx_read", "sessionID": SESSION, "callID": call_id}, {"args": {"path": "a"}}]]
+
+
+def part(cleared: bool, part_id: str = "prt_1") -> dict:
+    time = {"start": 1, "end": 2, **({"compacted": 3} if cleared else {})}
+    return {"id": part_id, "sessionID": SESSION, "type": "tool", "tool": "leanctx_ctx_read", "state": {"status": "completed", "time": time}}
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_a_context_loss_is_on_record_before_the_next_tool_call_runs(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    """OpenCode 1.18.33 publishes bus events to plugins without waiting for them: an undo's
+    removed messages, a finished compaction, the tool outputs `compaction.prune` clears. The
+    next ctx_read must not run before leanctx has counted the loss."""
+    assert run_cli("init", "--agent", "opencode").returncode == 0
+    chat = recorded("chat.message.json")
+    start = [["event", [{"event": recorded("event.session.created.json")}]], ["chat.message", [chat["input"], chat["output"]]]]
+    out = loss_drive(home, data_dir, tmp_path, start + [
+        bus("message.removed", messageID="msg_1"), tool("c1"),  # an undo, then the next prompt's first tool call
+        bus("message.part.removed", messageID="msg_2", partID="prt_9"), tool("c2"),
+        bus("session.compacted"), tool("c3"),
+        bus("message.part.updated", part=part(False)), tool("c4"),  # an ordinary part update: no loss
+        bus("message.part.updated", part=part(True)), tool("c5"),  # a tool output cleared by prune
+        bus("message.part.updated", part=part(True)), tool("c6"),  # the same part again: counted once
+        ["experimental.session.compacting", [{"sessionID": SESSION}, {"context": [], "prompt": None}]],
+    ])
+    assert [r["compactions"] for r in out] == [0, 0, 1, 2, 3, 3, 4, 4, 5], out
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_loss_events_publish_through_the_hook_command(home: Path, data_dir: Path) -> None:
+    for event in ("experimental.session.compacting", "message.removed", "message.part.removed", "message.part.updated"):
+        spec = AGENT.event(event)
+        assert spec is not None and spec.kind == "pre_compact", event
+        payload = AGENT.synthetic_payload(event, "/home/user/work/proj")
+        assert AGENT.normalize(event, payload).conversation_id, event
+    proc = run_cli("doctor", "--agent", "opencode", "--json")
+    assert run_cli("init", "--agent", "opencode").returncode == 0
+    proc = run_cli("doctor", "--agent", "opencode", "--json")
+    smokes = {c["name"]: c["status"] for a in json.loads(proc.stdout)["agents"] for c in a["checks"] if c["name"].startswith("smoke")}
+    assert {f"smoke {e}" for e in ("experimental.session.compacting", "message.removed", "message.part.updated")} <= set(smokes), smokes
+    assert set(smokes.values()) == {"ok"}, smokes

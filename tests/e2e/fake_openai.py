@@ -247,12 +247,15 @@ class FakeOpenAI(ScriptedFakeServer):
         classify: Callable[[dict], Any] = default_classify,
         model: str = "gpt-5",
         usage: Optional[dict] = None,
+        chat_usage: Optional[Callable[[str, dict], Optional[dict]]] = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         super().__init__(script, default_text=default_text, side_text=side_text, compact_text=compact_text,
                          classify=classify, model=model, host=host, port=port)
         self.usage = usage
+        # Chat Completions: (request kind, body) -> the usage to report, None for the default
+        self.chat_usage = chat_usage
 
     def _make_handler(self) -> type:
         return _make_handler(self)
@@ -346,7 +349,8 @@ def _make_handler(srv: FakeOpenAI):
             text, calls = _chat_message(items)
             model = body.get("model") or srv.model
             cid, finish = _nid("chatcmpl"), "tool_calls" if calls else "stop"
-            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            usage = (srv.chat_usage(kind, body) if srv.chat_usage else None) or \
+                {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
             if not body.get("stream"):
                 msg: dict = {"role": "assistant", "content": text or None}
                 if calls:

@@ -182,3 +182,43 @@ def test_opencode_project_install_runs_from_the_project_and_uninstall_restores(o
     assert project_config.read_bytes() == before
     # .opencode/ also holds what OpenCode itself put there (.gitignore, package.json): only our plugin goes
     assert not (hh.proj / ".opencode" / "plugins").exists() and not (hh.proj / "AGENTS.md").exists()
+
+
+def test_opencode_after_an_auto_compaction_the_next_read_is_content(opencode_cli, host_home, lean, run_host):
+    """The fake reports a prompt near the model's context limit on the answer after the first
+    read: OpenCode 1.18.33 drops that answer's tool call, compacts on its own (awaiting
+    `experimental.session.compacting`, which our plugin forwards), continues, and the model's
+    next read of the file is content, not the stub; the read after it is the stub."""
+    hh = host_home
+    content = "".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(200))
+    (hh.proj / "big.py").write_text(content)
+    first, dropped, after, again = (function_call(READ, {"path": "big.py"}) for _ in range(4))
+    mains = []
+
+    def usage(kind: str, body: dict):
+        if kind != "main":
+            return None
+        mains.append(1)
+        if len(mains) == 2:  # the answer after the first read: the window is full
+            return {"prompt_tokens": 19000, "completion_tokens": 5, "total_tokens": 19005}
+        return None
+
+    config_dir = hh.home / ".config" / "opencode"
+    config_dir.mkdir(parents=True)
+    with FakeOpenAI(script=[first, dropped, after, again, "done"], model="fake-model", chat_usage=usage) as srv:
+        config = USER_CONFIG.replace("@URL@", srv.base_url).replace(
+            '"tool_call": true}', '"tool_call": true, "limit": {"context": 20000, "output": 2000}}')
+        (config_dir / "opencode.json").write_text(config)
+        lean.run("init", "--agent", "opencode")
+        run_opencode(opencode_cli, hh, lean, run_host, "read big.py")
+        out = chat_results(srv)
+        summaries = [r for r in srv.log if isinstance(r.body, dict) and "context summarization agent" in json.dumps(r.body)]
+    assert len(summaries) == 1, "OpenCode did not compact"
+    rec = lean.only_record("opencode")
+    # counted twice: experimental.session.compacting (awaited before the summary) and the
+    # session.compacted bus event after it
+    assert rec["compactions"] == 2, rec
+    assert "def function_199" in out[first["call_id"]]
+    assert dropped["call_id"] not in out  # the compaction came first
+    assert "def function_199" in out[after["call_id"]], out[after["call_id"]][:300]
+    assert out[again["call_id"]].startswith("[unchanged]"), out[again["call_id"]][:300]
