@@ -91,6 +91,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from leanctx.cache.hosthistory import history_replacements
+from leanctx.cache.rollout import subagent_rollout
 from leanctx.cache.paths import real_roots
 from leanctx.hooks.publish import MAX_SUBAGENTS, missed_count, pending_missed
 from leanctx.cache.switches import switched_off
@@ -191,6 +192,8 @@ class Scope:
     verify: bool = False
     transcript: str | None = None
     call_id: str | None = None
+    # whose format `transcript` is in: "claude" (transcript.py) or "codex" (its rollout: rollout.py)
+    log: str = "claude"
 
 
 # -- hook records -------------------------------------------------------------------------
@@ -291,16 +294,21 @@ def _in_turn(agent: str, value: dict, subagents: dict) -> bool:
     return True  # a prompt, subagent, compaction, tool or reply event, or one we do not know
 
 
-TRANSCRIPT_AGENTS = ("claude",)  # hosts whose transcript tree transcript.py reads
+TRANSCRIPT_AGENTS = ("claude", "codex")  # hosts whose own log of the context is asked (transcript.py, rollout.py)
 
 
 def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None) -> Scope:
-    """Ask the transcript before crediting anything to a Claude Code conversation. A subagent's
-    context is its own transcript, `<session transcript without .jsonl>/subagents/agent-<id>.jsonl`
-    (Claude Code 2.1.x; one kept in another sub-folder is not found, so nothing is credited)."""
+    """Ask the host's own log before crediting anything to a Claude Code or Codex conversation.
+    Claude Code: a subagent's context is its own transcript, `<session transcript without
+    .jsonl>/subagents/agent-<id>.jsonl` (2.1.x; one kept in another sub-folder is not found, so
+    nothing is credited). Codex: the rollout (rollout.py); a subagent's is its own rollout beside
+    the parent's."""
     if rec.agent not in TRANSCRIPT_AGENTS:
         return scope
     path = rec.transcript
+    if rec.agent == "codex":
+        path = subagent_rollout(path, agent_id) if agent_id else path
+        return replace(scope, verify=True, transcript=path, call_id=call_id, log="codex")
     if path and agent_id:
         path = (os.path.join(path[:-6], "subagents", f"agent-{agent_id}.jsonl")
                 if path.endswith(".jsonl") and "/" not in agent_id and agent_id not in (".", "..") else None)
