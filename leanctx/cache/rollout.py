@@ -21,7 +21,7 @@ False, so the caller sends content: a rollout that is missing, not a regular fil
 symlink, over MAX_BYTES, replaced or shrunk (indexed again), a call never seen.
 
 Indexed incrementally (whole lines only), per rollout: the offset parsed so far, its (device,
-inode) and first bytes; MAX_ROLLOUTS kept, least recently used dropped.
+inode), first bytes and the bytes before that offset; MAX_ROLLOUTS kept, least recently used dropped.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ POLL_S = 0.01
 # what Codex 0.171.0 puts where it cut a tool output (strings in its binary)
 TRUNCATED = ("chars truncated…", "tokens truncated…", "truncated output (original token count",
              "<truncated omitted_approx_tokens=")
-_LOSS = (b'"type":"compacted"', b'"thread_rolled_back"')
-_CALLS = (b'"function_call"', b'"function_call_output"', b'"custom_tool_call"', b'"custom_tool_call_output"')
+# words a line must contain to be parsed at all (however its JSON is spaced)
+_LOSS = (b"compacted", b"thread_rolled_back")
+_CALLS = (b"function_call", b"custom_tool_call")
 
 
 def _truncated(output: object) -> bool:
@@ -61,11 +62,12 @@ def _truncated(output: object) -> bool:
 
 
 class _Index:
-    __slots__ = ("broken", "called", "dev_ino", "head", "losses", "offset", "output")
+    __slots__ = ("broken", "called", "dev_ino", "head", "losses", "offset", "output", "tail")
 
     def __init__(self) -> None:
         self.dev_ino: tuple = ()
         self.head = b""
+        self.tail = b""  # the last bytes before `offset`
         self.offset = 0
         self.losses = 0  # compacted + thread_rolled_back lines so far
         self.called: dict[str, int] = {}  # call_id -> losses when its call was written
@@ -119,8 +121,11 @@ class RolloutIndex:
                 return None
             ix = self._idx.get(path)
             head = os.pread(fd, HEAD, 0)
+            # rewritten in place (same file, not shrunk)? Its first bytes or those before the
+            # offset parsed so far differ: indexed again from the start
             if ix is None or ix.dev_ino != (st.st_dev, st.st_ino) or st.st_size < ix.offset \
-                    or head[: len(ix.head)] != ix.head:
+                    or head[: len(ix.head)] != ix.head \
+                    or os.pread(fd, len(ix.tail), ix.offset - len(ix.tail)) != ix.tail:
                 ix = _Index()
                 ix.dev_ino = (st.st_dev, st.st_ino)
             ix.head = head if len(head) >= len(ix.head) else ix.head
@@ -142,6 +147,7 @@ class RolloutIndex:
                     if line.strip():
                         ix.add(line)
                 ix.offset += cut + 1
+                ix.tail = data[max(0, cut + 1 - HEAD):cut + 1]
                 pending = data[cut + 1:]
             return None if ix.broken else ix
         except OSError:
