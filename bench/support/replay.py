@@ -48,6 +48,8 @@ object per line in a `.jsonl` file):
                                                                    compression, masking): one line in its chat
                                                                    recording, no hook; the context keeps none
                                                                    of the earlier tool output
+    {"op": "codex_compact_lost", "conv": "s1"}                     Codex compacts s1 (a `compacted` line in its
+                                                                   rollout) and its hooks are lost (or not wired)
     {"op": "miss", "host": "h1", "conv": "s1"}                     the daemon cannot read the conversation's
                                                                    record (it reads torn) until h1's next
                                                                    hook event (a transient miss; the hook
@@ -57,6 +59,9 @@ Claude Code conversations get a transcript (a tree of uuid/parentUuid entries, a
 writes) that their hook payloads point to: each read of the conversation's own context appends
 the call's tool_use entry before the read and its tool_result after it; compactions append a
 compact_boundary. Reads by subagents are not written there (Claude Code keeps them apart).
+Codex conversations get a rollout, as the real CLI writes it (leanctx/cache/rollout.py): each
+read with a call id appends its function_call line before the read and its function_call_output
+after it (a subagent's to its own rollout beside its parent's), a compaction a `compacted` line.
 Recorded Gemini CLI sessions get the chat recording their payloads point to, with the lines the
 CLI writes at a start or resume (a replacement of the history: leanctx/cache/hosthistory.py).
 
@@ -324,6 +329,8 @@ class Engine:
                     payload["transcript_path"] = self._transcript(payload["session_id"])[0]
                 if host.agent == "gemini" and payload.get("transcript_path"):
                     payload["transcript_path"] = self._gemini_chat(payload["transcript_path"], ev["event"], payload.get("source"))
+                if host.agent == "codex":  # codex rollout (see _codex_rollout)
+                    self._codex_recorded(ev["event"], payload)
                 publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
@@ -342,6 +349,10 @@ class Engine:
                 extra["transcript_path"] = self._transcript(conv)[0]
                 if meaning == "compact":
                     self._boundary(conv)
+            if host.agent == "codex":  # codex rollout (see _codex_rollout)
+                extra["transcript_path"] = self._codex_rollout(conv)
+                if meaning == "compact":
+                    self._codex_line(conv, "compacted", {"message": "summary", "replacement_history": []})
             if host.agent in EVENTS:
                 hook(self.data, host.fake, meaning, conv, self.root, self.t, **extra)
             self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
@@ -379,6 +390,10 @@ class Engine:
                 p.truth.clear(ctx)
         elif op == "compact_lost":
             self._boundary(ev["conv"])
+            for p in self.policies:
+                p.truth.clear(ev["conv"])
+        elif op == "codex_compact_lost":  # codex rollout (see _codex_rollout)
+            self._codex_line(ev["conv"], "compacted", {"message": "summary", "replacement_history": []})
             for p in self.policies:
                 p.truth.clear(ev["conv"])
         elif op == "miss":
@@ -431,6 +446,38 @@ class Engine:
             t = self.transcripts[conv] = [path, None, 0, None]
             t[3] = self._entry(conv, {"type": "user", "message": {"role": "user", "content": "start"}})
         return t
+
+    # --- codex rollout: begin ------------------------------------------------------------------
+    def _codex_rollout(self, conv: str) -> str:
+        """Codex's rollout of a conversation (`conv`) or of its subagent (`conv/sub`): one folder
+        per conversation, the subagent's file beside its parent's and named by the subagent's id,
+        as Codex 0.171.0 keeps them. Both processes of a resumed session append to the same one."""
+        rollouts = self.__dict__.setdefault("codex_rollouts", {})
+        main, _, sub = conv.partition("/")
+        if main not in rollouts:
+            folder = os.path.join(self.base, "codex-sessions", f"{len(rollouts):04d}")
+            os.makedirs(folder, exist_ok=True)
+            rollouts[main] = os.path.join(folder, f"rollout-2026-12-01T00-00-00-{main}.jsonl")
+            self._codex_line(main, "session_meta", {"id": main})
+        path = rollouts[main]
+        return os.path.join(os.path.dirname(path), f"rollout-2026-12-01T00-00-01-{sub}.jsonl") if sub else path
+
+    def _codex_line(self, conv: str, kind: str, payload: dict) -> None:
+        path = self._codex_rollout(conv) if kind != "session_meta" else self.__dict__["codex_rollouts"][conv]
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"timestamp": "t", "type": kind, "payload": payload}, separators=(",", ":")) + "\n")
+
+    def _codex_recorded(self, event: str, payload: dict) -> None:
+        """A recorded Codex payload: its transcript_path (its own rollout, a subagent's for
+        subagent events) pointed at the replay's; a compaction hook writes the compacted line."""
+        sid = payload.get("session_id")
+        if not isinstance(sid, str) or not sid:
+            return
+        sub = payload.get("agent_id") if isinstance(payload.get("agent_id"), str) else None
+        payload["transcript_path"] = self._codex_rollout(f"{sid}/{sub}" if sub else sid)
+        if event == "PreCompact":
+            self._codex_line(sid, "compacted", {"message": "summary", "replacement_history": []})
+    # --- codex rollout: end --------------------------------------------------------------------
 
     def _gemini_chat(self, recorded: str, event: str, source: object) -> str:
         """Gemini CLI's chat recording for a recorded session, replayed here: the CLI writes the
@@ -509,6 +556,10 @@ class Engine:
         if traced:
             self._entry(ctx, {"type": "assistant", "message": {"role": "assistant", "content": [
                 {"type": "tool_use", "id": call_id, "name": "mcp__leanctx__ctx_read", "input": {"path": path}}]}})
+        codex = host.agent == "codex" and call_id is not None  # codex rollout (see _codex_rollout)
+        if codex:
+            self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
+                             {"type": "function_call", "name": "ctx_read", "namespace": "mcp__leanctx", "call_id": call_id})
         results = {}
         for p in self.policies:
             res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")), call_id)
@@ -525,6 +576,9 @@ class Engine:
                 if len(p.wrong_examples) < 5:
                     p.wrong_examples.append(f"event {self.events}: {why}")
             p.truth.apply(ctx, real, res)
+        if codex:
+            self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
+                             {"type": "function_call_output", "call_id": call_id, "output": [{"type": "input_text", "text": "…"}]})
         if traced:
             n = self.read_no[ctx] = self.read_no.get(ctx, 0) + 1
             self.result_uuid[(ctx, n)] = self._entry(ctx, {"type": "user", "message": {"role": "user", "content": [
