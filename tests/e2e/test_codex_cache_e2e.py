@@ -66,15 +66,19 @@ class Scripted:
         return item(body) if callable(item) else item
 
 
-def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=False, top_level="", on_server=None):
+def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=False, top_level="", on_server=None,
+               after_init=None):
     """init (trusting our hooks), then `codex exec`; with `tap`, our test's own tap hook is added
-    (untrusted, so Codex runs with --dangerously-bypass-hook-trust). Returns (run, requests, tap log)."""
+    (untrusted, so Codex runs with --dangerously-bypass-hook-trust); `after_init(hooks.json path)`
+    may change what init wrote. Returns (run, requests, tap log)."""
     scripted = Scripted(script)
     with FakeOpenAI(script=[scripted] * (len(script) + 24)) as srv:
         if on_server:
             on_server(srv)
         hostcli.write_codex_config(hh.home, srv.base_url, top_level=top_level)
         lean.run("init", "--agent", "codex", "--trust")
+        if after_init:
+            after_init(hh.codex_home / "hooks.json")
         log = tracetap.install_tap(hh.codex_home / "hooks.json", hh.root) if tap else None
         bypass = ["--dangerously-bypass-hook-trust"] if tap else []
         cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", *bypass, prompt], cwd=hh.proj,
@@ -211,6 +215,70 @@ def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_w
     lean.assert_no_hook_errors()
     trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="codex")
     tracetap.check_replay(trace, hh, kinds, "codex-compaction", host="Codex", source=__file__)
+
+
+def tracetap_events(log) -> set:  # noqa: ANN001
+    return {json.loads(line).get("event") for line in log.read_text().splitlines() if line.strip()}
+
+
+def rollout_lines(hh, kind: str) -> list:
+    """The lines of `kind` in the session's rollout(s) Codex wrote."""
+    out = []
+    for f in sorted((hh.codex_home / "sessions").rglob("rollout-*.jsonl")):
+        out += [v for v in map(json.loads, f.read_text().splitlines()) if v.get("type") == kind]
+    return out
+
+
+def test_codex_compaction_with_no_hook_is_read_from_the_rollout(codex_cli, codex_wired, lean, run_host):
+    """Codex compacts on its own, and no compaction hook reaches leanctx (here: PreCompact and
+    SessionStart removed from hooks.json after init, as if untrusted, lost or timed out). The
+    rollout's `compacted` line alone makes the next read of a file it held full again."""
+    hh = codex_wired
+    reads = [read_call("big.py") for _ in range(4)]
+    server: dict = {}
+
+    def reporting(usage: dict | None, item):  # noqa: ANN001, ANN202
+        def build(body: dict):  # noqa: ANN202
+            server["srv"].usage = usage
+            return item
+        return build
+
+    def without_compaction_hooks(path) -> None:  # noqa: ANN001
+        config = json.loads(path.read_text())
+        for event in ("PreCompact", "PostCompact", "SessionStart"):
+            config["hooks"].pop(event, None)
+        path.write_text(json.dumps(config, indent=2) + "\n")
+
+    over = {"input_tokens": 50000, "total_tokens": 50005}
+    script = [reporting(None, reads[0]), reporting(None, reads[1]), reporting(over, reads[2]),
+              reporting(None, reads[3]), reporting(None, "done")]
+    cp, bodies, tap = exec_codex(codex_cli, hh, lean, run_host, script, tap=True,
+                                 top_level="model_auto_compact_token_limit = 20000",
+                                 on_server=lambda srv: server.update(srv=srv), after_init=without_compaction_hooks)
+    out = outputs_by_call(bodies)
+    assert "def function_199" in out[reads[0]["call_id"]] and out[reads[1]["call_id"]].startswith("[unchanged]")
+    assert len(rollout_lines(hh, "compacted")) == 1, "Codex did not compact"
+    # Codex ran PreCompact (for the test's tap only); leanctx heard of no compaction
+    assert "PreCompact" in tracetap_events(tap) and lean.only_record("codex")["compactions"] == 0
+    assert "def function_199" in out[reads[3]["call_id"]], "a stub was served after Codex compacted the context"
+    lean.assert_no_hook_errors()
+
+
+def test_codex_cuts_a_large_output_so_it_is_not_held(codex_cli, codex_wired, lean, run_host):
+    """Codex 0.171.0 keeps a tool output over its budget only in part (`…N chars truncated…` in
+    the middle) in the model's history and the rollout; the model never saw the rest, so the
+    next read of that file is content again, not a stub. A small file still gets its stub."""
+    hh = codex_wired
+    (hh.proj / "huge.py").write_text("".join(f"def function_{i}(x):\n    return x * {i}  # padding\n\n"
+                                             for i in range(6000)))
+    script = [read_call("huge.py"), read_call("huge.py"), read_call("big.py"), read_call("big.py"), "done"]
+    _, bodies, _ = exec_codex(codex_cli, hh, lean, run_host, script)
+    out = outputs_by_call(bodies)
+    first, second, small, small_again = (out[c["call_id"]] for c in script[:4])
+    assert "chars truncated…" in first or "tokens truncated…" in first, first[:300]  # what the model got
+    assert "def function_5999" in second and not second.startswith("[unchanged]"), second[:200]
+    assert "def function_199" in small and small_again.startswith("[unchanged]"), small_again[:200]
+    lean.assert_no_hook_errors()
 
 
 def test_codex_auto_approves_only_the_reading_tools(codex_cli, codex_wired, lean, run_host):
