@@ -62,6 +62,7 @@ compact_boundary. Reads by subagents are not written there (Claude Code keeps th
 Codex conversations get a rollout, as the real CLI writes it (leanctx/cache/rollout.py): each
 read with a call id appends its function_call line before the read and its function_call_output
 after it (a subagent's to its own rollout beside its parent's), a compaction a `compacted` line.
+Recorded Qwen Code sessions get a chat recording (no compression or rewind in it).
 Recorded Gemini CLI sessions get the chat recording their payloads point to, with the lines the
 CLI writes at a start or resume (a replacement of the history: leanctx/cache/hosthistory.py).
 
@@ -331,6 +332,8 @@ class Engine:
                     payload["transcript_path"] = self._gemini_chat(payload["transcript_path"], ev["event"], payload.get("source"))
                 if host.agent == "codex":  # codex rollout (see _codex_rollout)
                     self._codex_recorded(ev["event"], payload)
+                if host.agent == "qwen" and payload.get("transcript_path"):  # qwen chat recording (see _qwen_chat)
+                    payload["transcript_path"] = self._qwen_chat(payload["transcript_path"])
                 publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
@@ -447,7 +450,7 @@ class Engine:
             t[3] = self._entry(conv, {"type": "user", "message": {"role": "user", "content": "start"}})
         return t
 
-    # --- codex rollout: begin ------------------------------------------------------------------
+    # --- codex rollout, qwen chat recording: begin -----------------------------------------------
     def _codex_rollout(self, conv: str) -> str:
         """Codex's rollout of a conversation (`conv`) or of its subagent (`conv/sub`): one folder
         per conversation, the subagent's file beside its parent's and named by the subagent's id,
@@ -477,7 +480,18 @@ class Engine:
         payload["transcript_path"] = self._codex_rollout(f"{sid}/{sub}" if sub else sid)
         if event == "PreCompact":
             self._codex_line(sid, "compacted", {"message": "summary", "replacement_history": []})
-    # --- codex rollout: end --------------------------------------------------------------------
+
+    def _qwen_chat(self, recorded: str) -> str:
+        """Qwen Code's chat recording for a recorded session, replayed here: records shaped like
+        Claude Code's; a compression or a rewind is a `system` record (hosthistory.py), which
+        the recorded sessions never wrote, so one user record is all it holds."""
+        path = os.path.join(self.base, "qwen-chats", os.path.basename(recorded))
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write('{"uuid":"u1","parentUuid":null,"type":"user","message":{"role":"user"}}\n')
+        return path
+    # --- codex rollout, qwen chat recording: end -------------------------------------------------
 
     def _gemini_chat(self, recorded: str, event: str, source: object) -> str:
         """Gemini CLI's chat recording for a recorded session, replayed here: the CLI writes the

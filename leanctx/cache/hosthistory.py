@@ -1,4 +1,4 @@
-"""What Gemini CLI's chat recording says about its history: how many times it was replaced.
+"""What Gemini CLI's and Qwen Code's chat recordings say about the history: how many times it was replaced.
 
 Gemini CLI 0.61.0 records each session in `~/.gemini/tmp/<project>/chats/session-…-<id8>.jsonl`
 (the hooks' `transcript_path`), append-only: one line per message, `{"$set": {...}}` lines for
@@ -10,10 +10,19 @@ writes the whole new history as one `{"$set":{"messages":[…]}}` line
 (`ChatRecordingService.updateMessagesFromHistory`); a rewind writes `{"$rewindTo": id}`. No hook
 says any of this (PreCompress(auto) fires before every request whether or not it compresses).
 
+Qwen Code 0.15.10 (a Gemini CLI fork) records each session in
+`~/.qwen/projects/<project>/chats/<session id>.jsonl` (the hooks' `transcript_path`), append-only,
+one record a line shaped like Claude Code's (`uuid`, `parentUuid`, `type`, `subtype`). A
+compression (automatic, past 70% of the context window by default, or `/compress`) writes the
+compressed history as `{"type":"system","subtype":"chat_compression",…}`
+(`ChatRecordingService.recordChatCompression`); a rewind writes `{"type":"system",
+"subtype":"rewind",…}` and re-roots the chain after it (`rewindRecording`), with no hook. A
+session's start writes neither.
+
 So the number of such lines is a counter of "the context may have lost tool output": the cache
 adds it to the conversation's compaction counter, and everything read before the last one is
-sent again once. Starts and resumes count too (they lose nothing, so that costs one re-send;
-it never credits). A file that cannot be read as ours gives None: no stubs.
+sent again once. Gemini's starts and resumes count too (they lose nothing, so that costs one
+re-send; it never credits). A file that cannot be read as ours gives None: no stubs.
 """
 from __future__ import annotations
 
@@ -24,9 +33,22 @@ import threading
 from leanctx.hooks.transcript import open_regular
 
 _MARKS = (b'{"$set":', b'{"$rewindTo":')
+_QWEN_MARKS = (b"chat_compression", b"rewind")  # words a Qwen record must contain to be parsed
+_QWEN_SUBTYPES = ("chat_compression", "rewind")
+HOSTS = ("gemini", "qwen")  # whose chat recording this module reads
 _lock = threading.Lock()
-# path -> (dev, ino, bytes scanned, count so far, highest count ever returned)
-_seen: dict[str, tuple[int, int, int, int, int]] = {}
+# (agent, path) -> (dev, ino, bytes scanned, count so far, highest count ever returned)
+_seen: dict[tuple[str, str], tuple[int, int, int, int, int]] = {}
+
+
+def _qwen_replaces(line: bytes) -> bool:
+    if not any(m in line for m in _QWEN_MARKS):
+        return False
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return True  # a line we cannot read may be one: count it (only ever withholds)
+    return isinstance(value, dict) and value.get("type") == "system" and value.get("subtype") in _QWEN_SUBTYPES
 
 
 def _replaces(line: bytes) -> bool:
@@ -42,10 +64,13 @@ def _replaces(line: bytes) -> bool:
     return not isinstance(sets, dict) or "messages" in sets
 
 
-def history_replacements(path: str | None) -> int | None:
-    """How many times the host replaced the chat history so far, or None when the recording
-    cannot be trusted (missing, not a regular file of ours, a symlink, shrunk or replaced with a
-    lower count): the caller withholds stubs then."""
+def history_replacements(path: str | None, agent: str = "gemini") -> int | None:
+    """How many times the host (`agent`: "gemini" or "qwen") replaced the chat history so far, or
+    None when the recording cannot be trusted (missing, not a regular file of ours, a symlink,
+    shrunk or replaced with a lower count): the caller withholds stubs then."""
+    if agent not in HOSTS:
+        return None
+    replaces = _qwen_replaces if agent == "qwen" else _replaces
     if not path or not os.path.isabs(path):
         return None
     opened = open_regular(path)  # a FIFO must not hold the daemon; a symlink or another user's file: no
@@ -54,7 +79,7 @@ def history_replacements(path: str | None) -> int | None:
     fd, st = opened
     try:
         with _lock:
-            prev = _seen.get(path)
+            prev = _seen.get((agent, path))
         start, count, high = 0, 0, 0
         if prev is not None:
             high = prev[4]
@@ -71,13 +96,13 @@ def history_replacements(path: str | None) -> int | None:
             *lines, buf = buf.split(b"\n")
             for line in lines:
                 end += len(line) + 1
-                if _replaces(line):
+                if replaces(line):
                     count += 1
         # an unfinished last line is scanned again next time
         if count < high:
             return None  # rewritten with fewer replacements: earlier counters could come back
         with _lock:
-            _seen[path] = (st.st_dev, st.st_ino, end, count, max(high, count))
+            _seen[(agent, path)] = (st.st_dev, st.st_ino, end, count, max(high, count))
         return count
     except OSError:
         return None

@@ -90,6 +90,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from leanctx.cache.hosthistory import HOSTS as HISTORY_HOSTS
 from leanctx.cache.hosthistory import history_replacements
 from leanctx.cache.rollout import subagent_rollout
 from leanctx.cache.paths import real_roots
@@ -833,12 +834,13 @@ class Resolver:
 
     @staticmethod
     def _host_history(scope: Scope, rec: Rec | None) -> Scope:
-        """Gemini CLI compresses, masks old tool outputs and rolls back without a hook; its chat
-        recording logs each replacement of the history (hosthistory.py). Each one counts as a
-        compaction; a recording we cannot read withholds."""
-        if rec is None or rec.agent != "gemini":
+        """Gemini CLI compresses, masks old tool outputs and rolls back without a hook, and Qwen
+        Code rewinds without one (its compression hook can be lost); their chat recordings log
+        each replacement of the history (hosthistory.py). Each one counts as a compaction; a
+        recording we cannot read withholds."""
+        if rec is None or rec.agent not in HISTORY_HOSTS:
             return scope
-        n = history_replacements(rec.transcript)
+        n = history_replacements(rec.transcript, rec.agent)
         if n is None:
             return replace(scope, stub_ok=False, reason="host chat recording unreadable: stubs withheld")
         return replace(scope, compactions=scope.compactions + n)

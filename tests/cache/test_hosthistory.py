@@ -70,3 +70,57 @@ def test_a_compression_without_a_hook_gets_no_wrong_stub_in_the_replay() -> None
     assert oracle.wrong == 0
     assert ours.wrong == 0, ours.wrong_examples
     assert ours.kinds["stub"] == 1  # the re-read before the compression still saves
+
+
+QWEN_START = (b'{"uuid":"u1","parentUuid":null,"sessionId":"s","type":"user","message":{"role":"user","parts":[{"text":"read"}]}}\n'
+              b'{"uuid":"u2","parentUuid":"u1","type":"system","subtype":"ui_telemetry","systemPayload":{}}\n')
+QWEN_RESULT = b'{"uuid":"u3","parentUuid":"u2","type":"tool_result","message":{"parts":[{"text":"a rewind of chat_compression"}]}}\n'
+QWEN_COMPRESSED = b'{"uuid":"u4","parentUuid":"u3","type":"system","subtype":"chat_compression","systemPayload":{"info":{}}}\n'
+QWEN_REWIND = b'{"uuid":"u5","parentUuid":"u1","type":"system","subtype":"rewind","systemPayload":{"truncatedCount":4}}\n'
+
+
+def test_qwen_counts_compressions_and_rewinds_only(tmp_path):
+    """Qwen Code's recording: a start is no replacement; tool output that merely names one is not
+    either; a chat_compression or rewind system record is, and an unreadable line naming one counts."""
+    chat = tmp_path / "s.jsonl"
+    chat.write_bytes(QWEN_START + QWEN_RESULT)
+    assert history_replacements(str(chat), "qwen") == 0
+    with open(chat, "ab") as f:
+        f.write(QWEN_COMPRESSED + QWEN_REWIND[:30])
+    assert history_replacements(str(chat), "qwen") == 1
+    with open(chat, "ab") as f:
+        f.write(QWEN_REWIND[30:] + b'{"type":"system","subtype":"chat_compression",\n')
+    assert history_replacements(str(chat), "qwen") == 3
+    # the same file read as another host's recording counts that host's lines, apart
+    assert history_replacements(str(chat), "gemini") == 0
+    assert history_replacements(str(chat), "codex") is None  # not a host this module reads
+    chat.write_bytes(QWEN_START)  # rewritten with fewer: an earlier counter must not come back
+    assert history_replacements(str(chat), "qwen") is None
+
+
+def test_a_qwen_compression_without_a_hook_gets_no_wrong_stub(world):
+    """A Qwen Code conversation whose PreCompact hook never arrives: the chat recording's
+    chat_compression record alone makes the next read content."""
+    from tests.cache.conftest import code
+
+    world.write("a.py", code(400))
+    h = world.host("qwen")
+    c = world.conn(h)
+    chat = world.tmp / "qwen-chats" / "q1.jsonl"
+    chat.parent.mkdir()
+    chat.write_bytes(QWEN_START)
+    from bench.support.oracle import publish_event
+
+    for event in ("Notification", "UserPromptSubmit"):  # `qwen -p` starts with a Notification
+        publish_event(str(world.data), "qwen", event, {"session_id": "q1", "transcript_path": str(chat),
+                                                       "cwd": str(world.root), "hook_event_name": event,
+                                                       "prompt": "read", "notification_type": "auth_success"},
+                      h.as_host(), world.t)
+    assert world.read(c, "a.py")["kind"] == "full"
+    assert world.read(c, "a.py")["kind"] == "stub"
+    with open(chat, "ab") as f:
+        f.write(QWEN_COMPRESSED)
+    assert world.read(c, "a.py")["kind"] == "full"
+    assert world.read(c, "a.py")["kind"] == "stub"
+    chat.unlink()  # no recording: no stub
+    assert world.read(c, "a.py")["kind"] == "full"
