@@ -5,12 +5,15 @@ id>.jsonl` (the hooks' `transcript_path`), append-only, one `{"timestamp","ordin
 "payload"}` object a line. The model's history is rebuilt from it on resume by replaying
 `response_item` lines, `compacted` lines (their `replacement_history` replaces the whole history:
 an automatic or manual compaction) and `event_msg` lines of payload type `thread_rolled_back` (the
-last `num_turns` user turns are dropped: a rollback, an edited earlier prompt). Each call's output
+last `num_turns` user turns are dropped; read from the binary, not seen written). `thread/revert`
+(an edited earlier prompt) goes on in a new segment, `rollout-<time>-<thread id>_<segment>.jsonl`,
+which the next hooks name; the asking call is then not in the old file, so a record still naming
+it credits nothing, and what the kept part of the old file delivered is sent again. Each call's output
 is the `response_item` of payload type `function_call_output` with its `call_id`, written as the
 model will see it: an output over the tool-output budget is cut in the middle to
 `…N chars truncated…` (or `…N tokens truncated…`), and the model never received the rest.
 Observed on 0.171.0: an automatic compaction writes `compacted`; a 417,780-byte `ctx_read` answer
-reached the model as 11,991 characters.
+reached the model as 11,991 characters; a revert starts a new segment.
 
 `RolloutIndex.holds(path, delivered, asking)` answers for the read cache: the asking call's own
 `function_call` line must be in the rollout (waited for, at most WAIT_S: Codex writes the rollout
