@@ -48,6 +48,8 @@ object per line in a `.jsonl` file):
                                                                    compression, masking): one line in its chat
                                                                    recording, no hook; the context keeps none
                                                                    of the earlier tool output
+    {"op": "codex_compact_lost", "conv": "s1"}                     Codex compacts s1 (a `compacted` line in its
+                                                                   rollout) and its hooks are lost (or not wired)
     {"op": "miss", "host": "h1", "conv": "s1"}                     the daemon cannot read the conversation's
                                                                    record (it reads torn) until h1's next
                                                                    hook event (a transient miss; the hook
@@ -112,6 +114,10 @@ Claude Code conversations get a transcript (a tree of uuid/parentUuid entries, a
 writes) that their hook payloads point to: each read of the conversation's own context appends
 the call's tool_use entry before the read and its tool_result after it; compactions append a
 compact_boundary. Reads by subagents are not written there (Claude Code keeps them apart).
+Codex conversations get a rollout, as the real CLI writes it (leanctx/cache/rollout.py): each
+read with a call id appends its function_call line before the read and its function_call_output
+after it (a subagent's to its own rollout beside its parent's), a compaction a `compacted` line.
+Recorded Qwen Code sessions get a chat recording (no compression or rewind in it).
 Recorded Gemini CLI sessions get the chat recording their payloads point to, with the lines the
 CLI writes at a start or resume (a replacement of the history: leanctx/cache/hosthistory.py).
 Codex conversations get a rollout (the hooks' `transcript_path`): a `compacted` line at each
@@ -393,8 +399,10 @@ class Engine:
                     payload["transcript_path"] = self._transcript(payload["session_id"])[0]
                 if host.agent == "gemini" and payload.get("transcript_path"):
                     payload["transcript_path"] = self._gemini_chat(payload["transcript_path"], ev["event"], payload.get("source"))
-                if host.agent == "codex" and payload.get("session_id"):
-                    payload["transcript_path"] = self._codex_rollout(payload["session_id"], ev["event"])
+                if host.agent == "codex":  # codex rollout (see _codex_rollout)
+                    self._codex_recorded(ev["event"], payload)
+                if host.agent == "qwen" and payload.get("transcript_path"):  # qwen chat recording (see _qwen_chat)
+                    payload["transcript_path"] = self._qwen_chat(payload["transcript_path"])
                 publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
@@ -413,8 +421,10 @@ class Engine:
                 extra["transcript_path"] = self._transcript(conv)[0]
                 if meaning == "compact":
                     self._boundary(conv)
-            if host.agent == "codex":
-                extra["transcript_path"] = self._codex_rollout(conv, meaning)
+            if host.agent == "codex":  # codex rollout (see _codex_rollout)
+                extra["transcript_path"] = self._codex_rollout(conv)
+                if meaning == "compact":
+                    self._codex_compacted(conv)
             if host.agent in EVENTS:
                 cwd = self._hook_place(host, conv, extra)
                 hook(self.data, host.fake, meaning, conv, cwd, self.t, **extra)
@@ -453,6 +463,10 @@ class Engine:
                 p.truth.clear(ctx)
         elif op == "compact_lost":
             self._boundary(ev["conv"])
+            for p in self.policies:
+                p.truth.clear(ev["conv"])
+        elif op == "codex_compact_lost":  # codex rollout (see _codex_rollout)
+            self._codex_line(ev["conv"], "compacted", {"message": "summary", "replacement_history": []})
             for p in self.policies:
                 p.truth.clear(ev["conv"])
         elif op == "miss":
@@ -505,6 +519,49 @@ class Engine:
             t = self.transcripts[conv] = [path, None, 0, None]
             t[3] = self._entry(conv, {"type": "user", "message": {"role": "user", "content": "start"}})
         return t
+
+    # --- codex rollout, qwen chat recording: begin -----------------------------------------------
+    def _codex_rollout(self, conv: str) -> str:
+        """Codex's rollout of a conversation (`conv`) or of its subagent (`conv/sub`): one folder
+        per conversation, the subagent's file beside its parent's and named by the subagent's id,
+        as Codex 0.171.0 keeps them. Both processes of a resumed session append to the same one."""
+        rollouts = self.__dict__.setdefault("codex_rollouts", {})
+        main, _, sub = conv.partition("/")
+        if main not in rollouts:
+            folder = os.path.join(self.base, "codex-sessions", f"{len(rollouts):04d}")
+            os.makedirs(folder, exist_ok=True)
+            rollouts[main] = os.path.join(folder, f"rollout-2026-12-01T00-00-00-{main}.jsonl")
+            self._codex_line(main, "session_meta", {"id": main})
+        path = rollouts[main]
+        return os.path.join(os.path.dirname(path), f"rollout-2026-12-01T00-00-01-{sub}.jsonl") if sub else path
+
+    def _codex_line(self, conv: str, kind: str, payload: dict) -> None:
+        path = self._codex_rollout(conv) if kind != "session_meta" else self.__dict__["codex_rollouts"][conv]
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"timestamp": "t", "type": kind, "payload": payload}, separators=(",", ":")) + "\n")
+
+    def _codex_recorded(self, event: str, payload: dict) -> None:
+        """A recorded Codex payload: its transcript_path (its own rollout, a subagent's for
+        subagent events) pointed at the replay's; a compaction hook writes the compacted line."""
+        sid = payload.get("session_id")
+        if not isinstance(sid, str) or not sid:
+            return
+        sub = payload.get("agent_id") if isinstance(payload.get("agent_id"), str) else None
+        payload["transcript_path"] = self._codex_rollout(f"{sid}/{sub}" if sub else sid)
+        if event == "PreCompact":
+            self._codex_compacted(sid)
+
+    def _qwen_chat(self, recorded: str) -> str:
+        """Qwen Code's chat recording for a recorded session, replayed here: records shaped like
+        Claude Code's; a compression or a rewind is a `system` record (hosthistory.py), which
+        the recorded sessions never wrote, so one user record is all it holds."""
+        path = os.path.join(self.base, "qwen-chats", os.path.basename(recorded))
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write('{"uuid":"u1","parentUuid":null,"type":"user","message":{"role":"user"}}\n')
+        return path
+    # --- codex rollout, qwen chat recording: end -------------------------------------------------
 
     def _gemini_chat(self, recorded: str, event: str, source: object) -> str:
         """Gemini CLI's chat recording for a recorded session, replayed here: the CLI writes the
@@ -587,6 +644,10 @@ class Engine:
         if traced:
             self._entry(ctx, {"type": "assistant", "message": {"role": "assistant", "content": [
                 {"type": "tool_use", "id": call_id, "name": "mcp__leanctx__ctx_read", "input": {"path": path}}]}})
+        codex = host.agent == "codex" and call_id is not None  # codex rollout (see _codex_rollout)
+        if codex:
+            self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
+                             {"type": "function_call", "name": "ctx_read", "namespace": "mcp__leanctx", "call_id": call_id})
         results = {}
         for p in self.policies:
             res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")), call_id)
@@ -603,6 +664,9 @@ class Engine:
                 if len(p.wrong_examples) < 5:
                     p.wrong_examples.append(f"event {self.events}: {why}")
             p.truth.apply(ctx, real, res, host.agent)
+        if codex:
+            self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
+                             {"type": "function_call_output", "call_id": call_id, "output": [{"type": "input_text", "text": "…"}]})
         if traced:
             n = self.read_no[ctx] = self.read_no.get(ctx, 0) + 1
             self.result_uuid[(ctx, n)] = self._entry(ctx, {"type": "user", "message": {"role": "user", "content": [
@@ -794,23 +858,10 @@ class Engine:
             for name in skip:
                 delattr(self, name)
 
-    def _codex_rollout(self, conv: str, event: str | None = None) -> str:
-        """Codex's session log (its rollout, the hooks' `transcript_path`), as the real CLI writes
-        it: a `session_meta` line first, a `compacted` line at each compaction."""
-        rollouts = self.__dict__.setdefault("_rollouts", {})
-        path = rollouts.get(conv)
-        if path is None:
-            path = rollouts[conv] = os.path.join(self.base, "codex-rollouts", f"rollout-{len(rollouts):04d}.jsonl")
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"type": "session_meta", "payload": {"id": conv}}) + "\n")
-        if event in ("compact", "PreCompact"):
-            self._codex_compacted(conv)
-        return path
-
     def _codex_compacted(self, conv: str) -> None:
-        with open(self._codex_rollout(conv), "a", encoding="utf-8") as f:
-            f.write(json.dumps({"type": "compacted", "payload": {"message": "summary"}}) + "\n")
+        """Codex's rollout gets its `compacted` line when the compaction happens (a late hook
+        delivery skips this: the line was written already)."""
+        self._codex_line(conv, "compacted", {"message": "summary", "replacement_history": []})
 
     def _codex_note(self, host: HostProc, conv: str, sub: str | None, call_id: str) -> None:
         """The read gate's note as Codex sends it: with its rollout as `transcript_path`."""

@@ -56,6 +56,7 @@ from leanctx.cache import carry, hostcaps
 from leanctx.cache import dedup as rng
 from leanctx.cache import index as idx
 from leanctx.cache import stubs, tokens
+from leanctx.cache.rollout import RolloutIndex
 from leanctx.cache.transcript import TranscriptIndex
 from leanctx.cache.paths import (
     FileSnap,
@@ -202,6 +203,7 @@ class ReadCache:
         self._lock = threading.RLock()
         self._convs: OrderedDict[str, _Conv] = OrderedDict()
         self.transcripts = TranscriptIndex()
+        self.rollouts = RolloutIndex()  # Codex's log of the context (rollout.py)
         # fingerprint -> the file's UTF-8 bytes, for diffs. Bytes, not str: a str with one emoji
         # takes 4 bytes a character (PEP 393), its UTF-8 about 1 (bench/daemon_memory.py).
         self._contents: OrderedDict[str, bytes] = OrderedDict()
@@ -528,7 +530,8 @@ class ReadCache:
                 conv0 = self._convs.get(scope.key)
                 h0 = conv0.held.get(name) if conv0 is not None else None
                 calls0 = h0.calls if h0 is not None and h0.compactions == scope.compactions else None
-            if calls0 and self.transcripts.holds(scope.transcript, calls0, scope.call_id):
+            log = self.rollouts if scope.log == "codex" else self.transcripts
+            if calls0 and log.holds(scope.transcript, calls0, scope.call_id):
                 verified = calls0
         with self._lock:
             conv = self._convs.get(scope.key) if known else None

@@ -93,7 +93,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from leanctx.cache.hosthistory import HOSTS as HISTORY_HOSTS
 from leanctx.cache.hosthistory import history_replacements
+from leanctx.cache.rollout import subagent_rollout
 from leanctx.cache.paths import real_roots
 from leanctx.hooks.publish import MAX_SUBAGENTS, missed_count, pending_missed
 from leanctx.cache.switches import switched_off
@@ -195,6 +197,8 @@ class Scope:
     verify: bool = False
     transcript: str | None = None
     call_id: str | None = None
+    # whose format `transcript` is in: "claude" (transcript.py) or "codex" (its rollout: rollout.py)
+    log: str = "claude"
 
 
 # -- hook records -------------------------------------------------------------------------
@@ -319,8 +323,7 @@ SEVERAL_CHATS = ("cursor",)
 # timed out), so nobody can say who makes it, a subagent session whose first hooks are late included.
 CALL_ID_FROM_GATE = ("copilot",)
 
-TRANSCRIPT_AGENTS = ("claude",)  # hosts whose transcript tree transcript.py reads
-HISTORY_AGENTS = ("gemini", "codex")  # hosts whose session log counts history replacements (hosthistory.py)
+TRANSCRIPT_AGENTS = ("claude", "codex")  # hosts whose own log of the context is asked (transcript.py, rollout.py)
 
 #: hosts that drop context with no hook leanctx receives and no file it reads: no stub, ever.
 #: Cline CLI 3.0.65 (@cline/core 0.0.86) compacts on its own (auto_compaction,
@@ -332,12 +335,17 @@ SILENT_COMPACTION = {
 
 
 def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None) -> Scope:
-    """Ask the transcript before crediting anything to a Claude Code conversation. A subagent's
-    context is its own transcript, `<session transcript without .jsonl>/subagents/agent-<id>.jsonl`
-    (Claude Code 2.1.x; one kept in another sub-folder is not found, so nothing is credited)."""
+    """Ask the host's own log before crediting anything to a Claude Code or Codex conversation.
+    Claude Code: a subagent's context is its own transcript, `<session transcript without
+    .jsonl>/subagents/agent-<id>.jsonl` (2.1.x; one kept in another sub-folder is not found, so
+    nothing is credited). Codex: the rollout (rollout.py); a subagent's is its own rollout beside
+    the parent's."""
     if rec.agent not in TRANSCRIPT_AGENTS:
         return scope
     path = rec.transcript
+    if rec.agent == "codex":
+        path = subagent_rollout(path, agent_id) if agent_id else path
+        return replace(scope, verify=True, transcript=path, call_id=call_id, log="codex")
     if path and agent_id:
         path = (os.path.join(path[:-6], "subagents", f"agent-{agent_id}.jsonl")
                 if path.endswith(".jsonl") and "/" not in agent_id and agent_id not in (".", "..") else None)
@@ -883,7 +891,7 @@ class Resolver:
             # first note the same holds where no transcript can check the credit later (every host
             # but Claude Code): the connection's rules would credit a subagent's read to its
             # parent. Claude Code's transcript shows that call's result outside the parent's chain.
-            if not hits and not any(r.calls for r in cands) and all(r.agent in TRANSCRIPT_AGENTS for r in cands):
+            if not hits and not any(r.calls for r in cands) and all(r.agent == "claude" for r in cands):
                 return None
             recs = cands or self._host_match(conn, view)
             latest = max(recs, key=lambda r: r.updated_ts) if recs else None
@@ -908,14 +916,14 @@ class Resolver:
 
     @staticmethod
     def _host_history(scope: Scope, rec: Rec | None) -> Scope:
-        """Gemini CLI compresses, masks old tool outputs and rolls back without a hook; its chat
-        recording logs each replacement of the history (hosthistory.py), and Codex's rollout each
-        compaction (whose hooks may be late or lost) and rollback. Each one counts as a
-        compaction; a log we cannot read withholds. A host that compacts with no signal leanctx
-        reads (SILENT_COMPACTION) gets no stub at all."""
+        """Gemini CLI compresses, masks old tool outputs and rolls back without a hook, and Qwen
+        Code rewinds without one (its compression hook can be lost); their chat recordings log
+        each replacement of the history (hosthistory.py). Each one counts as a compaction; a
+        recording we cannot read withholds. A host that compacts with no signal leanctx reads
+        (SILENT_COMPACTION) gets no stub at all."""
         if rec is not None and rec.agent in SILENT_COMPACTION and scope.stub_ok:
             return replace(scope, stub_ok=False, reason=SILENT_COMPACTION[rec.agent])
-        if rec is None or rec.agent not in HISTORY_AGENTS:
+        if rec is None or rec.agent not in HISTORY_HOSTS:
             return scope
         n = history_replacements(rec.transcript, rec.agent)
         if n is None:

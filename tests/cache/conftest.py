@@ -69,13 +69,8 @@ class World:
     def hook(self, host: FakeHost, meaning: str, conv: str, cwd: str | None = None, **extra: object) -> str | None:
         if host.agent == "claude":
             extra.setdefault("transcript_path", str(self.tmp / "transcripts" / f"{conv}.jsonl"))
-        if host.agent == "codex" and "transcript_path" not in extra:
-            # Codex's rollout, which the cache reads for compactions (hosthistory.py): it exists
-            rollout = self.tmp / "rollouts" / f"rollout-{conv}.jsonl"
-            rollout.parent.mkdir(parents=True, exist_ok=True)
-            if not rollout.exists():
-                rollout.write_bytes(b'{"timestamp":"t","ordinal":0,"type":"session_meta","payload":{}}\n')
-            extra["transcript_path"] = str(rollout)
+        elif host.agent == "codex":
+            extra.setdefault("transcript_path", self.rollout_of(conv))
         return hook(str(self.data), host, meaning, conv, cwd or str(self.root), self.t, **extra)
 
     def session(self, host: FakeHost, conv: str, **extra: object) -> None:
@@ -96,13 +91,33 @@ class World:
     def scope(self, conn: Connection):
         return self.resolver.resolve(conn, fresh=True)
 
+    def rollout_of(self, thread: str) -> str:
+        """Where Codex writes a thread's rollout (a subagent's beside its parent's)."""
+        return str(self.tmp / "sessions" / f"rollout-2026-12-01T00-00-00-{thread}.jsonl")
+
+    def rollout_line(self, path: str, kind: str, payload: dict) -> None:
+        """Append one line to a Codex rollout."""
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.lexists(path) and not os.path.isfile(path):
+            return
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"timestamp": "t", "type": kind, "payload": payload}) + "\n")
+
     def read(self, conn: Connection, path: str, start: int | None = None, end: int | None = None, fresh: bool = False) -> dict:
         """One ctx_read call. For Claude Code the host sends the call's id and writes the call and
-        its result to the session transcript, as the real CLI does."""
+        its result to the session transcript, as the real CLI does; Codex writes them to its rollout."""
         scope = self.scope(conn)
         if not (scope.verify and scope.transcript):
             return self.cache.read(scope, path, start, end, fresh)
         self._calls = getattr(self, "_calls", 0) + 1
+        if scope.log == "codex":
+            call = f"call_world{self._calls:06d}"
+            self.rollout_line(scope.transcript, "response_item", {"type": "function_call", "name": "ctx_read",
+                                                                   "namespace": "mcp__leanctx", "call_id": call})
+            res = self.cache.read(dataclasses.replace(scope, call_id=call), path, start, end, fresh)
+            self.rollout_line(scope.transcript, "response_item", {"type": "function_call_output", "call_id": call,
+                                                                   "output": [{"type": "input_text", "text": "..."}]})
+            return res
         call = f"toolu_world{self._calls:06d}"
         self.transcript_entry(scope.transcript, {"type": "assistant", "message": {"content": [
             {"type": "tool_use", "id": call, "name": "mcp__leanctx__ctx_read", "input": {"path": path}}]}})
@@ -147,10 +162,14 @@ class World:
 # host): every ctx_read it makes is written to them as Claude Code writes each call, its tool_use
 # and its tool_result, so the daemon's transcript check finds the deliveries (transcript.py).
 HOST_TRANSCRIPTS: dict[str, str | None] = {}
+HOST_ROLLOUTS: set[str] = set()  # the same for Codex sessions: their rollouts (rollout.py)
 
 
-def host_transcript(path: str) -> None:
-    HOST_TRANSCRIPTS.setdefault(str(path), None)
+def host_transcript(path: str, agent: str = "claude") -> None:
+    if agent == "codex":
+        HOST_ROLLOUTS.add(str(path))
+    else:
+        HOST_TRANSCRIPTS.setdefault(str(path), None)
 
 
 def host_said(call_id: str, only: str | None = None) -> None:
@@ -169,13 +188,21 @@ def host_said(call_id: str, only: str | None = None) -> None:
                 f.write(json.dumps({"parentUuid": tip, "uuid": uid, "type": kind, "message": {"content": [part]}}) + "\n")
                 tip = uid
         HOST_TRANSCRIPTS[path] = tip
+    for path in HOST_ROLLOUTS if only is None else ():
+        if os.path.isdir(os.path.dirname(path)) and not (os.path.lexists(path) and not os.path.isfile(path)):
+            with open(path, "a", encoding="utf-8") as f:
+                for kind in ("function_call", "function_call_output"):
+                    f.write(json.dumps({"type": "response_item", "payload": {"type": kind, "call_id": call_id,
+                                                                             "output": "..."}}) + "\n")
 
 
 @pytest.fixture(autouse=True)
 def _host_transcripts():
     HOST_TRANSCRIPTS.clear()
+    HOST_ROLLOUTS.clear()
     yield
     HOST_TRANSCRIPTS.clear()
+    HOST_ROLLOUTS.clear()
 
 
 def code(n: int, tag: str = "x") -> str:

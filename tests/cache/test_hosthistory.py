@@ -72,50 +72,55 @@ def test_a_compression_without_a_hook_gets_no_wrong_stub_in_the_replay() -> None
     assert ours.kinds["stub"] == 1  # the re-read before the compression still saves
 
 
-# -- Codex CLI's rollout ------------------------------------------------------------------------
-
-ROLLOUT_START = (b'{"timestamp":"t","ordinal":0,"type":"session_meta","payload":{"id":"s"}}\n'
-                 b'{"timestamp":"t","ordinal":1,"type":"response_item","payload":{"type":"function_call_output",'
-                 b'"call_id":"c1","output":"a file that says \\"type\\":\\"compacted\\" and thread_rolled_back"}}\n')
-# as Codex 0.171.0 wrote it at an automatic compaction (tests/e2e/test_codex_cache_e2e.py)
-COMPACTED = b'{"timestamp":"t","ordinal":28,"type":"compacted","payload":{"message":"summary","replacement_history":[]}}\n'
-ROLLED_BACK = b'{"timestamp":"t","ordinal":40,"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":1}}\n'
+QWEN_START = (b'{"uuid":"u1","parentUuid":null,"sessionId":"s","type":"user","message":{"role":"user","parts":[{"text":"read"}]}}\n'
+              b'{"uuid":"u2","parentUuid":"u1","type":"system","subtype":"ui_telemetry","systemPayload":{}}\n')
+QWEN_RESULT = b'{"uuid":"u3","parentUuid":"u2","type":"tool_result","message":{"parts":[{"text":"a rewind of chat_compression"}]}}\n'
+QWEN_COMPRESSED = b'{"uuid":"u4","parentUuid":"u3","type":"system","subtype":"chat_compression","systemPayload":{"info":{}}}\n'
+QWEN_REWIND = b'{"uuid":"u5","parentUuid":"u1","type":"system","subtype":"rewind","systemPayload":{"truncatedCount":4}}\n'
 
 
-def test_codex_rollout_counts_compactions_and_rollbacks(tmp_path):
-    rollout = tmp_path / "rollout-2026-12-02T00-00-00-s.jsonl"
-    rollout.write_bytes(ROLLOUT_START)
-    assert history_replacements(str(rollout), "codex") == 0  # the words inside a tool output count for nothing
-    with open(rollout, "ab") as f:
-        f.write(COMPACTED)
-    assert history_replacements(str(rollout), "codex") == 1
-    with open(rollout, "ab") as f:
-        f.write(ROLLED_BACK + b'{"timestamp":"t","type":"compacted","pay')  # the last line is still being written
-    assert history_replacements(str(rollout), "codex") == 2
-    with open(rollout, "ab") as f:
-        f.write(b'load":{}}\n')
-    assert history_replacements(str(rollout), "codex") == 3
-    assert history_replacements(str(tmp_path / "missing.jsonl"), "codex") is None
-    assert history_replacements(str(rollout), "qwen") is None  # a host whose log this module does not read
+def test_qwen_counts_compressions_and_rewinds_only(tmp_path):
+    """Qwen Code's recording: a start is no replacement; tool output that merely names one is not
+    either; a chat_compression or rewind system record is, and an unreadable line naming one counts."""
+    chat = tmp_path / "s.jsonl"
+    chat.write_bytes(QWEN_START + QWEN_RESULT)
+    assert history_replacements(str(chat), "qwen") == 0
+    with open(chat, "ab") as f:
+        f.write(QWEN_COMPRESSED + QWEN_REWIND[:30])
+    assert history_replacements(str(chat), "qwen") == 1
+    with open(chat, "ab") as f:
+        f.write(QWEN_REWIND[30:] + b'{"type":"system","subtype":"chat_compression",\n')
+    assert history_replacements(str(chat), "qwen") == 3
+    # the same file read as another host's recording counts that host's lines, apart
+    assert history_replacements(str(chat), "gemini") == 0
+    assert history_replacements(str(chat), "codex") is None  # not a host this module reads
+    chat.write_bytes(QWEN_START)  # rewritten with fewer: an earlier counter must not come back
+    assert history_replacements(str(chat), "qwen") is None
 
 
-def test_a_codex_compaction_whose_hooks_are_late_withholds_the_next_stub(tmp_path):
-    """Codex compacts; its PreCompact has not reached leanctx yet, the rollout has the line: the
-    conversation's counter moves at once, so what was held before is sent again."""
-    from bench.support.oracle import FakeHost, hook
-    from leanctx.cache.scope import Connection, Resolver
+def test_a_qwen_compression_without_a_hook_gets_no_wrong_stub(world):
+    """A Qwen Code conversation whose PreCompact hook never arrives: the chat recording's
+    chat_compression record alone makes the next read content."""
+    from tests.cache.conftest import code
 
-    data, rollout = tmp_path / "data", tmp_path / "rollout.jsonl"
-    rollout.write_bytes(ROLLOUT_START)
-    host = FakeHost(7001, 8001, "codex")
-    hook(str(data), host, "start", "s1", str(tmp_path), 1_800_000_000.0, transcript_path=str(rollout), source="startup")
-    conn = Connection("c", {}, 7001, 8001, str(tmp_path))
-    r = Resolver(str(data), clock=lambda: 1_800_000_001.0)
-    before = r.resolve(conn, fresh=True)
-    assert before.stub_ok
-    with open(rollout, "ab") as f:
-        f.write(COMPACTED)
-    after = r.resolve(conn, fresh=True)
-    assert after.key == before.key and after.compactions == before.compactions + 1
-    rollout.unlink()  # the log is gone: no stubs
-    assert not r.resolve(conn, fresh=True).stub_ok
+    world.write("a.py", code(400))
+    h = world.host("qwen")
+    c = world.conn(h)
+    chat = world.tmp / "qwen-chats" / "q1.jsonl"
+    chat.parent.mkdir()
+    chat.write_bytes(QWEN_START)
+    from bench.support.oracle import publish_event
+
+    for event in ("Notification", "UserPromptSubmit"):  # `qwen -p` starts with a Notification
+        publish_event(str(world.data), "qwen", event, {"session_id": "q1", "transcript_path": str(chat),
+                                                       "cwd": str(world.root), "hook_event_name": event,
+                                                       "prompt": "read", "notification_type": "auth_success"},
+                      h.as_host(), world.t)
+    assert world.read(c, "a.py")["kind"] == "full"
+    assert world.read(c, "a.py")["kind"] == "stub"
+    with open(chat, "ab") as f:
+        f.write(QWEN_COMPRESSED)
+    assert world.read(c, "a.py")["kind"] == "full"
+    assert world.read(c, "a.py")["kind"] == "stub"
+    chat.unlink()  # no recording: no stub
+    assert world.read(c, "a.py")["kind"] == "full"

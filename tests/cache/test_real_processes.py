@@ -70,6 +70,7 @@ def test_concurrent_cli_sessions_match_their_own_host_process(tmp_path) -> None:
     assert s2.key.startswith("codex:thread-two@") and s2.stub_ok
     assert cache.read(s1, "a.py")["kind"] == "full"
     assert cache.read(s2, "a.py")["kind"] == "full"
-    # Claude Code's transcript decides (transcript.py): this host wrote none, so no stub
+    # Claude Code's transcript and Codex's rollout decide (transcript.py, rollout.py): these hosts
+    # wrote none, so no stub
     assert s1.verify and cache.read(s1, "a.py")["kind"] == "full"
-    assert cache.read(s2, "a.py")["kind"] == "stub"
+    assert s2.verify and s2.log == "codex" and cache.read(s2, "a.py")["kind"] == "full"

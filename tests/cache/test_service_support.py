@@ -129,7 +129,7 @@ class Caller:
             cmd = [sys.executable, "-c", HOST, str(data_dir), host[0], host[1], str(cwd), "--", *cmd]
             from tests.cache.conftest import host_transcript
 
-            host_transcript(str(cwd) + "/" + host[1] + ".jsonl")  # the transcript its hooks name
+            host_transcript(str(cwd) + "/" + host[1] + ".jsonl", host[0])  # the transcript its hooks name
         elif stranger:
             cmd = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))", *cmd]
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -189,5 +189,8 @@ def test_subagent_scope_reads_its_own_transcript(world: World) -> None:
     assert _verified(base, r, "c1").transcript == "/p/s1.jsonl"
     assert _verified(base, r, "c1", "a12").transcript == "/p/s1/subagents/agent-a12.jsonl"
     assert _verified(base, r, "c1", "../x").transcript is None
-    r.agent = "codex"
+    r.agent = "codex"  # its rollout decides (rollout.py); a subagent's lies beside it, named by its thread id
+    assert _verified(base, r, "c1").log == "codex" and _verified(base, r, "c1").transcript == "/p/s1.jsonl"
+    assert _verified(base, r, "c1", "a12").transcript is None  # no such rollout: nothing is credited
+    r.agent = "gemini"
     assert not _verified(base, r, "c1").verify

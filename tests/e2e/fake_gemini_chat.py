@@ -90,12 +90,15 @@ class FakeGeminiChat(ScriptedFakeServer):
     NAME = "fake-gemini-chat"
 
     def __init__(self, script: Iterable[Any] = (), *, default_text: str = "done", model: str = "fake-model",
-                 prompt_tokens: Iterable[int] = ()) -> None:
+                 prompt_tokens: Iterable[int] = (), side_prompt_tokens: int = 10) -> None:
         super().__init__(script, default_text=default_text, side_text="ok", compact_text="Summary.",
                          classify=lambda body: "main" if offered_tools(body) else "side", model=model)
         # the `promptTokenCount` reported with the n-th main answer (10 past the list): Gemini CLI
         # compresses before a request once the last one it saw reaches its threshold
         self.prompt_tokens = list(prompt_tokens)
+        # ...and with every side answer (a summary: Qwen Code takes a compression whose new count,
+        # before - (summary prompt - 1000) + summary output, comes out higher than before as failed)
+        self.side_prompt_tokens = side_prompt_tokens
 
     @property
     def chat_url(self) -> str:
@@ -110,7 +113,7 @@ class FakeGeminiChat(ScriptedFakeServer):
     def answer_with_usage(self, body: dict) -> tuple[str, list, int]:
         kind = self._kind(body)
         if kind != "main":
-            return kind, [{"text": _side_text(body)}], 10
+            return kind, [{"text": _side_text(body)}], self.side_prompt_tokens
         with self._lock:
             idx = self._next
             self._next += 1
@@ -173,14 +176,14 @@ def _make_handler(srv: FakeGeminiChat) -> type:
             return self._send(json.dumps(resp).encode(), "application/json")
 
         def _chat(self, body: dict) -> None:
-            kind, parts = srv.answer(body)
+            kind, parts, tokens = srv.answer_with_usage(body)
             self._record(kind, body, parts)
             model = body.get("model") or srv.model
             text = "".join(p.get("text", "") for p in parts)
             calls = [{"id": p["id"], "type": "function", "function": {"name": p["call"], "arguments": json.dumps(p["args"])}}
                      for p in parts if "call" in p]
             finish = "tool_calls" if calls else "stop"
-            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            usage = {"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5}
             base = {"id": "chatcmpl-fake", "created": int(time.time()), "model": model}
             if not body.get("stream"):
                 message = {"role": "assistant", "content": text or None, **({"tool_calls": calls} if calls else {})}

@@ -8,6 +8,11 @@ call's id in `_meta["callId"]`, the same id its PreToolUse hook gets as `tool_us
 from __future__ import annotations
 
 import json
+import os
+import select
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -66,15 +71,19 @@ class Scripted:
         return item(body) if callable(item) else item
 
 
-def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=False, top_level="", on_server=None):
+def exec_codex(codex_cli, hh, lean, run_host, script, prompt="read big.py", tap=False, top_level="", on_server=None,
+               after_init=None):
     """init (trusting our hooks), then `codex exec`; with `tap`, our test's own tap hook is added
-    (untrusted, so Codex runs with --dangerously-bypass-hook-trust). Returns (run, requests, tap log)."""
+    (untrusted, so Codex runs with --dangerously-bypass-hook-trust); `after_init(hooks.json path)`
+    may change what init wrote. Returns (run, requests, tap log)."""
     scripted = Scripted(script)
     with FakeOpenAI(script=[scripted] * (len(script) + 24)) as srv:
         if on_server:
             on_server(srv)
         hostcli.write_codex_config(hh.home, srv.base_url, top_level=top_level)
         lean.run("init", "--agent", "codex", "--trust")
+        if after_init:
+            after_init(hh.codex_home / "hooks.json")
         log = tracetap.install_tap(hh.codex_home / "hooks.json", hh.root) if tap else None
         bypass = ["--dangerously-bypass-hook-trust"] if tap else []
         cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", *bypass, prompt], cwd=hh.proj,
@@ -211,6 +220,184 @@ def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_w
     lean.assert_no_hook_errors()
     trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="codex")
     tracetap.check_replay(trace, hh, kinds, "codex-compaction", host="Codex", source=__file__)
+
+
+def tracetap_events(log) -> set:  # noqa: ANN001
+    return {json.loads(line).get("event") for line in log.read_text().splitlines() if line.strip()}
+
+
+def rollout_lines(hh, kind: str) -> list:
+    """The lines of `kind` in the session's rollout(s) Codex wrote."""
+    out = []
+    for f in sorted((hh.codex_home / "sessions").rglob("rollout-*.jsonl")):
+        out += [v for v in map(json.loads, f.read_text().splitlines()) if v.get("type") == kind]
+    return out
+
+
+def test_codex_compaction_with_no_hook_is_read_from_the_rollout(codex_cli, codex_wired, lean, run_host):
+    """Codex compacts on its own, and no compaction hook reaches leanctx (here: PreCompact and
+    SessionStart removed from hooks.json after init, as if untrusted, lost or timed out). The
+    rollout's `compacted` line alone makes the next read of a file it held full again."""
+    hh = codex_wired
+    reads = [read_call("big.py") for _ in range(4)]
+    server: dict = {}
+
+    def reporting(usage: dict | None, item):  # noqa: ANN001, ANN202
+        def build(body: dict):  # noqa: ANN202
+            server["srv"].usage = usage
+            return item
+        return build
+
+    def without_compaction_hooks(path) -> None:  # noqa: ANN001
+        config = json.loads(path.read_text())
+        for event in ("PreCompact", "PostCompact", "SessionStart"):
+            config["hooks"].pop(event, None)
+        path.write_text(json.dumps(config, indent=2) + "\n")
+
+    over = {"input_tokens": 50000, "total_tokens": 50005}
+    script = [reporting(None, reads[0]), reporting(None, reads[1]), reporting(over, reads[2]),
+              reporting(None, reads[3]), reporting(None, "done")]
+    cp, bodies, tap = exec_codex(codex_cli, hh, lean, run_host, script, tap=True,
+                                 top_level="model_auto_compact_token_limit = 20000",
+                                 on_server=lambda srv: server.update(srv=srv), after_init=without_compaction_hooks)
+    out = outputs_by_call(bodies)
+    assert "def function_199" in out[reads[0]["call_id"]] and out[reads[1]["call_id"]].startswith("[unchanged]")
+    assert len(rollout_lines(hh, "compacted")) == 1, "Codex did not compact"
+    # Codex ran PreCompact (for the test's tap only); leanctx heard of no compaction
+    assert "PreCompact" in tracetap_events(tap) and lean.only_record("codex")["compactions"] == 0
+    assert "def function_199" in out[reads[3]["call_id"]], "a stub was served after Codex compacted the context"
+    lean.assert_no_hook_errors()
+
+
+def test_codex_cuts_a_large_output_so_it_is_not_held(codex_cli, codex_wired, lean, run_host):
+    """Codex 0.171.0 keeps a tool output over its budget only in part (`…N chars truncated…` in
+    the middle) in the model's history and the rollout; the model never saw the rest, so the
+    next read of that file is content again, not a stub. A small file still gets its stub."""
+    hh = codex_wired
+    (hh.proj / "huge.py").write_text("".join(f"def function_{i}(x):\n    return x * {i}  # padding\n\n"
+                                             for i in range(6000)))
+    script = [read_call("huge.py"), read_call("huge.py"), read_call("big.py"), read_call("big.py"), "done"]
+    _, bodies, _ = exec_codex(codex_cli, hh, lean, run_host, script)
+    out = outputs_by_call(bodies)
+    first, second, small, small_again = (out[c["call_id"]] for c in script[:4])
+    assert "chars truncated…" in first or "tokens truncated…" in first, first[:300]  # what the model got
+    assert "def function_5999" in second and not second.startswith("[unchanged]"), second[:200]
+    assert "def function_199" in small and small_again.startswith("[unchanged]"), small_again[:200]
+    lean.assert_no_hook_errors()
+
+
+class AppServer:
+    """`codex app-server` (0.171.0) over stdio: JSON-RPC requests, and the notifications it sends
+    (turn/completed ...). Its hooks must be trusted: app-server has no bypass flag, so `trust_all`
+    trusts what hooks/list reports, as the /hooks screen does."""
+
+    def __init__(self, cli: str, hh, env: dict) -> None:  # noqa: ANN001
+        self.proc = subprocess.Popen([cli, "app-server"], cwd=str(hh.proj), env=env, text=True, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.n = 0
+        self.seen: list = []
+
+    def send(self, method: str, params: dict | None = None, notify: bool = False) -> int:
+        msg: dict = {"method": method, "params": params}
+        if not notify:
+            self.n += 1
+            msg["id"] = self.n
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+        return self.n
+
+    def wait(self, pred, limit: float = 90) -> dict:  # noqa: ANN001
+        """The first message `pred` accepts; `pred(None)` is asked between messages too."""
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if not ready:
+                if pred(None):
+                    return {}
+                continue
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            msg = json.loads(line)
+            self.seen.append(json.dumps(msg)[:300] if msg.get("method") == "configWarning" else msg.get("method") or f"answer {msg.get('id')}")
+            if pred(msg):
+                return msg
+        raise AssertionError(f"codex app-server did not answer; last messages: {self.seen[-12:]}")
+
+    def call(self, method: str, params: dict) -> dict:
+        i = self.send(method, params)
+        msg = self.wait(lambda m: m is not None and m.get("id") == i and "method" not in m)
+        assert "result" in msg, msg
+        return msg["result"]
+
+    def trust_all(self, cwd) -> None:  # noqa: ANN001
+        hooks = self.call("hooks/list", {"cwds": [str(cwd)]})
+        edits = [{"keyPath": f'hooks.state."{h["key"]}".trusted_hash', "value": h["currentHash"], "mergeStrategy": "replace"}
+                 for entry in hooks.get("data", []) for h in entry.get("hooks", []) if h.get("trustStatus") != "trusted"]
+        if edits:
+            self.call("config/batchWrite", {"edits": edits})
+
+    def turn(self, thread: str, text: str, ended) -> str:  # noqa: ANN001
+        """One turn, until `ended()` (the fake model has given its last answer of the turn) and
+        the thread is idle again (turn/completed comes before the Stop hook, at times before the
+        answer to turn/start, and after a revert at times not at all)."""
+        i = self.send("turn/start", {"threadId": thread, "input": [{"type": "text", "text": text}]})
+        seen: dict = {}
+
+        def done(m: dict | None) -> bool:
+            if m is not None and m.get("id") == i and "method" not in m:
+                seen["answer"] = m
+            elif m is not None and ended() and m.get("method") == "thread/status/changed" \
+                    and (m.get("params") or {}).get("status", {}).get("type") == "idle":
+                seen["idle"] = m  # after its Stop hook: a revert asked before that could hang
+            return len(seen) == 2
+
+        self.wait(done)
+        assert "result" in seen["answer"], seen["answer"]
+        return seen["answer"]["result"]["turn"]["id"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+
+
+def test_codex_a_reverted_turn_takes_its_reads_with_it(codex_cli, codex_wired, lean, run_host):
+    """`thread/revert` (Codex 0.171.0 app-server: an edited earlier prompt) drops the turns from
+    one on. Codex then fires SessionEnd and SessionStart(source=resume) and goes on in a new
+    rollout segment (`rollout-…-<thread>_<segment>.jsonl`, whose session_meta names the kept part
+    of the old one as `history_base`). The read made in the dropped turn is not in the context
+    any more, so the read after the revert is content (it was a stub before the rollout check)."""
+    hh = codex_wired
+    dropped, after = read_call("big.py"), read_call("big.py")
+    with FakeOpenAI(script=["one", dropped, "two", after, "three"]) as srv:
+        hostcli.write_codex_config(hh.home, srv.base_url)
+        lean.run("init", "--agent", "codex", "--trust")
+        app = AppServer(codex_cli, hh, hostcli.codex_env(hh.home, lean.host_env))
+        try:
+            app.call("initialize", {"clientInfo": {"name": "leanctx-tests", "version": "0"}})
+            app.send("initialized", notify=True)
+            app.trust_all(hh.proj)
+            thread = app.call("thread/start", {"cwd": str(hh.proj)})["thread"]["id"]
+            def served(n: int):  # noqa: ANN202
+                return lambda: len(srv.main_requests) >= n
+
+            app.turn(thread, "say one", served(1))
+            second = app.turn(thread, "read big.py", served(3))
+            app.call("thread/revert", {"threadId": thread, "beforeTurnId": second})
+            app.turn(thread, "read big.py again", served(5))
+        finally:
+            app.close()
+        out = outputs_by_call(srv.requests)
+        last = srv.requests[-1]
+    assert "def function_199" in out[dropped["call_id"]]
+    assert "read big.py" not in json.dumps(last.get("input")).replace("read big.py again", ""), "Codex kept the reverted turn"
+    assert "def function_199" in out[after["call_id"]], "a stub was served for a read the revert dropped"
+    assert len(list((hh.codex_home / "sessions").rglob(f"rollout-*{thread}_*.jsonl"))) == 1  # the new segment
+    lean.assert_no_hook_errors()
 
 
 def test_codex_auto_approves_only_the_reading_tools(codex_cli, codex_wired, lean, run_host):
