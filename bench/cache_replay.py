@@ -404,6 +404,7 @@ def run(name: str, events: list[dict]) -> dict:
         "scenario": name,
         "reads": by["ours"].reads,
         "tokens": {p.name: p.tokens for p in pol},
+        "by_agent": {p.name: dict(p.by_agent) for p in pol},
         "kinds": {p.name: dict(p.kinds) for p in pol},
         "fraction_of_oracle": {p.name: (none_t - p.tokens) / room for p in pol},
         "wrong": {p.name: p.wrong for p in pol},
@@ -444,6 +445,15 @@ def main(argv: list[str] | None = None) -> int:
         "total_fraction_of_oracle_wrong_refetched": {
             k: (total["no cache"] - v - wrong_raw[k]) / room for k, v in total.items()},
     }
+    # per host: tokens each policy delivered to that host's reads, over every scenario and trace
+    agents: dict[str, Counter] = {}
+    for r in rows:
+        for pname, per in r["by_agent"].items():
+            for agent, n in per.items():
+                agents.setdefault(agent, Counter())[pname] += n
+    summary["by_host"] = {
+        agent: {"tokens": dict(c), "ours_of_oracle": (c["no cache"] - c["ours"]) / max(1, c["no cache"] - c["oracle"])}
+        for agent, c in sorted(agents.items())}
     why: Counter = Counter()
     for r in rows:
         why.update(r["ours_short_of_oracle"])
@@ -493,6 +503,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'total, hosts running our hooks (all but one)':46} {'':5} {'':9} {'':8} {'':8} {'':8}  {hk['peer']:6.3f} {hk['ours']:6.3f}")
     print(f"{'ours, not counting rule-mandated withholding':46} {'':5} {'':9} {'':8} {'':8} {'':8}  {'':6} "
           f"{summary['ours_fraction_outside_mandated_withholding']:6.3f}")
+    print()
+    print("per host (every scenario and trace; 'none' = a host without our hooks):")
+    print(f"  {'host':10} {'no cache':>9} {'ours':>8} {'oracle':>8}  {'ours x':>6}")
+    for agent, h in summary["by_host"].items():
+        t = h["tokens"]
+        print(f"  {agent:10} {t.get('no cache', 0):9d} {t.get('ours', 0):8d} {t.get('oracle', 0):8d}  {h['ours_of_oracle']:6.3f}")
     print()
     print("where ours sent more than the oracle (extra tokens, by reason; 'withheld:' = mandated by the gate):")
     for reason, extra in summary["ours_short_of_oracle"].items():

@@ -171,6 +171,7 @@ class Policy:
     def __init__(self) -> None:
         self.truth = Truth()
         self.tokens = 0
+        self.by_agent: Counter = Counter()  # tokens delivered, per host agent
         self.raw = 0
         self.reads = 0
         self.kinds: Counter = Counter()
@@ -656,6 +657,7 @@ class Engine:
             p.kinds[res["kind"]] += 1
             p.sequence.append(res["kind"])
             p.tokens += res.get("tokens_sent", 0)
+            p.by_agent[host.agent] += res.get("tokens_sent", 0)
             p.raw += res.get("tokens_raw", 0)
             why = p.truth.violation(ctx, real, res, spoken=spoken_name(res.get("path"), spoken_roots))
             if why:
