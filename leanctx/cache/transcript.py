@@ -21,8 +21,9 @@ written by neither: kept for other versions).
 tool_result entry on the chain of the asking call's own tool_use entry (or, while that is not
 written yet, of the transcript's newest entry), below the nearest compact boundary and below
 every microcompact boundary or clearing assistant entry on that chain (everything above one
-counts as cleared), and no result of it may read `[Old tool result content cleared]` or be named
-by a `tool_results_cut` entry (anywhere in the transcript). Any doubt answers False, so the caller sends
+counts as cleared), and no result of it may read `[Old tool result content cleared]`, start
+with `<persisted-output>` (the host kept only a preview of a result too large for it) or be
+named by a `tool_results_cut` entry (anywhere in the transcript). Any doubt answers False, so the caller sends
 content: a transcript that is missing, unreadable, not a regular file, too large to index
 (MAX_BYTES / MAX_ENTRIES), a chain that breaks (a parent never seen), or a walk past MAX_DEPTH.
 
@@ -43,6 +44,7 @@ from collections import OrderedDict
 from leanctx.hooks.transcript import open_regular
 
 CLEARED = "[Old tool result content cleared]"
+PERSISTED = "<persisted-output>"  # a result too large for the context: a preview and the file it was saved to
 CUT = "tool_results_cut"  # 2.1.332's attachment naming the calls whose results it cut from the context
 MAX_TRANSCRIPTS = 32
 MAX_ENTRIES = 100_000  # entries indexed per transcript; more: undecidable (withhold)
@@ -179,12 +181,11 @@ def _clears(cm: object) -> bool:
 
 
 def _cleared(content: object) -> bool:
-    if isinstance(content, str):
-        return content.strip() == CLEARED
-    if isinstance(content, list):
-        return any(isinstance(c, dict) and isinstance(c.get("text"), str) and c["text"].strip() == CLEARED
-                   for c in content)
-    return False
+    """The result the model got is not the bytes sent: cleared, or swapped for a preview and a file
+    path (Claude Code stores an MCP result over 50,000 characters in 2.1.197 that way)."""
+    texts = [content] if isinstance(content, str) else \
+        [c.get("text") for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+    return any(isinstance(t, str) and (t.strip() == CLEARED or t.lstrip().startswith(PERSISTED)) for t in texts)
 
 
 class TranscriptIndex:

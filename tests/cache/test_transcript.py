@@ -247,3 +247,17 @@ def test_read_cache_withholds_a_result_the_host_cut(world: World) -> None:
     assert world.read(c, "a.py")["kind"] == "full"  # the context shows the placeholder now
     assert world.read(c, "b.py")["kind"] == "stub"  # not cut
     assert world.read(c, "a.py")["kind"] == "stub"  # re-sent after the cut
+
+
+def test_a_result_the_host_kept_only_a_preview_of_is_not_held(tmp_path: Path) -> None:
+    """Claude Code saves an MCP result too large for it (over 50,000 characters in 2.1.197) to a
+    file and gives the model `<persisted-output>` with a preview: the bytes never reached it."""
+    t, ix = T(tmp_path / "s.jsonl"), TranscriptIndex()
+    preview = "<persisted-output>\nOutput too large (177.6KB). Full output saved to: /x/tool-results/c1.json\n\n" \
+              "Preview (first 2KB):\ndef f():\n...\n</persisted-output>"
+    t.call("c1", content=preview)
+    t.call("c2", content=[{"type": "text", "text": preview}])
+    t.call("c3", content=[{"type": "text", "text": "def f():\n    return '<persisted-output>'\n"}])
+    assert not ix.holds(str(t.path), ("c1",), None)
+    assert not ix.holds(str(t.path), ("c2",), None)
+    assert ix.holds(str(t.path), ("c3",), None)  # the marker inside a file's text is not a preview

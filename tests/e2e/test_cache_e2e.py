@@ -212,3 +212,16 @@ def test_after_a_rewind_the_lost_read_is_full_again(claude_cli, wired, lean, run
     assert "def function_199" in tool_results(bodies[-1])[0], "a stub for content the rewound context lost"
     record = lean.only_record("claude")
     assert record["conversation_id"] == session and record.get("compactions", 0) == 0  # no hook told us
+
+
+def test_a_result_too_large_for_claude_code_is_never_held(claude_cli, wired, lean, run_host):
+    """Claude Code keeps only a preview of an MCP result over its size limit (50,000 characters in
+    2.1.197): the model gets `<persisted-output>`, a 2 KB preview and the path of a file holding the
+    rest. The bytes never reached the context, so the re-read must not be the `[unchanged]` stub."""
+    hh = wired
+    (hh.proj / "huge.py").write_text("".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(3000)))
+    bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "huge.py"}), tool_use(READ, {"path": "huge.py"}), "done"],
+                 prompt="read huge.py")
+    first, second = tool_results(bodies[1])[0], tool_results(bodies[2])[0]
+    assert first.startswith("<persisted-output>") and "def function_2999" not in first, first[:300]
+    assert not second.startswith("[unchanged]"), "a stub for bytes the host kept only a preview of"
