@@ -194,6 +194,7 @@ class FakeAnthropic(ScriptedFakeServer):
         # such a turn is recorded as kind "tool_search" and consumes no scripted item
         self.load_deferred = load_deferred
         self._pending: dict[int, list] = {}
+        self._retry: list[int] = []
 
     def _make_handler(self) -> type:
         return _make_handler(self)
@@ -204,17 +205,22 @@ class FakeAnthropic(ScriptedFakeServer):
             return "compact", [text(self.compact_text)]
         if kind == "side":
             return "side", [text(self.side_text)]
-        with self._lock:  # one turn at a time: a deferred tool's scripted call waits for its ToolSearch
-            idx = self._next
-            blocks = self._pending.pop(idx, None)
-            if blocks is None:
-                item = self.script[idx] if idx < len(self.script) else self.default_text
-                blocks = _normalize(item, body)
-            deferred = self._deferred(blocks, body)
-            if deferred:
+        with self._lock:
+            if self._retry:  # a scripted answer held back for a ToolSearch turn comes first
+                idx = self._retry.pop(0)
+                blocks = self._pending.pop(idx)
+            else:
+                idx, blocks = self._next, None
+                self._next += 1
+        if blocks is None:  # a callable item runs outside the lock (it may wait for other requests)
+            item = self.script[idx] if idx < len(self.script) else self.default_text
+            blocks = _normalize(item, body)
+        deferred = self._deferred(blocks, body)
+        if deferred:
+            with self._lock:
                 self._pending[idx] = blocks  # served on the request that follows the ToolSearch result
-                return "tool_search", [tool_use(TOOL_SEARCH, {"query": "select:" + ",".join(deferred)})]
-            self._next += 1
+                self._retry.insert(0, idx)
+            return "tool_search", [tool_use(TOOL_SEARCH, {"query": "select:" + ",".join(deferred)})]
         return "main", blocks
 
     def _deferred(self, blocks: list, body: dict) -> list:
