@@ -223,7 +223,8 @@ class Ours(Policy):
 
     def _new(self) -> None:
         self.resolver = Resolver(self.eng.data, clock=self.eng.clock)
-        self.cache = ReadCache(self.state, dedup=self.dedup, clock=self.eng.clock)
+        # a trace's host processes never exit (a trace has no event for it): nothing is inherited
+        self.cache = ReadCache(self.state, dedup=self.dedup, clock=self.eng.clock, exited=lambda pid, ticks: False)
 
     def conn(self, host: HostProc, sub: str | None) -> Connection:
         root = self.eng.root

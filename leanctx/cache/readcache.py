@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -58,6 +59,7 @@ from leanctx.cache import index as idx
 from leanctx.cache import stubs, tokens
 from leanctx.cache.rollout import RolloutIndex
 from leanctx.cache.transcript import TranscriptIndex
+from leanctx.hooks import hostproc
 from leanctx.cache.paths import (
     FileSnap,
     ReadError,
@@ -185,11 +187,30 @@ def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] |
     return (s, e)
 
 
+# `<agent>:<id>@<created_at>#<host pid>:<start ticks>`: a conversation's main context in one host
+# process (a subagent's key goes on with `/agent:<id>`, an explicit scope's has no host)
+_HOST_KEY = re.compile(r"^(.+)#(\d+):(\d+)$")
+MAX_DONORS = 4  # exited processes of one session asked about per read
+
+
+def _exited(pid: int, ticks: int) -> bool:
+    """True only when /proc shows that process gone (no entry, or the pid now started at another
+    time); False when it runs, is a zombie, or /proc cannot say."""
+    if hostproc.process_stat(os.getpid()) is None:
+        return False  # no readable /proc: cannot tell
+    st = hostproc.process_stat(pid)
+    if st is not None:
+        return st[2] != ticks
+    return not os.path.lexists(f"/proc/{pid}")
+
+
 class ReadCache:
     def __init__(self, state_dir: str | None, *, dedup: bool | None = None, max_file_bytes: int = 2_000_000,
                  allow: tuple[str, ...] = (), autosave_s: float | None = 5.0, clock=time.time,
-                 carry: bool | None = None) -> None:
+                 carry: bool | None = None, exited=None) -> None:
         self.state_dir = str(state_dir) if state_dir else None
+        # (pid, start ticks) -> has that host process exited? (tests and replays model their hosts)
+        self.exited = exited or _exited
         if dedup is None:
             dedup = not switched_off(os.environ.get("LEANCTX_DEDUP"))
         self.dedup = bool(dedup)
@@ -327,6 +348,29 @@ class ReadCache:
                 conv.agent = scope.agent
         conv.used_ts = self.clock()
         return conv
+
+    def _donors(self, scope: Scope, real: str) -> list:
+        """Holdings of `real` that other processes of the same session left behind, once those
+        processes have exited (a session resumed after its process ended): candidates only, each
+        still needs the transcript's word that its deliveries are on the asking context's chain.
+        A process that still runs is its own context and never shares (see scope.Rec.key)."""
+        own = _HOST_KEY.match(scope.key or "")
+        if own is None:
+            return []
+        out = []
+        for key, conv in reversed(self._convs.items()):  # the most recently used first
+            other = _HOST_KEY.match(key)
+            if other is None or other.group(1) != own.group(1) or other.group(2, 3) == own.group(2, 3):
+                continue
+            h = conv.held.get(real)
+            if h is None or not h.calls or h.compactions != scope.compactions:
+                continue
+            if not self.exited(int(other.group(2)), int(other.group(3))):
+                continue
+            out.append(h)
+            if len(out) >= MAX_DONORS:
+                break
+        return out
 
     def _hold(self, conv: _Conv, real: str, h: Holding) -> None:
         conv.held[real] = h
@@ -525,17 +569,31 @@ class ReadCache:
         can_claim = record and not fresh
         kind, text, claims, cold = "full", raw_text, None, False
         verified = None  # the deliveries the transcript confirmed (asked outside the lock: it may wait)
+        inherited = None  # a holding of an exited process of this session that the transcript confirmed
         if can_claim and scope.verify:
             with self._lock:
                 conv0 = self._convs.get(scope.key)
                 h0 = conv0.held.get(name) if conv0 is not None else None
                 calls0 = h0.calls if h0 is not None and h0.compactions == scope.compactions else None
+                donors = self._donors(scope, name) if h0 is None else []
             log = self.rollouts if scope.log == "codex" else self.transcripts
             if calls0 and log.holds(scope.transcript, calls0, scope.call_id):
                 verified = calls0
+            for d in donors:
+                if log.holds(scope.transcript, d.calls, scope.call_id):
+                    inherited = d
+                    break
         with self._lock:
             conv = self._convs.get(scope.key) if known else None
             h = conv.held.get(name) if conv is not None else None
+            if h is None and inherited is not None:
+                # `--resume`/`--continue` after the process that read it exited: the host's log
+                # shows those deliveries on this context's chain, so this process holds them too
+                conv = self._conv(scope)
+                h = Holding(inherited.fp, inherited.size, inherited.mtime_ns, inherited.compactions, inherited.lines,
+                            inherited.whole, list(inherited.ranges), cold=inherited.cold, calls=inherited.calls)
+                self._hold(conv, name, h)
+                verified = h.calls
             if h is not None and h.compactions != scope.compactions:
                 h = None  # delivered before a compaction: the conversation no longer holds it
             if h is not None and can_claim and scope.verify and (verified is None or h.calls != verified):

@@ -5,18 +5,25 @@ every hook payload). Entries form a tree by `uuid` / `parentUuid`: the context t
 the chain from the newest entry up to the root, or up to the last
 `{"type":"system","subtype":"compact_boundary"}` (its `parentUuid` is null; what came before it
 was summarised away). A rewind (`/rewind`, Esc Esc, an edited earlier message) continues from
-an earlier node, so entries after it drop off the chain without any hook event. Microcompact
-(2.1.332) replaces old tool results with `[Old tool result content cleared]` and marks it with
-a `{"subtype":"microcompact_boundary"}` system entry.
+an earlier node, so entries after it drop off the chain without any hook event. Old tool
+results can also leave the context in place: a result that reads `[Old tool result content
+cleared]`; a `{"type":"attachment","attachment":{"type":"tool_results_cut","callIds":[...]}}`
+entry (2.1.332 writes it when it cuts old results, MCP ones included, from a conversation that
+returns after an idle hour, or withdraws a tool's results); an assistant entry whose
+`message.context_management` reports a `clear_tool_uses_20250919` edit or `client_cut_tool_uses`
+(the results before it were cleared for that request: which ones is not recorded, so all count);
+and a `{"subtype":"microcompact_boundary"}` system entry (recognised by 2.1.197 and 2.1.332,
+written by neither: kept for other versions).
 
 `TranscriptIndex.holds(path, delivered, asking)` answers for the read cache: every call in
 `delivered` (the tool_use ids of the ctx_read calls whose answers gave the held bytes, or
 `compact:<uuid>` for files the host re-attached after that compaction boundary) must have its
 tool_result entry on the chain of the asking call's own tool_use entry (or, while that is not
 written yet, of the transcript's newest entry), below the nearest compact boundary and below
-every microcompact boundary on that chain (which results a microcompact cleared is not
-recorded in a form we could verify, so everything above one counts as cleared), and no result
-of it may read `[Old tool result content cleared]`. Any doubt answers False, so the caller sends
+every microcompact boundary or clearing assistant entry on that chain (everything above one
+counts as cleared), and no result of it may read `[Old tool result content cleared]`, start
+with `<persisted-output>` (the host kept only a preview of a result too large for it) or be
+named by a `tool_results_cut` entry (anywhere in the transcript). Any doubt answers False, so the caller sends
 content: a transcript that is missing, unreadable, not a regular file, too large to index
 (MAX_BYTES / MAX_ENTRIES), a chain that breaks (a parent never seen), or a walk past MAX_DEPTH.
 
@@ -37,6 +44,8 @@ from collections import OrderedDict
 from leanctx.hooks.transcript import open_regular
 
 CLEARED = "[Old tool result content cleared]"
+PERSISTED = "<persisted-output>"  # a result too large for the context: a preview and the file it was saved to
+CUT = "tool_results_cut"  # 2.1.332's attachment naming the calls whose results it cut from the context
 MAX_TRANSCRIPTS = 32
 MAX_ENTRIES = 100_000  # entries indexed per transcript; more: undecidable (withhold)
 MAX_TOTAL_ENTRIES = 200_000  # across the transcripts kept; the least recently used are dropped
@@ -61,10 +70,10 @@ class _Index:
         self.head = b""
         self.offset = 0
         self.parent: dict[str, str | None] = {}  # uuid -> parentUuid
-        self.kind: dict[str, str] = {}  # uuid -> "compact" | "micro" (boundaries only)
+        self.kind: dict[str, str] = {}  # uuid -> "compact" | "micro" (boundaries and clearing replies only)
         self.result_of: dict[str, list] = {}  # tool_use id -> uuids of entries holding its tool_result
         self.use_of: dict[str, str] = {}  # tool_use id -> uuid of the assistant entry that made the call
-        self.cleared: set[str] = set()  # tool_use ids whose result was replaced by CLEARED
+        self.cleared: set[str] = set()  # tool_use ids whose result was replaced by CLEARED or cut
         self.newest: str | None = None
         self.broken = False
         # the last chain walked: (anchor, chain, entries below every microcompact, compact top);
@@ -128,7 +137,17 @@ class _Index:
             elif sub == "microcompact_boundary":
                 self.kind[uid] = "micro"
             return
+        att = e.get("attachment")
+        if e.get("type") == "attachment" and isinstance(att, dict) and att.get("type") == CUT:
+            ids = att.get("callIds")
+            if isinstance(ids, list):
+                self.cleared.update(i for i in ids if isinstance(i, str))
+            else:
+                self.kind[uid] = "micro"  # a cut we cannot read: everything above it counts as cut
+            return
         msg = e.get("message")
+        if e.get("type") == "assistant" and isinstance(msg, dict) and _clears(msg.get("context_management")):
+            self.kind[uid] = "micro"  # the request that produced this reply had old tool results cleared
         content = msg.get("content") if isinstance(msg, dict) else None
         if not isinstance(content, list):
             return
@@ -144,13 +163,29 @@ class _Index:
                     self.cleared.add(tid)
 
 
+def _clears(cm: object) -> bool:
+    """An assistant message's `context_management` reports tool results cleared from the request
+    that produced it: an applied edit (the API's `clear_tool_uses_20250919` unless its count is a
+    plain 0; any other kind but `clear_thinking_*`) or the client's own cut (`client_cut_tool_uses`)."""
+    if cm is None:
+        return False
+    if not isinstance(cm, dict):
+        return True  # unreadable: assume the worst
+    edits = cm.get("applied_edits")
+    for edit in edits if isinstance(edits, list) else [edits] if edits is not None else []:
+        kind = edit.get("type") if isinstance(edit, dict) else None
+        if not isinstance(kind, str) or not kind.startswith("clear_thinking") and not (
+                kind.startswith("clear_tool_uses") and edit.get("cleared_tool_uses") == 0):
+            return True  # any edit but thinking's, or a tool-use clearing that did not clear none
+    return cm.get("client_cut_tool_uses") not in (None, 0)
+
+
 def _cleared(content: object) -> bool:
-    if isinstance(content, str):
-        return content.strip() == CLEARED
-    if isinstance(content, list):
-        return any(isinstance(c, dict) and isinstance(c.get("text"), str) and c["text"].strip() == CLEARED
-                   for c in content)
-    return False
+    """The result the model got is not the bytes sent: cleared, or swapped for a preview and a file
+    path (Claude Code stores an MCP result over 50,000 characters in 2.1.197 that way)."""
+    texts = [content] if isinstance(content, str) else \
+        [c.get("text") for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+    return any(isinstance(t, str) and (t.strip() == CLEARED or t.lstrip().startswith(PERSISTED)) for t in texts)
 
 
 class TranscriptIndex:

@@ -30,8 +30,14 @@ class World:
         self._mtime = int(T0 * 1e9)
         self._pid = 40000
         self.cache_kw = dict(cache_kw)
+        self.gone: set[tuple[int, int]] = set()  # (pid, ticks) of the host processes that exited
+        self.cache_kw.setdefault("exited", lambda pid, ticks: (pid, ticks) in self.gone)
         self.resolver = Resolver(str(self.data), clock=self.clock)
         self.cache = ReadCache(str(self.state), clock=self.clock, **self.cache_kw)
+
+    def exit(self, host: FakeHost) -> None:
+        """The host process ends (its hook records stay as they are)."""
+        self.gone.add((host.pid, host.ticks))
 
     def clock(self) -> float:
         return self.t

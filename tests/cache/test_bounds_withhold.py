@@ -45,6 +45,50 @@ def test_a_session_resumed_in_a_second_process_gets_nothing_the_first_one_read(w
     assert world.read(c2, a)["kind"] == "stub"
 
 
+def _resumed_after_exit(world: World):
+    """A session read in one process that then exits; `claude --resume s1` opens it in another."""
+    a, b = _file(world, "a.py", "a"), _file(world, "b.py", "b")
+    first, second = world.host("claude"), world.host("claude")
+    world.session(first, "s1")
+    c1 = world.conn(first, "c1", env={"CLAUDE_CODE_SESSION_ID": "s1"})
+    assert world.read(c1, a)["kind"] == "full"
+    world.hook(first, "stop", "s1")
+    world.hook(first, "end", "s1")
+    world.exit(first)
+    world.tick(5)
+    world.session(second, "s1", source="resume")
+    return a, b, first, second, world.conn(second, "c2", env={"CLAUDE_CODE_SESSION_ID": "s1"})
+
+
+def test_a_session_resumed_after_its_process_exited_holds_what_its_transcript_shows(world: World) -> None:
+    a, b, _first, _second, c2 = _resumed_after_exit(world)
+    assert world.read(c2, a)["kind"] == "stub"  # the exited process's delivery is on this context's chain
+    assert world.read(c2, b)["kind"] == "full"  # never read
+    assert world.read(c2, b)["kind"] == "stub"
+
+
+def test_an_inherited_holding_needs_the_transcript_and_the_counter(world: World) -> None:
+    a, _b, _first, _second, c2 = _resumed_after_exit(world)
+    path = str(world.tmp / "transcripts" / "s1.jsonl")
+    # resumed at an entry before the read (`--resume-session-at`, or a rewind): not on the chain
+    world.transcript_entry(path, {"type": "user", "message": {"content": "before the read"}}, parent=None)
+    assert world.read(c2, a)["kind"] == "full"
+
+
+def test_an_inherited_holding_does_not_survive_a_compaction(world: World) -> None:
+    a, _b, _first, second, c2 = _resumed_after_exit(world)
+    world.hook(second, "compact", "s1")
+    path = str(world.tmp / "transcripts" / "s1.jsonl")
+    world.transcript_entry(path, {"type": "system", "subtype": "compact_boundary"}, parent=None)
+    assert world.read(c2, a)["kind"] == "full"
+
+
+def test_a_holding_of_a_process_that_still_runs_is_never_inherited(world: World) -> None:
+    a, _b, first, second, c2 = _resumed_after_exit(world)
+    world.gone.clear()  # the first process still runs after all
+    assert world.read(c2, a)["kind"] == "full"
+
+
 def test_the_key_of_a_record_names_its_host_process(world: World) -> None:
     h = world.host("codex", pid=4242, ticks=99)
     world.session(h, "t1")

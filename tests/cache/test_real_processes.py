@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from leanctx.cache import Connection, ReadCache, Resolver
 
 from .conftest import code
@@ -74,3 +76,20 @@ def test_concurrent_cli_sessions_match_their_own_host_process(tmp_path) -> None:
     # wrote none, so no stub
     assert s1.verify and cache.read(s1, "a.py")["kind"] == "full"
     assert s2.verify and s2.log == "codex" and cache.read(s2, "a.py")["kind"] == "full"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
+def test_a_host_process_counts_as_exited_only_when_proc_shows_it_gone() -> None:
+    from leanctx.cache.readcache import _exited
+    from leanctx.hooks.hostproc import process_stat
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        ticks = process_stat(child.pid)[2]
+        assert not _exited(child.pid, ticks)  # it runs
+        assert _exited(child.pid, ticks + 1)  # that pid, started at another time: another process
+    finally:
+        child.stdin.close()
+    child.wait(30)  # reaped: its /proc entry is gone
+    assert _exited(child.pid, ticks)
+    assert not _exited(os.getpid(), process_stat(os.getpid())[2])

@@ -194,3 +194,73 @@ def test_subagent_scope_reads_its_own_transcript(world: World) -> None:
     assert _verified(base, r, "c1", "a12").transcript is None  # no such rollout: nothing is credited
     r.agent = "gemini"
     assert not _verified(base, r, "c1").verify
+
+
+def test_cut_and_cleared_results_reported_by_the_host_withhold(tmp_path: Path) -> None:
+    """Claude Code 2.1.332 records results it cut from the context (after an idle hour, MCP
+    results included; or a withdrawn tool's) as a `tool_results_cut` attachment naming the calls,
+    and an API or client clearing on the assistant reply of the request it applied to."""
+    t, ix = T(tmp_path / "s.jsonl"), TranscriptIndex()
+    t.call("c1")
+    t.call("c2")
+    t.entry({"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": ["c1"],
+                                                  "standIn": CLEARED, "roughTokens": 900}})
+    t.call("c3")
+    assert not ix.holds(str(t.path), ("c1",), None)  # named by the cut
+    assert ix.holds(str(t.path), ("c2",), None) and ix.holds(str(t.path), ("c3",), None)
+    t.entry({"type": "attachment", "attachment": {"type": "tool_results_cut", "callIds": "c2?"}})  # unreadable
+    t.call("c4")
+    assert not ix.holds(str(t.path), ("c2",), None) and not ix.holds(str(t.path), ("c3",), None)
+    assert ix.holds(str(t.path), ("c4",), None)
+    # the API cleared old tool uses for the request that produced this reply: which ones is not said
+    t.entry({"type": "user", "message": {"content": "go on"}})
+    t.entry({"type": "assistant", "message": {"content": [{"type": "text", "text": "ok"}], "context_management": {
+        "applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 5000}]}}})
+    t.call("c5")
+    assert not ix.holds(str(t.path), ("c4",), None) and ix.holds(str(t.path), ("c5",), None)
+    t.entry({"type": "assistant", "message": {"content": [], "context_management": {
+        "applied_edits": [], "client_cut_tool_uses": 1}}})
+    t.call("c6")
+    assert not ix.holds(str(t.path), ("c5",), None) and ix.holds(str(t.path), ("c6",), None)
+
+
+def test_context_management_that_clears_no_tool_result_keeps_the_holding(tmp_path: Path) -> None:
+    t, ix = T(tmp_path / "s.jsonl"), TranscriptIndex()
+    t.call("c1")
+    for cm in ({"applied_edits": [{"type": "clear_thinking_20251015", "cleared_thinking_turns": 3}]},
+               {"applied_edits": [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 0}]},
+               {"applied_edits": [], "client_cut_tool_uses": 0}):
+        t.entry({"type": "assistant", "message": {"content": [], "context_management": cm}})
+        assert ix.holds(str(t.path), ("c1",), None), cm
+    for cm in ({"applied_edits": [{"type": "clear_tool_uses_20250919"}]}, {"applied_edits": ["?"]},
+               {"applied_edits": [{"type": "clear_something_new"}]}, "?"):
+        t2, ix2 = T(tmp_path / f"{len(str(cm))}.jsonl"), TranscriptIndex()
+        t2.call("c1")
+        t2.entry({"type": "assistant", "message": {"content": [], "context_management": cm}})
+        assert not ix2.holds(str(t2.path), ("c1",), None), cm
+
+
+def test_read_cache_withholds_a_result_the_host_cut(world: World) -> None:
+    c, path = _claude(world)
+    assert world.read(c, "a.py")["kind"] == "full"  # call toolu_world000001 delivers a.py
+    assert world.read(c, "b.py")["kind"] == "full"
+    assert world.read(c, "a.py")["kind"] == "stub"
+    world.transcript_entry(path, {"type": "attachment", "attachment": {
+        "type": "tool_results_cut", "callIds": ["toolu_world000001"], "standIn": CLEARED, "roughTokens": 900}})
+    assert world.read(c, "a.py")["kind"] == "full"  # the context shows the placeholder now
+    assert world.read(c, "b.py")["kind"] == "stub"  # not cut
+    assert world.read(c, "a.py")["kind"] == "stub"  # re-sent after the cut
+
+
+def test_a_result_the_host_kept_only_a_preview_of_is_not_held(tmp_path: Path) -> None:
+    """Claude Code saves an MCP result too large for it (over 50,000 characters in 2.1.197) to a
+    file and gives the model `<persisted-output>` with a preview: the bytes never reached it."""
+    t, ix = T(tmp_path / "s.jsonl"), TranscriptIndex()
+    preview = "<persisted-output>\nOutput too large (177.6KB). Full output saved to: /x/tool-results/c1.json\n\n" \
+              "Preview (first 2KB):\ndef f():\n...\n</persisted-output>"
+    t.call("c1", content=preview)
+    t.call("c2", content=[{"type": "text", "text": preview}])
+    t.call("c3", content=[{"type": "text", "text": "def f():\n    return '<persisted-output>'\n"}])
+    assert not ix.holds(str(t.path), ("c1",), None)
+    assert not ix.holds(str(t.path), ("c2",), None)
+    assert ix.holds(str(t.path), ("c3",), None)  # the marker inside a file's text is not a preview

@@ -60,6 +60,15 @@ Recorded bodies of ``claude -p`` runs (Read / Bash / MCP tool calls, an ``Agent`
   variable); the rule is kept as a safety net for other versions.
 
 Rule: ``kind = "compact" if is_compaction(body) else "main" if body.get("tools") else "side"``.
+
+Deferred tools (Claude Code 2.1.332, tool search on by default): MCP tools are not in ``tools``;
+their names are listed in a system message ("The following deferred tools are now available via
+ToolSearch ...") and ``ToolSearch`` is offered. A real model calls ``ToolSearch`` with
+``select:<name>`` first; the result is a ``tool_reference`` block and the next request offers the
+tool (with ``defer_loading: true``). So when a scripted answer calls a tool the request does not
+offer while it offers ``ToolSearch``, the fake answers ``ToolSearch select:<names>`` first, records
+that turn as kind ``tool_search`` (not in ``main_requests``) and serves the scripted answer on the
+next request. With 2.1.197 (no tool search) this never happens. ``load_deferred=False`` turns it off.
 Override with ``FakeAnthropic(classify=lambda body: "main" | "side" | "compact")`` (a bool is
 accepted too: True -> main, False -> side).
 
@@ -85,6 +94,7 @@ __all__ = [
 ]
 
 Block = dict
+TOOL_SEARCH = "ToolSearch"
 ScriptItem = Union[str, Block, list, Callable[[dict], Any]]
 
 
@@ -172,6 +182,7 @@ class FakeAnthropic(ScriptedFakeServer):
         host: str = "127.0.0.1",
         port: int = 0,
         input_tokens: int | Callable[[dict, str], int] = 1,
+        load_deferred: bool = True,
     ) -> None:
         super().__init__(script, default_text=default_text, side_text=side_text, compact_text=compact_text,
                          classify=classify, model=model, host=host, port=port)
@@ -179,6 +190,11 @@ class FakeAnthropic(ScriptedFakeServer):
         # the usage an answer reports (or f(body, kind) -> it): a high figure near Claude Code's
         # window (CLAUDE_CODE_AUTO_COMPACT_WINDOW) makes it compact on its own before the next turn
         self.input_tokens = input_tokens
+        # answer a scripted call of a deferred tool with a ToolSearch call first (see _deferred);
+        # such a turn is recorded as kind "tool_search" and consumes no scripted item
+        self.load_deferred = load_deferred
+        self._pending: dict[int, list] = {}
+        self._retry: list[int] = []
 
     def _make_handler(self) -> type:
         return _make_handler(self)
@@ -190,10 +206,34 @@ class FakeAnthropic(ScriptedFakeServer):
         if kind == "side":
             return "side", [text(self.side_text)]
         with self._lock:
-            idx = self._next
-            self._next += 1
-        item = self.script[idx] if idx < len(self.script) else self.default_text
-        return "main", _normalize(item, body)
+            if self._retry:  # a scripted answer held back for a ToolSearch turn comes first
+                idx = self._retry.pop(0)
+                blocks = self._pending.pop(idx)
+            else:
+                idx, blocks = self._next, None
+                self._next += 1
+        if blocks is None:  # a callable item runs outside the lock (it may wait for other requests)
+            item = self.script[idx] if idx < len(self.script) else self.default_text
+            blocks = _normalize(item, body)
+        deferred = self._deferred(blocks, body)
+        if deferred:
+            with self._lock:
+                self._pending[idx] = blocks  # served on the request that follows the ToolSearch result
+                self._retry.insert(0, idx)
+            return "tool_search", [tool_use(TOOL_SEARCH, {"query": "select:" + ",".join(deferred)})]
+        return "main", blocks
+
+    def _deferred(self, blocks: list, body: dict) -> list:
+        """The tools the scripted answer calls that this request defers (Claude Code 2.1.332 sends
+        MCP tools' names in a system message and their schemas only after ToolSearch loads them):
+        a model must call ToolSearch for them first, as the system message tells it to."""
+        if not self.load_deferred:
+            return []
+        offered = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}  # loaded ones included
+        if TOOL_SEARCH not in offered:
+            return []
+        names = [b.get("name") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        return [n for n in dict.fromkeys(names) if n not in offered]
 
     def _next_msg_id(self) -> str:
         return f"msg_fake{next(self._msg_ids):05d}"

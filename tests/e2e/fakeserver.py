@@ -34,7 +34,7 @@ def normalize_script_item(item: Any, body: dict, text: Callable[[str], dict]) ->
 class RequestRecord:
     method: str
     path: str
-    kind: str  # "main" | "side" | "compact" | "count_tokens" | "other"
+    kind: str  # "main" | "side" | "compact" | "tool_search" | "count_tokens" | "other"
     body: Any
     headers: dict
     response: Any = None  # the blocks served

@@ -62,15 +62,32 @@ def run(claude_cli, hh, lean, run_host, script, *extra, prompt="read big.py"):
         assert "MCP_CONNECTION_NONBLOCKING" not in env
         cp, _ = run_host([claude_cli, "-p", prompt, "--allowedTools", TOOLS, *extra], cwd=hh.proj, env=env)
         assert cp.returncode == 0, cp.stderr
-        bodies = srv.main_requests
-        if bodies:  # `/compact` sends no turn of the main conversation
-            assert READ in offered_tools(bodies[0]), f"the first turn did not offer {READ}: {offered_tools(bodies[0])}"
-        return bodies
+        first = next((r.body for r in srv.log if r.kind in ("main", "tool_search")), None)
+        if first is not None:  # `/compact` sends no turn of the main conversation
+            assert offers(first, READ), f"the first turn did not offer {READ}: {offered_tools(first)}"
+        return srv.main_requests
 
 
 def offered_tools(body: dict) -> list[str]:
     """The names of the tools a request to the model offers."""
     return [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+
+
+def offers(body: dict, name: str) -> bool:
+    """The request offers the tool: in `tools`, or (Claude Code 2.1.332's tool search) by name in
+    the system message listing the deferred tools, with ToolSearch offered to load it."""
+    tools = offered_tools(body)
+    if name in tools:
+        return True
+    if "ToolSearch" not in tools:
+        return False
+    for message in [{"content": body.get("system")}, *(body.get("messages") or [])]:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else [{"text": content}]:
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(text, str) and "deferred tools" in text and name in text.splitlines():
+                return True
+    return False
 
 
 def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(claude_cli, wired, lean, run_host):
@@ -136,7 +153,10 @@ def test_a_subagent_gets_no_stub_for_its_parents_bytes_but_keeps_its_own(claude_
     script = [
         tool_use(READ, {"path": "big.py"}),                                   # parent reads: full
         tool_use("Agent", {"description": "read big.py", "prompt": "Read big.py with ctx_read, twice.",
-                           "subagent_type": "general-purpose"}),              # parent spawns a subagent
+                           "subagent_type": "general-purpose",
+                           # and waits for it (2.1.332 runs agents in the background by default,
+                           # and the parent's turns would take the subagent's scripted answers)
+                           "run_in_background": False}),                     # parent spawns a subagent
         tool_use(READ, {"path": "big.py"}),                                   # the subagent reads: full
         tool_use(READ, {"path": "big.py"}),                                   # ...and again: its own stub
         "sub: done",
@@ -192,3 +212,16 @@ def test_after_a_rewind_the_lost_read_is_full_again(claude_cli, wired, lean, run
     assert "def function_199" in tool_results(bodies[-1])[0], "a stub for content the rewound context lost"
     record = lean.only_record("claude")
     assert record["conversation_id"] == session and record.get("compactions", 0) == 0  # no hook told us
+
+
+def test_a_result_too_large_for_claude_code_is_never_held(claude_cli, wired, lean, run_host):
+    """Claude Code keeps only a preview of an MCP result over its size limit (50,000 characters in
+    2.1.197): the model gets `<persisted-output>`, a 2 KB preview and the path of a file holding the
+    rest. The bytes never reached the context, so the re-read must not be the `[unchanged]` stub."""
+    hh = wired
+    (hh.proj / "huge.py").write_text("".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(3000)))
+    bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "huge.py"}), tool_use(READ, {"path": "huge.py"}), "done"],
+                 prompt="read huge.py")
+    first, second = tool_results(bodies[1])[0], tool_results(bodies[2])[0]
+    assert first.startswith("<persisted-output>") and "def function_2999" not in first, first[:300]
+    assert not second.startswith("[unchanged]"), "a stub for bytes the host kept only a preview of"

@@ -125,7 +125,8 @@ def test_subagent_is_tracked_while_it_runs_and_dropped_on_stop(claude_cli, host_
     lean.run("init", "--agent", "claude")
     script = [
         tool_use("Agent", {"description": "read the file", "prompt": "Read a.txt and report.",
-                           "subagent_type": "general-purpose"}),  # parent turn 1
+                           "subagent_type": "general-purpose",
+                           "run_in_background": False}),  # parent turn 1 (2.1.332 runs agents in the background by default)
         tool_use("Read", {"file_path": str(hh.proj / "a.txt")}),   # subagent turn 1
         "sub: it says hello",                                     # subagent turn 2
         "parent: done",                                           # parent turn 2

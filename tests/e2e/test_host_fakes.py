@@ -53,6 +53,24 @@ def test_fake_anthropic_protocol():
         assert srv.turns_served == 2
 
 
+def test_fake_anthropic_loads_a_deferred_tool_with_toolsearch_first():
+    """A scripted call of a tool the request defers (offered only through ToolSearch, as Claude Code
+    2.1.332 does with MCP tools) is preceded by a ToolSearch call; the scripted answer follows."""
+    deferred = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"name": "Read"}, {"name": "ToolSearch"}]}
+    loaded = dict(deferred, tools=[{"name": "Read"}, {"name": "ToolSearch"}, {"name": "mcp__s__t", "defer_loading": True}])
+    with FakeAnthropic(script=[tool_use("mcp__s__t", {"a": 1}), tool_use("Read", {"file_path": "/x"})]) as srv:
+        first = json.loads(_post(srv.base_url + "/v1/messages", deferred)[1])["content"]
+        second = json.loads(_post(srv.base_url + "/v1/messages", loaded)[1])["content"]
+        third = json.loads(_post(srv.base_url + "/v1/messages", deferred)[1])["content"]  # Read is offered
+        assert [r.kind for r in srv.log] == ["tool_search", "main", "main"] and len(srv.main_requests) == 2
+    assert first[0]["name"] == "ToolSearch" and first[0]["input"] == {"query": "select:mcp__s__t"}
+    assert second[0]["name"] == "mcp__s__t" and second[0]["input"] == {"a": 1}
+    assert third[0]["name"] == "Read"
+    with FakeAnthropic(script=[tool_use("mcp__s__t")], load_deferred=False) as srv:
+        assert json.loads(_post(srv.base_url + "/v1/messages", deferred)[1])["content"][0]["name"] == "mcp__s__t"
+
+
 def test_fake_openai_protocol():
     with FakeOpenAI(script=[shell_call("cat a.txt"), "hi"]) as srv:
         body = {"stream": True, "tools": [{"type": "function", "name": "exec_command"}], "input": []}

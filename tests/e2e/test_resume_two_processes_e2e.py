@@ -85,3 +85,38 @@ def test_a_session_open_in_two_processes_is_two_contexts(claude_cli, wired, lean
     assert "def helper_199" in got and not got.startswith("[unchanged]"), \
         f"the first process got the second process's stub for other.py: {got[:200]}"
     lean.assert_no_hook_errors()
+
+
+def test_a_session_resumed_after_its_process_exited_keeps_what_its_transcript_holds(claude_cli, wired, lean, run_host):
+    """The process that read big.py exits; `--resume <id>` and `--continue` open the session in new
+    processes, whose context is the transcript's chain and holds that read: the re-read is the
+    `[unchanged]` stub (before, a new process re-sent every file once). Resumed at a message
+    before the read (`--resume-session-at`), the context does not hold it: content."""
+    import json
+
+    hh = wired
+
+    def run(script, *args, prompt="read big.py"):
+        with FakeAnthropic(script=script) as srv:
+            cp, _ = run_host([claude_cli, "-p", prompt, "--allowedTools", TOOLS, *args], cwd=hh.proj,
+                             env=hostcli.claude_env(hh.home, srv.base_url))
+            assert cp.returncode == 0, cp.stderr
+            return srv.main_requests
+
+    run(["hello"], prompt="say hello")
+    first = run([tool_use(READ, {"path": "big.py"}), "done"], "--continue")
+    assert "def function_199" in tool_results(first[1])[0]
+    (transcript,) = [t for t in (hh.home / ".claude" / "projects").rglob("*.jsonl") if "subagents" not in t.parts]
+    sid = transcript.stem
+    resumed = run([tool_use(READ, {"path": "big.py"}), "done"], "--resume", sid, prompt="read it again")
+    assert tool_results(resumed[1])[0].startswith("[unchanged]"), tool_results(resumed[1])[0][:200]
+    continued = run([tool_use(READ, {"path": "big.py"}), "done"], "--continue", prompt="and again")
+    assert tool_results(continued[1])[0].startswith("[unchanged]"), tool_results(continued[1])[0][:200]
+    entries = [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+    hello = next(e for e in entries if e.get("type") == "assistant"
+                 and any(b.get("type") == "text" and b.get("text") == "hello" for b in e["message"]["content"]))
+    rewound = run([tool_use(READ, {"path": "big.py"}), "done"], "--resume", sid, "--resume-session-at", hello["uuid"],
+                  prompt="read big.py once more")
+    assert "def function_199" in tool_results(rewound[-1])[0], "a stub for a read the resumed context does not hold"
+    assert lean.only_record("claude")["conversation_id"] == sid
+    lean.assert_no_hook_errors()
