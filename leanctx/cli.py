@@ -95,7 +95,9 @@ def main() -> None:
 @click.option("--guard", is_flag=True, help="Multi-user bots: deny tool calls that touch another user's folder under $CKS_HOME/user/.")
 @click.option("--no-mcp", is_flag=True, help="Do not register leanctx's MCP server (ctx_read) or its read rule.")
 @click.option("--mcp-name", metavar="NAME", help="Register leanctx's MCP server under NAME instead of `leanctx` (when you have a server of that name). Remembered for later runs.")
-def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool, no_mcp: bool, mcp_name: str | None) -> None:
+@click.option("--no-builtin-gate", is_flag=True, help="Leave the host's own file reader (Claude Code's Read) ungated: only ctx_read gets the read cache's stubs.")
+def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool, no_mcp: bool, mcp_name: str | None,
+         no_builtin_gate: bool) -> None:
     """Wire leanctx's hooks into a host's config (merging, never replacing).
 
     init states the whole profile: running it again without --bot or --guard takes them out."""
@@ -104,7 +106,7 @@ def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot:
 
     home = paths.home()
     selected = _agent_list(agent_name, home)
-    sys.exit(run_init(selected, home, paths.usable_data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard), mcp=not no_mcp, mcp_name=mcp_name))
+    sys.exit(run_init(selected, home, paths.usable_data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard, builtin_read=not no_builtin_gate), mcp=not no_mcp, mcp_name=mcp_name))
 
 
 @main.command()
@@ -157,6 +159,10 @@ class _HookCommand(click.Command):
             if agent.read_gate_event is not None:
                 gate = agent.read_gate_event
                 rows.append(("", f"with --read-gate: {gate.name}" + (f" (matcher {gate.matcher})" if gate.matcher else "")))
+            if agent.builtin_read_tool is not None and agent.builtin_read_post_event is not None:
+                post = agent.builtin_read_post_event
+                pre = agent.read_gate_event.name if agent.read_gate_event is not None else "?"
+                rows.append(("", f"with --builtin-read: {agent.builtin_read_tool} on {pre} and {post.name}"))
         with formatter.section("Agents and events"):
             formatter.write_dl(rows)
         with formatter.section("Flags"):

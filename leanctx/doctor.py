@@ -187,7 +187,8 @@ def installed_profile(wired: dict[str, list[str]]):
     from leanctx.installer.install import Profile
 
     words = {w for cmds in wired.values() for c in cmds for w in c.split()}
-    return Profile(bot="--bot" in words, guard="--guard" in words, read_gate="--read-gate" in words)
+    return Profile(bot="--bot" in words, guard="--guard" in words, read_gate="--read-gate" in words,
+                   builtin_read="--builtin-read" in words)
 
 
 def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, explicit: bool, project: Path | None = None,
@@ -258,10 +259,22 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     runnable = wrapper_ok if project is None else on_path is None
     result["profile"] = profile.name
     result["read_gate"] = profile.read_gate
+    result["builtin_read"] = profile.builtin_read
     checks.append(_check("profile", INFO, {"coding": "coding: ids only, no prompts or replies recorded",
                                            "bot": "bot: prompts and replies recorded in conversation-state",
                                            "guard": "guard: multi-user guard on tool calls",
                                            "bot+guard": "bot+guard: conversation-state and the multi-user guard"}[profile.name]))
+    if agent.builtin_read_tool is not None and profile.read_gate:
+        from leanctx.hooks.readgate import ENV as GATE_ENV, switched_off
+
+        if not profile.builtin_read:
+            detail = (f"built-in {agent.builtin_read_tool} not gated (init --no-builtin-gate, or an install from before "
+                      f"the gate): only ctx_read gets stubs")
+        elif switched_off():
+            detail = f"built-in {agent.builtin_read_tool} gated, but switched off here by {GATE_ENV}={os.environ.get(GATE_ENV)}"
+        else:
+            detail = f"built-in {agent.builtin_read_tool} gated like ctx_read (PreToolUse refuses an unchanged re-read, PostToolUse credits)"
+        checks.append(_check("built-in reader gate", INFO, detail))
     for spec, flags in profile.events(agent):
         cmds = wired.get(spec.name, [])
         want = command_for(spec.name, flags)
@@ -423,7 +436,8 @@ def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False, p
         for a in broken_reports:  # each with the profile it was installed with, MCP server included or not
             agent = agents.get(a["agent"])
             name = a.get("profile", "coding")
-            profile = Profile(bot="bot" in name, guard="guard" in name, read_gate=a.get("read_gate", True))
+            profile = Profile(bot="bot" in name, guard="guard" in name, read_gate=a.get("read_gate", True),
+                              builtin_read=a.get("builtin_read", True))
             mcp = a.get("read_gate", True) or bool(mcpreg.recorded_names(agent, home, data_dir, project))
             report_fix = run_init([agent], home, data_dir, project, dry_run=False, say=say, profile=profile, mcp=mcp) or report_fix
         report = build(home, data_dir, agent_name, project)

@@ -32,7 +32,8 @@ SUBAGENT_START = "subagent_start"
 SUBAGENT_STOP = "subagent_stop"
 SESSION_END = "session_end"
 REPLY = "reply"  # an event carrying the assistant's reply text (Cursor afterAgentResponse)
-PRE_TOOL = "pre_tool"  # a tool call about to run (only the multi-user guard listens)
+PRE_TOOL = "pre_tool"  # a tool call about to run (the multi-user guard, the read gates)
+POST_TOOL = "post_tool"  # a tool call that ran (only the built-in reader gate listens, to credit)
 NOTICE = "notice"  # an event that only carries the ids (Qwen's Notification, Gemini's routine PreCompress)
 
 WRAPPER_NAME = "leanctx-hook"
@@ -227,6 +228,10 @@ class Agent:
     guard_event: ClassVar[EventSpec | None] = None
     #: the pre-tool event, narrowed to our ctx_read, that notes who is about to read (None: none)
     read_gate_event: ClassVar[EventSpec | None] = None
+    #: the host's built-in file reader that the read gate also answers (hooks/readgate.py), and the
+    #: post-tool event that credits what it delivered; None: the host's reader is not gated
+    builtin_read_tool: ClassVar[str | None] = None
+    builtin_read_post_event: ClassVar[EventSpec | None] = None
     #: the host runs hooks from whole files of ours (OpenCode's plugin, Cline's executable files)
     #: rather than from entries in a config: `hook_folder`/`hook_files` say which, with this mode
     #: (`installer/hookfiles.py` writes them); None: hooks are entries in `user_config_path`
@@ -317,19 +322,24 @@ class Agent:
 
     def event(self, name: str) -> EventSpec | None:
         """The spec of an event we may wire, in any profile."""
-        extra = tuple(e for e in (self.guard_event, self.read_gate_event) if e is not None)
+        extra = tuple(e for e in (self.guard_event, self.read_gate_event, self.builtin_read_post_event) if e is not None)
         for spec in self.events + self.bot_events + extra:
             if spec.name == name:
                 return spec
         return None
 
     def profile_events(
-        self, bot: bool = False, guard: bool = False, read_gate: bool = False, mcp_name: str = MCP_SERVER
+        self, bot: bool = False, guard: bool = False, read_gate: bool = False, mcp_name: str = MCP_SERVER,
+        builtin_read: bool = False,
     ) -> list[tuple[EventSpec, tuple[str, ...]]]:
         """(event, hook flags) to wire for a profile: plain coding, `--bot`, `--guard`, and the
         read gate that comes with the MCP server (`--read-gate`), matching the name the server is
         registered under. The guard sees every tool call, so with `--guard` one pre-tool entry
-        does both jobs."""
+        does both jobs. `builtin_read` (with the read gate, on a host that names a
+        `builtin_read_tool`): the same pre-tool entry also answers the host's own reader
+        (`--builtin-read`, its name added to the matcher), and a post-tool entry credits it."""
+        builtin = builtin_read and read_gate and self.builtin_read_tool is not None and self.builtin_read_post_event is not None
+        more = ("--builtin-read",) if builtin else ()
         bot_kinds = (SESSION_START, PROMPT, STOP, REPLY)
         wired = [(spec, ("--bot",) if bot and spec.kind in bot_kinds else ()) for spec in self.events]
         if bot:
@@ -338,12 +348,17 @@ class Agent:
         # Code); a host with a separate MCP pre-call event (Copilot) gets the two entries
         shared = self.guard_event is not None and self.read_gate_event is not None and self.guard_event.name == self.read_gate_event.name
         if guard and self.guard_event is not None:
-            wired.append((self.guard_event, ("--guard", "--read-gate") if read_gate and shared else ("--guard",)))
+            wired.append((self.guard_event, ("--guard", "--read-gate", *more) if read_gate and shared else ("--guard",)))
         if read_gate and self.read_gate_event is not None and not (guard and shared):
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:
                 spec = EventSpec(spec.name, spec.kind, matcher=self.read_tool(mcp_name))
-            wired.append((spec, ("--read-gate",)))
+            if builtin and spec.matcher is not None:
+                # one entry per event (hookconfig keeps one of ours per event): both tools by name
+                spec = EventSpec(spec.name, spec.kind, matcher=f"{spec.matcher}|{self.builtin_read_tool}")
+            wired.append((spec, ("--read-gate", *more)))
+        if builtin and self.builtin_read_post_event is not None:
+            wired.append((self.builtin_read_post_event, more))
         return wired
 
     def hook_group(self, command: str, spec: EventSpec) -> dict:

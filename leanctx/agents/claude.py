@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, Agent, ClaudeShapeAgent
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, POST_TOOL, Agent, ClaudeShapeAgent, EventSpec
 
 
 # Other hosts that run the hooks in Claude Code's settings files with a Claude-shaped payload, by
@@ -39,6 +39,9 @@ class Claude(ClaudeShapeAgent):
     rules_file = "CLAUDE.md"
     mcp_user_file = ".claude.json"
     compaction_notes = True  # verified on 2.1.197 (tests/e2e/test_compaction_carry_e2e.py)
+    # the built-in Read, gated like ctx_read (hooks/readgate.py; tests/e2e/test_builtin_read_e2e.py)
+    builtin_read_tool = "Read"
+    builtin_read_post_event = EventSpec("PostToolUse", POST_TOOL, matcher="Read")
 
     def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
         # user scope lives in ~/.claude.json (beside ~/.claude, or inside CLAUDE_CONFIG_DIR)

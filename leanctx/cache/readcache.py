@@ -126,7 +126,7 @@ class Holding:
 
 
 class _Conv:
-    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "held", "persist", "roots", "used_ts")
+    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "gate_stubs", "held", "persist", "roots", "used_ts")
 
     def __init__(self, agent: str | None, persist: bool) -> None:
         self.agent = agent
@@ -137,6 +137,8 @@ class _Conv:
         self.carried_boundary: str | None = None  # the transcript's compact_boundary credited then
         self.carry_tries: tuple = ()  # (counter, transcript size, mtime, tries) of the last look
         self.roots: tuple = ()  # every workspace root (real) the conversation was given: see paths.named
+        # names the built-in reader gate refused with a text since: asked again, they pass (no loop)
+        self.gate_stubs: set[str] = set()
 
 
 def _bucket() -> dict:
@@ -155,7 +157,7 @@ def split_lines(text: str) -> list[str]:
     return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
 
 
-def render_diff(rel: str, old: str, new: str, nlines: int) -> str | None:
+def render_diff(rel: str, old: str, new: str, nlines: int, hint: stubs.Hints = stubs.FRESH) -> str | None:
     """The diff text we send for a changed file, or None when a diff is not worth computing."""
     a, b = split_lines(old), split_lines(new)
     if len(a) > DIFF_MAX_LINES or len(b) > DIFF_MAX_LINES:
@@ -166,7 +168,7 @@ def render_diff(rel: str, old: str, new: str, nlines: int) -> str | None:
             out.append(line)
         else:
             out.append(line + "\n\\ No newline at end of file\n")
-    return stubs.diff_header(rel, nlines) + "".join(out)
+    return stubs.diff_header(rel, nlines, hint) + "".join(out)
 
 
 def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] | None:
@@ -185,6 +187,27 @@ def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] |
     if e < s:
         raise ReadError("bad_range", f"end_line {end_line} is before start_line {s}")
     return (s, e)
+
+
+MAX_BUILTIN_LINE_CHARS = 2000  # a longer line may reach the model cut short: never credited
+
+
+def builtin_delivery_matches(text: str, window: tuple[int, int] | None, start_line: object, delivered: object) -> bool:
+    """Is `delivered` exactly what a host's built-in reader gives for `window` of `text` now?
+    Claude Code's Read (2.1.197: `tool_response.file.content`) numbers lines by splitting on
+    "\n" (a final newline makes an empty last line) and joins the requested lines with "\n":
+    the whole file is its text, a range is its lines without the last one's newline. Anything
+    else (a cut line, another encoding, CRLF turned into LF, a stale copy) is not credited."""
+    if window is None or not isinstance(delivered, str) or not delivered:
+        return False
+    if start_line is not None and start_line != window[0]:
+        return False
+    lines = text.split("\n")
+    s, e = window
+    want = "\n".join(lines[s - 1:e])
+    if delivered != want and not (e == len(lines) - 1 and delivered == want + "\n"):
+        return False
+    return all(len(line) <= MAX_BUILTIN_LINE_CHARS for line in lines[s - 1:e])
 
 
 # `<agent>:<id>@<created_at>#<host pid>:<start ticks>`: a conversation's main context in one host
@@ -448,12 +471,20 @@ class ReadCache:
         """Test seam: runs after the path check, before the file is opened."""
 
     def read(self, scope: Scope, path: str, start_line: int | None = None, end_line: int | None = None,
-             fresh: bool = False) -> dict:
+             fresh: bool = False, mode: str = "read", delivered: str | None = None) -> dict:
+        """`mode` "read": ctx_read. "gate": a host's built-in reader is about to read; answered
+        with the same stub, pointer or diff ctx_read would send (kind "full" with no text: let the
+        reader run; nothing is credited or counted then). "credit": the built-in reader delivered
+        `delivered` for that window; credited exactly as a ctx_read answer would be, only when it
+        equals the file's lines on disk now (else kind "withheld")."""
+        if mode not in ("read", "gate", "credit"):
+            raise ValueError(f"unknown mode {mode!r}")
         try:
-            result = self._read(scope, path, start_line, end_line, bool(fresh))
+            result = self._read(scope, path, start_line, end_line, bool(fresh), mode, delivered)
         except ReadError as exc:
-            with self._lock:
-                self._count(scope, "error", 0, 0)
+            if mode == "read":  # the built-in reader gives its own answer for a file we cannot serve
+                with self._lock:
+                    self._count(scope, "error", 0, 0)
             result = {"kind": "error", "code": exc.code, "text": f"error: {exc.message}", "path": str(path),
                       "lines": 0, "tokens_raw": 0, "tokens_sent": 0, "tokenizer": tokens.name()}
         with self._lock:
@@ -550,7 +581,8 @@ class ReadCache:
             return None
         return Holding(snap.fp, snap.size, snap.mtime_ns, epoch, n, False, [(f.start_line, end)])
 
-    def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool) -> dict:
+    def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool, mode: str = "read",
+              delivered: str | None = None) -> dict:
         self._maybe_carry(scope)
         roots = self._roots(tuple(scope.roots))
         real, _shown = resolve(path, roots, self.allow, scope.cwd)
@@ -561,12 +593,22 @@ class ReadCache:
         window = window_of(n, start_line, end_line)
         whole = window is None or window == (1, n)
         raw_text = snap.text if whole else snap.slice(*window)
+        known = scope.key is not None
+        hint = stubs.AGAIN if mode == "gate" else stubs.FRESH
+        if mode == "gate" and known:
+            with self._lock:
+                conv0 = self._convs.get(scope.key)
+                if conv0 is not None and name in conv0.gate_stubs:
+                    conv0.gate_stubs.discard(name)
+                    fresh = True  # asked again right after its stub: the content (no loop)
+        if mode == "credit" and not builtin_delivery_matches(snap.text, window, start_line, delivered):
+            return {"kind": "withheld", "text": "", "path": rel, "lines": n, "tokens_raw": 0, "tokens_sent": 0,
+                    "tokenizer": tokens.name(), "fingerprint": snap.fp, "window": list(window) if window else None}
         tokens_raw = self._file_token_count(snap) if whole else tokens.count(raw_text)
         tok = tokens.count
 
-        known = scope.key is not None
         record = known and scope.stub_ok
-        can_claim = record and not fresh
+        can_claim = record and not fresh and mode != "credit"
         kind, text, claims, cold = "full", raw_text, None, False
         verified = None  # the deliveries the transcript confirmed (asked outside the lock: it may wait)
         inherited = None  # a holding of an exited process of this session that the transcript confirmed
@@ -609,13 +651,13 @@ class ReadCache:
                 win = window or (1, n)
                 if rng.covers(held, win):
                     if same:
-                        t = stubs.stub(rel, n, None if whole else win)
+                        t = stubs.stub(rel, n, None if whole else win, hint)
                         if tok(t) < tokens_raw:
                             kind, text, claims, cold = "stub", t, [win], h.cold
                     elif whole:
                         # touched (checkout, touch, save without change): the mtime moved, so no
                         # stub; the file "changed on disk" and its diff is empty
-                        t = stubs.same_bytes(rel, n)
+                        t = stubs.same_bytes(rel, n, hint)
                         if tok(t) < DIFF_RATIO * tokens_raw:
                             kind, text, claims, base_fp = "diff", t, [(1, n)], snap.fp
                 elif self.dedup:
@@ -624,15 +666,21 @@ class ReadCache:
                     if covered:
                         sections = [(sp, snap.slice(*sp)) for sp in new_spans]
                         folded = sum(len(x) for _, x in sections) < rng.MIN_DELTA_CHARS
-                        t = stubs.pointer(rel, n, win, covered, sections, folded)
+                        t = stubs.pointer(rel, n, win, covered, sections, folded, hint)
                         if tok(t) < tokens_raw:
                             kind, text, claims = "pointer", t, covered
             elif can_claim and h is not None and h.whole and whole and h.fp != snap.fp:
                 old = self._contents.get(h.fp)
                 if old is not None:
-                    t = render_diff(rel, old.decode("utf-8", "surrogatepass"), snap.text, n)
+                    t = render_diff(rel, old.decode("utf-8", "surrogatepass"), snap.text, n, hint)
                     if t is not None and tok(t) < DIFF_RATIO * tokens_raw:
                         kind, text, claims, base_fp = "diff", t, [(1, h.lines)] if h.lines else [], h.fp
+            if mode == "gate" and kind == "full":
+                # the built-in reader runs and sends the content itself: its post-tool hook
+                # credits what the model really received (mode "credit"); nothing counted here
+                return {"kind": "full", "text": "", "path": rel, "lines": n, "tokens_raw": tokens_raw,
+                        "tokens_sent": tokens_raw, "tokenizer": tokens.name(), "fingerprint": snap.fp,
+                        "window": list(window) if window else None}
             cut = record and not hostcaps.passes_whole(scope.agent, text)
             if cut:
                 # the host cuts an answer this long before its model sees it (hostcaps.py): the
@@ -641,6 +689,10 @@ class ReadCache:
                 record = False
             if record:
                 conv = self._conv(scope)
+                if mode == "gate":
+                    conv.gate_stubs.add(name)
+                elif conv.gate_stubs:
+                    conv.gate_stubs.discard(name)  # content sent some other way: the next refusal is new
                 if kind == "stub":
                     conv.held.move_to_end(name)
                 elif kind == "pointer" or (kind == "full" and not whole and same_bytes):

@@ -236,6 +236,14 @@ class CacheCore:
         scope = self.resolver.resolve(conn, fresh=True, call_id=call_id)
         return self.cache.read(scope, path, start_line=start, end_line=end, fresh=fresh)
 
+    def gate(self, conn, path: str, start: int | None, end: int | None, call_id: str | None = None,  # noqa: ANN001
+             delivered: str | None = None) -> dict:
+        """A host's built-in reader: "gate" before it reads (delivered None), "credit" after,
+        with what it delivered. Same scope, same ledger, same rules as `read`."""
+        scope = self.resolver.resolve(conn, fresh=True, call_id=call_id)
+        mode = "gate" if delivered is None else "credit"
+        return self.cache.read(scope, path, start_line=start, end_line=end, mode=mode, delivered=delivered)
+
     def scope(self, conn) -> dict:  # noqa: ANN001
         s = self.resolver.resolve(conn, fresh=True)
         return {k: getattr(s, k, None) for k in ("key", "agent", "compactions", "roots", "stub_ok", "reason", "cwd")}
@@ -671,6 +679,20 @@ class Daemon:
             make_connection(facts)
             path, start, end, fresh = read_args(args)
             return self.core.read(self.identity(me), path, start, end, fresh, call_id_arg(args))
+        if op in ("gate", "credit"):
+            # a host's built-in reader, asked by our own hooks (hooks/readgate.py): who reads is
+            # the hook's process as the kernel reports it, resolved like an MCP connection
+            make_connection(facts)
+            path, start, end, _fresh = read_args(args)
+            delivered = None
+            if op == "credit":
+                delivered = args.get("content")
+                if not isinstance(delivered, str):
+                    raise BadRequest("content must be a string")
+            result = self.core.gate(self.identity(me), path, start, end, call_id_arg(args), delivered)
+            # the hook needs the decision and, for a refusal, its text; never the file's content
+            return {k: result.get(k) for k in ("kind", "text", "path", "lines", "window", "code")
+                    if k in result and not (k == "text" and result.get("kind") in ("full", "error"))}
         if op == "hello":
             try:
                 ident = self.identity(me)

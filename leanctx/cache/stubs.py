@@ -17,6 +17,23 @@ from leanctx.cache.dedup import Span, fmt_spans
 FRESH_HINT = "fresh=true to re-read"
 
 
+class Hints:
+    """How a text tells the model to get the content anyway: `ctx_read`'s `fresh=true`, or for a
+    host's built-in reader (whose call has no such argument) asking again right away."""
+
+    __slots__ = ("all", "one", "whole")
+
+    def __init__(self, one: str, all: str, whole: str) -> None:  # noqa: A002 - the texts' own word
+        self.one, self.all, self.whole = one, all, whole
+
+
+FRESH = Hints(FRESH_HINT, f"{FRESH_HINT} everything", f"{FRESH_HINT} the whole file")
+# the built-in reader gate lets the same file through when it is asked for again right after
+# its stub (leanctx/cache/readcache.py, gate mode)
+AGAIN = Hints("read it again right away for the content", "read it again right away for everything",
+              "read it again right away for the whole file")
+
+
 def shown(rel: str) -> str:
     """`rel` as the texts name it: as is when every character is printable, else a JSON string
     whose every non-printable character is a \\u escape."""
@@ -36,17 +53,18 @@ def _plural(n: int) -> str:
     return f"{n} line" if n == 1 else f"{n} lines"
 
 
-def stub(rel: str, nlines: int, window: Span | None = None) -> str:
+def stub(rel: str, nlines: int, window: Span | None = None, hint: Hints = FRESH) -> str:
     """The whole file (window None) or a window the conversation already holds, unchanged."""
     rel = shown(rel)
     where = rel if window is None else f"{rel} L{window[0]}-{window[1]} of"
     return (
         f"[unchanged] {where} {_plural(nlines)} · already sent earlier in this conversation and "
-        f"unchanged on disk since, so that copy is exact · {FRESH_HINT}"
+        f"unchanged on disk since, so that copy is exact · {hint.one}"
     )
 
 
-def pointer(rel: str, nlines: int, window: Span, covered: list[Span], sections: list[tuple[Span, str]], folded: bool) -> str:
+def pointer(rel: str, nlines: int, window: Span, covered: list[Span], sections: list[tuple[Span, str]], folded: bool,
+            hint: Hints = FRESH) -> str:
     """Held runs named, only the new lines sent. `folded`: the new text is short, so it follows the
     pointer line directly (numbered lines) instead of in its own `@@ Lx-y @@` sections."""
     rel = shown(rel)
@@ -64,25 +82,25 @@ def pointer(rel: str, nlines: int, window: Span, covered: list[Span], sections: 
             for i, line in enumerate(body.split("\n")):
                 lines.append(f"{s + i}\t{line}")
         return f"{head}; the only new lines are {new}:\n" + "\n".join(lines) + "\n"
-    parts = [f"{head}; only the new lines follow ({FRESH_HINT} everything)."]
+    parts = [f"{head}; only the new lines follow ({hint.all})."]
     for (s, e), text in sections:
         parts.append(f"@@ L{s}-{e} @@")
         parts.append(text if text.endswith("\n") else text + "\n")
     return "\n".join(p.rstrip("\n") for p in parts) + "\n"
 
 
-def diff_header(rel: str, nlines: int) -> str:
+def diff_header(rel: str, nlines: int, hint: Hints = FRESH) -> str:
     rel = shown(rel)
     return (
         f"[changed] {rel} ({_plural(nlines)} now) changed on disk since it was sent earlier in this "
-        f"conversation; unified diff against that copy ({FRESH_HINT} the whole file):\n"
+        f"conversation; unified diff against that copy ({hint.whole}):\n"
     )
 
 
-def same_bytes(rel: str, nlines: int) -> str:
+def same_bytes(rel: str, nlines: int, hint: Hints = FRESH) -> str:
     """The file's mtime moved but its bytes are the ones this conversation holds: an empty diff."""
     rel = shown(rel)
     return (
         f"[changed] {rel} {_plural(nlines)} · modified on disk since it was sent earlier in this "
-        f"conversation, but byte-identical to that copy (empty diff) · {FRESH_HINT}"
+        f"conversation, but byte-identical to that copy (empty diff) · {hint.one}"
     )

@@ -60,6 +60,8 @@ FLAGS = {
     "--bot": "always-on bot profile: record prompts and replies in conversation-state, hand the thread back at session start",
     "--guard": "multi-user guard on the pre-tool event: deny tool calls that touch another user's folder",
     "--read-gate": "on the pre-tool event narrowed to ctx_read: note who is about to read",
+    "--builtin-read": "the host's own file reader under the read cache's rules: refuse an unchanged re-read with the "
+                      "cache's text before it runs, credit what it delivered after",
 }
 
 
@@ -69,7 +71,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
     `--bot` (the always-on bot profile) also records turns in conversation-state and returns the
     rehydrated thread at session start; `--guard` turns a pre-tool event into the multi-user guard."""
     from leanctx import agents
-    from leanctx.agents.base import PRE_COMPACT, SESSION_START
+    from leanctx.agents.base import POST_TOOL, PRE_COMPACT, SESSION_START
     from leanctx.hooks.publish import publish
 
     agent = agents.get(agent_name)
@@ -77,7 +79,9 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
     if unknown:
         raise ValueError(f"unknown hook flags {unknown}")
     spec = agent.event(event_name)
-    wired = {s.name for s, _ in agent.profile_events(bot="--bot" in flags, guard="--guard" in flags, read_gate="--read-gate" in flags)}
+    builtin = "--builtin-read" in flags
+    wired = {s.name for s, _ in agent.profile_events(bot="--bot" in flags, guard="--guard" in flags, read_gate="--read-gate" in flags or builtin,
+                                                      builtin_read=builtin)}
     if spec is None or event_name not in wired:
         raise ValueError(f"event {event_name!r} is not wired for {agent_name} {' '.join(flags)}".rstrip())
     text = raw.decode("utf-8")
@@ -98,6 +102,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
         if runs_own_hook(agent, event_name, payload):  # that hook publishes: fold the event once
             return agent.no_opinion(event_name)
     event = agent.normalize(event_name, payload)
+    builtin = builtin and agent.builtin_read_tool is not None and event.tool_name == agent.builtin_read_tool
     if event.kind == "pre_tool":
         noted = None
         if "--read-gate" in flags and agent.is_read_tool(event.tool_name):
@@ -107,8 +112,20 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
         if "--guard" in flags:
             from leanctx.hooks.guard import check
 
-            return check(agent, event, data_dir)
+            out = check(agent, event, data_dir)
+            if not builtin or out.strip():
+                return out
+        if builtin:
+            from leanctx.hooks.readgate import before_read
+
+            return before_read(data_dir, agent, event) or agent.no_opinion(event.event)
         return agent.read_gate_output(event) if noted else agent.no_opinion(event.event)
+    if event.kind == POST_TOOL:
+        if builtin:
+            from leanctx.hooks.readgate import after_read
+
+            after_read(data_dir, payload, event)
+        return agent.no_opinion(event.event)
     publish(data_dir, event)
     out = ""
     if "--bot" in flags:

@@ -97,9 +97,12 @@ class Profile:
     guard: bool = False
     read_gate: bool = True  # comes with the MCP server: notes who is about to call ctx_read
     mcp_name: str = MCP_SERVER  # the name the MCP server is registered under (the read gate's matcher)
+    # with the read gate: the host's own reader answered by the cache too (`init --no-builtin-gate`: off)
+    builtin_read: bool = True
 
     def events(self, agent: Agent) -> list:
-        return agent.profile_events(bot=self.bot, guard=self.guard, read_gate=self.read_gate, mcp_name=self.mcp_name)
+        return agent.profile_events(bot=self.bot, guard=self.guard, read_gate=self.read_gate, mcp_name=self.mcp_name,
+                                    builtin_read=self.builtin_read)
 
     @property
     def name(self) -> str:

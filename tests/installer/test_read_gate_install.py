@@ -50,13 +50,16 @@ def settings(home: Path) -> Path:
     return path
 
 
+GATE_MATCHER = f"{READ}|Read"  # the same entry answers Claude Code's built-in Read (hooks/readgate.py)
+
+
 def gate_groups(value: dict) -> list:
-    return [g for g in value["hooks"]["PreToolUse"] if g.get("matcher") == READ]
+    return [g for g in value["hooks"]["PreToolUse"] if g.get("matcher") in (READ, GATE_MATCHER)]
 
 
 def command_gate(data_dir: Path) -> dict:
-    return {"matcher": READ, "hooks": [{"type": "command", "timeout": 10,
-                                        "command": wrapper.command(wrapper.wrapper_path(data_dir), "claude", "PreToolUse", ("--read-gate",))}]}
+    return {"matcher": GATE_MATCHER, "hooks": [{"type": "command", "timeout": 10, "command": wrapper.command(
+        wrapper.wrapper_path(data_dir), "claude", "PreToolUse", ("--read-gate", "--builtin-read"))}]}
 
 
 def old_gate_file(data_dir: Path, port: int) -> Path:

@@ -1,0 +1,167 @@
+"""The built-in reader gate in the cache core: Claude Code's `Read` answered by the same ledger and
+the same rules as ctx_read ("gate" before the reader runs, "credit" after it delivered)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from leanctx.cache.readcache import builtin_delivery_matches
+
+from .conftest import World, code
+
+
+def read_form(text: str, start: int = 1, count: int = 2000) -> str:
+    """What Claude Code 2.1.197's Read hands its PostToolUse hook as `file.content`: the lines
+    (split on "\\n", a final newline making an empty last line) joined with "\\n"."""
+    return "\n".join(text.split("\n")[start - 1:start - 1 + count])
+
+
+class Host:
+    """One Claude Code session whose model uses the built-in Read (and sometimes ctx_read)."""
+
+    def __init__(self, world: World, conv: str = "s1") -> None:
+        self.world = world
+        self.h = world.host()
+        world.session(self.h, conv)
+        self.conn = world.conn(self.h)
+        self.n = 0
+
+    def _call(self, name: str) -> tuple:
+        scope = self.world.scope(self.conn)
+        self.n += 1
+        call = f"toolu_read{self.n:04d}"
+        self.world.transcript_entry(scope.transcript, {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": call, "name": name, "input": {}}]}})
+        return dataclasses.replace(scope, call_id=call), call
+
+    def _result(self, scope, call: str, text: str) -> None:  # noqa: ANN001
+        self.world.transcript_entry(scope.transcript, {"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": call, "content": text}]}})
+
+    def read(self, rel: str, offset: int | None = None, limit: int | None = None, delivered: str | None = None) -> dict:
+        """One built-in Read: the gate's answer; when it lets the call through, the reader delivers
+        (`delivered`, default: the file as it is now) and the post-tool hook credits it."""
+        path = str(self.world.path(rel))
+        start = offset or 1
+        end = start + (limit or 2000) - 1
+        scope, call = self._call("Read")
+        gate = self.world.cache.read(scope, path, start, end, mode="gate")
+        if gate["kind"] != "full":
+            self._result(scope, call, gate["text"])
+            return gate
+        text = self.world.path(rel).read_text()
+        got = delivered if delivered is not None else read_form(text, start, limit or 2000)
+        self._result(scope, call, got)
+        credit = self.world.cache.read(scope, path, start, start + got.count("\n"), mode="credit", delivered=got)
+        return {**gate, "credit": credit["kind"], "text": got}
+
+    def ctx_read(self, rel: str, start: int | None = None, end: int | None = None) -> dict:
+        scope, call = self._call("mcp__leanctx__ctx_read")
+        res = self.world.cache.read(scope, rel, start, end)
+        self._result(scope, call, res["text"])
+        return res
+
+
+def test_an_unchanged_re_read_is_refused_with_the_stub_and_a_hint_for_the_built_in_reader(world: World) -> None:
+    world.write("app.py", code(120))
+    host = Host(world)
+    first = host.read("app.py")
+    assert first["kind"] == "full" and first["credit"] == "full"
+    # a range inside what is held is the range stub
+    part = host.read("app.py", 10, 20)
+    assert part["kind"] == "stub" and "app.py L10-29 of 120 lines" in part["text"]
+    other = Host(world, "s2")
+    other.read("app.py")
+    again = other.read("app.py")
+    assert again["kind"] == "stub" and again["text"].startswith("[unchanged] app.py 120 lines")
+    assert "fresh=true" not in again["text"] and "read it again right away" in again["text"]
+
+
+def test_the_gate_sends_no_content_and_counts_nothing_when_it_lets_the_reader_run(world: World) -> None:
+    world.write("app.py", code(50))
+    host = Host(world)
+    scope, _call = host._call("Read")
+    gate = world.cache.read(scope, str(world.path("app.py")), 1, 2000, mode="gate")
+    assert gate["kind"] == "full" and gate["text"] == ""
+    assert world.cache.stats()["reads"] == 0
+
+
+def test_asking_again_right_after_a_stub_returns_the_content_no_loop(world: World) -> None:
+    world.write("app.py", code(80))
+    host = Host(world)
+    host.read("app.py")
+    assert host.read("app.py")["kind"] == "stub"
+    again = host.read("app.py")
+    assert again["kind"] == "full" and again["credit"] == "full", "a model asking again right after a stub got it again"
+    assert host.read("app.py")["kind"] == "stub", "once the content was sent, an unchanged re-read is a stub again"
+
+
+def test_one_ledger_with_ctx_read_both_ways(world: World) -> None:
+    world.write("a.py", code(90, "a"))
+    world.write("b.py", code(90, "b"))
+    host = Host(world)
+    host.read("a.py")
+    assert host.ctx_read("a.py")["kind"] == "stub", "a file read with Read was sent again by ctx_read"
+    assert host.ctx_read("b.py")["kind"] == "full"
+    assert host.read("b.py")["kind"] == "stub", "a file read with ctx_read was sent again by Read"
+
+
+def test_what_the_reader_delivered_is_credited_only_when_it_equals_the_disk(world: World) -> None:
+    world.write("app.py", code(60))
+    host = Host(world)
+    stale = host.read("app.py", delivered=read_form(code(60, "older")))
+    assert stale["credit"] == "withheld"
+    assert host.read("app.py")["kind"] == "full", "bytes the disk never held were credited"
+    # Claude Code's own "file unchanged" answer carries no content: never credited
+    assert host.read("app.py")["kind"] == "stub"
+
+
+def test_a_change_by_another_program_is_a_diff_against_the_copy_in_context(world: World) -> None:
+    world.write("app.py", code(200))
+    host = Host(world)
+    host.read("app.py")
+    lines = code(200).splitlines(keepends=True)
+    lines[100] = "CHANGED = 1\n"
+    world.write("app.py", "".join(lines))
+    diff = host.read("app.py")
+    assert diff["kind"] == "diff" and "CHANGED = 1" in diff["text"] and "read it again right away" in diff["text"]
+    assert host.read("app.py")["kind"] == "full", "asking again right after the diff must give the content"
+
+
+def test_a_compaction_sends_everything_again(world: World) -> None:
+    world.write("app.py", code(70))
+    host = Host(world)
+    host.read("app.py")
+    world.hook(host.h, "compact", "s1")
+    assert host.read("app.py")["kind"] == "full"
+
+
+def test_another_conversation_and_an_unknown_caller_get_the_reader(world: World) -> None:
+    world.write("app.py", code(70))
+    Host(world).read("app.py")
+    other = Host(world, "s2")
+    assert other.read("app.py")["kind"] == "full"
+    unknown = world.conn(None)
+    gate = world.cache.read(world.scope(unknown), str(world.path("app.py")), 1, 2000, mode="gate")
+    assert gate["kind"] == "full"
+
+
+def test_a_ranged_read_is_credited_as_that_range(world: World) -> None:
+    world.write("app.py", code(100))
+    host = Host(world)
+    assert host.read("app.py", 11, 30)["credit"] == "full"
+    assert host.read("app.py", 15, 10)["kind"] == "stub"
+    assert host.read("app.py", 1, 40)["kind"] in ("full", "pointer")
+
+
+def test_delivery_forms() -> None:
+    text = "a\nb\nc\n"  # Claude Code: 4 lines, the last one empty
+    assert builtin_delivery_matches(text, (1, 3), 1, "a\nb\nc\n")  # the whole file, as Read gives it
+    assert builtin_delivery_matches(text, (1, 3), 1, "a\nb\nc")  # lines 1-3 with limit 3
+    assert builtin_delivery_matches(text, (2, 3), 2, "b\nc")
+    assert not builtin_delivery_matches(text, (2, 3), 1, "b\nc")
+    assert not builtin_delivery_matches(text, (1, 3), 1, "a\nb\nC\n")
+    assert not builtin_delivery_matches("a\r\nb\r\n", (1, 2), 1, "a\nb\n"), "CRLF turned into LF is not the disk's bytes"
+    long = "x" * 2001 + "\n"
+    assert not builtin_delivery_matches(long, (1, 1), 1, long), "a line the host may cut is never credited"
+    assert builtin_delivery_matches("a\nb", (1, 2), 1, "a\nb")  # no final newline

@@ -1,0 +1,162 @@
+"""The built-in reader gate's hook: Claude Code's Read payloads in, the refusal (or silence) out.
+
+Parsing is checked against the payloads recorded from Claude Code 2.1.197; the whole path runs
+with real processes: a real daemon, the hook run under `sh -c` as a host runs it (the test
+process is the host), and a transcript the test writes as Claude Code writes each call."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leanctx.hooks import readgate
+from tests.cache.test_service_support import start_daemon, stop_any_daemon, subprocess_env
+from tests.conftest import PAYLOADS
+
+PRE = json.loads((PAYLOADS / "claude" / "PreToolUse.json").read_text())
+POST = json.loads((PAYLOADS / "claude" / "PostToolUse.json").read_text())
+
+
+def test_requested_and_delivered_read_the_recorded_payloads() -> None:
+    assert readgate.requested(PRE["tool_input"]) == ("/home/user/proj/a.txt", 1, 2000)
+    assert readgate.requested({"file_path": "/p/a.py", "offset": 5, "limit": 10}) == ("/p/a.py", 5, 14)
+    got = readgate.delivered(POST["tool_input"], POST["tool_response"])
+    assert got == ("/home/user/proj/a.txt", 1, 2, "hello world file\n")
+
+
+@pytest.mark.parametrize("tool_input", [
+    {"file_path": "a.py"},  # relative: not what Read takes
+    {"file_path": "/p/a.py", "offset": 0},
+    {"file_path": "/p/a.py", "limit": -1},
+    {"file_path": "/p/a.py", "offset": "3"},
+    {"file_path": "/p/doc.pdf", "pages": "1-2"},  # an argument we do not know: no opinion
+    {"file_path": "/p/a\x00.py"},
+    None,
+])
+def test_calls_the_gate_cannot_pin_down_are_left_alone(tool_input: object) -> None:
+    assert readgate.requested(tool_input) is None
+
+
+@pytest.mark.parametrize("response", [
+    {"type": "file_unchanged", "file": {"filePath": "/home/user/proj/a.txt"}},  # Claude Code's own dedup answer
+    {"type": "image", "file": {"base64": "...", "type": "image/png"}},
+    {"type": "text", "file": {"filePath": "/home/user/proj/b.txt", "content": "x", "numLines": 1, "startLine": 1, "totalLines": 1}},
+    {"type": "text", "file": {"filePath": "/home/user/proj/a.txt", "content": "", "numLines": 1, "startLine": 1, "totalLines": 1}},
+    {"type": "text", "file": {"filePath": "/home/user/proj/a.txt", "content": "x", "numLines": 1, "startLine": 3, "totalLines": 9}},
+    "text",
+])
+def test_only_text_the_reader_delivered_for_the_call_is_handed_on(response: object) -> None:
+    assert readgate.delivered(POST["tool_input"], response) is None
+
+
+HOOK = [sys.executable, "-c", "from leanctx.hooks import run; run()"]
+
+
+def run_hook(env: dict, event: str, payload: dict, *flags: str) -> str:
+    cmd = " ".join([*(f"'{w}'" for w in HOOK), "claude", event, *flags])
+    proc = subprocess.run(["/bin/sh", "-c", cmd], input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.decode()
+
+
+class Session:
+    """A Claude Code session as its hooks and transcript show it; the test process is its host."""
+
+    def __init__(self, env: dict, proj: Path, conv: str = "sess-1") -> None:
+        self.env, self.proj, self.conv = env, proj, conv
+        self.transcript = proj / f"{conv}.jsonl"
+        self.tip: str | None = None
+        self.n = 0
+        base = {"session_id": conv, "transcript_path": str(self.transcript), "cwd": str(proj)}
+        self.base = base
+        run_hook(env, "SessionStart", {**base, "hook_event_name": "SessionStart", "source": "startup"})
+        run_hook(env, "UserPromptSubmit", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "go"})
+
+    def entry(self, kind: str, part: dict) -> None:
+        self.n += 1
+        uid = f"u{self.n}"
+        with open(self.transcript, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"parentUuid": self.tip, "uuid": uid, "type": kind, "message": {"content": [part]}}) + "\n")
+        self.tip = uid
+
+    def read(self, path: Path, flags: tuple = ("--read-gate", "--builtin-read"), **extra: int) -> str:
+        """One Read: PreToolUse; if not refused, the reader's PostToolUse. Returns what the model got."""
+        call = f"toolu_{self.n:04d}"
+        tool_input = {"file_path": str(path), **extra}
+        self.entry("assistant", {"type": "tool_use", "id": call, "name": "Read", "input": tool_input})
+        out = run_hook(self.env, "PreToolUse", {**self.base, "hook_event_name": "PreToolUse", "tool_name": "Read",
+                                                 "tool_input": tool_input, "tool_use_id": call}, *flags)
+        if out:
+            answer = json.loads(out)["hookSpecificOutput"]
+            assert answer["permissionDecision"] == "deny"
+            self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": answer["permissionDecisionReason"], "is_error": True})
+            return answer["permissionDecisionReason"]
+        text = path.read_text()
+        lines = text.split("\n")
+        start = extra.get("offset", 1)
+        shown = lines[start - 1:start - 1 + extra.get("limit", 2000)]
+        content = "\n".join(shown)
+        self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": content})
+        response = {"type": "text", "file": {"filePath": str(path), "content": content, "numLines": len(shown),
+                                             "startLine": start, "totalLines": len(lines)}}
+        post_flags = ("--builtin-read",) if "--builtin-read" in flags else ()
+        if post_flags:
+            assert run_hook(self.env, "PostToolUse", {**self.base, "hook_event_name": "PostToolUse", "tool_name": "Read",
+                                                      "tool_input": tool_input, "tool_response": response,
+                                                      "tool_use_id": call}, *post_flags) == ""
+        return content
+
+
+@pytest.fixture
+def daemon_env(home: Path, data_dir: Path, tmp_path: Path):
+    env = subprocess_env(home, data_dir, CLAUDE_CODE_SESSION_ID="sess-1")
+    proc = start_daemon(env, tmp_path / "daemon.log")
+    yield env
+    proc.terminate()
+    proc.wait(20)
+    stop_any_daemon(data_dir)
+
+
+def test_a_re_read_is_refused_with_the_stub_and_asking_again_gives_the_content(daemon_env: dict, tmp_path: Path, data_dir: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    big = proj / "big.py"
+    big.write_text("".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(150)))
+    s = Session(daemon_env, proj)
+    first = s.read(big)
+    assert "def f149" in first
+    stub = s.read(big)
+    assert stub.startswith("[unchanged] big.py 450 lines") and "read it again right away" in stub
+    assert "def f149" in s.read(big), "asking again right after the stub did not give the content"
+    assert s.read(big, offset=100, limit=20).startswith("[unchanged] big.py L100-119 of 450 lines")
+    log = data_dir / "logs" / "hooks.log"
+    assert not log.exists() or "Error" not in log.read_text()
+
+
+def test_switched_off_and_without_the_flag_every_read_runs(daemon_env: dict, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    f = proj / "a.py"
+    f.write_text("x = 1\n" * 300)
+    s = Session(daemon_env, proj)
+    s.read(f)
+    s.env = {**daemon_env, readgate.ENV: "0"}
+    assert s.read(f).startswith("x = 1"), "LEANCTX_BUILTIN_GATE=0 still refused the read"
+    s.env = daemon_env
+    assert s.read(f, flags=("--read-gate",)).startswith("x = 1"), "a read gate without --builtin-read refused Read"
+
+
+def test_no_daemon_no_output_and_no_daemon_started(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    env = subprocess_env(home, data_dir, CLAUDE_CODE_SESSION_ID="sess-1")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    f = proj / "a.py"
+    f.write_text("x = 1\n" * 300)
+    s = Session(env, proj)
+    assert s.read(f).startswith("x = 1") and s.read(f).startswith("x = 1")
+    assert not (data_dir / "leanctx.sock").exists(), "the hook started a daemon"
