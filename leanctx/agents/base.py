@@ -559,6 +559,8 @@ class ClaudeShapeAgent(Agent):
             return None
         if event == "PreToolUse" and specific.get("permissionDecision") == "deny":
             return None
+        if event == "PreToolUse" and "permissionDecision" not in specific and isinstance(specific.get("updatedInput"), dict):
+            return None  # the built-in reader gate's re-ask after a refusal (hooks/readgate.py)
         return f"not an answer {self.display_name} takes for {event}: {stdout[:80]!r}"
 
     def hook_group(self, command: str, spec: EventSpec) -> dict:

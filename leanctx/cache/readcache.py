@@ -137,8 +137,9 @@ class _Conv:
         self.carried_boundary: str | None = None  # the transcript's compact_boundary credited then
         self.carry_tries: tuple = ()  # (counter, transcript size, mtime, tries) of the last look
         self.roots: tuple = ()  # every workspace root (real) the conversation was given: see paths.named
-        # names the built-in reader gate refused with a text since: asked again, they pass (no loop)
-        self.gate_stubs: set[str] = set()
+        # name -> the window the built-in reader gate last refused with a text; asked again for
+        # any of those lines, the reader runs (no loop)
+        self.gate_stubs: dict[str, tuple] = {}
 
 
 def _bucket() -> dict:
@@ -189,6 +190,7 @@ def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] |
     return (s, e)
 
 
+MAX_GATE_STUBS = 64  # refusals remembered per conversation for the no-loop rule (oldest go first)
 MAX_BUILTIN_LINE_CHARS = 2000  # a longer line may reach the model cut short: never credited
 
 
@@ -595,12 +597,14 @@ class ReadCache:
         raw_text = snap.text if whole else snap.slice(*window)
         known = scope.key is not None
         hint = stubs.AGAIN if mode == "gate" else stubs.FRESH
+        again = False
         if mode == "gate" and known:
             with self._lock:
                 conv0 = self._convs.get(scope.key)
-                if conv0 is not None and name in conv0.gate_stubs:
-                    conv0.gate_stubs.discard(name)
-                    fresh = True  # asked again right after its stub: the content (no loop)
+                refused = conv0.gate_stubs.get(name) if conv0 is not None else None
+                if refused is not None and window is not None and window[0] <= refused[1] and refused[0] <= window[1]:
+                    del conv0.gate_stubs[name]
+                    fresh = again = True  # asked again right after its refusal: the content (no loop)
         if mode == "credit" and not builtin_delivery_matches(snap.text, window, start_line, delivered):
             return {"kind": "withheld", "text": "", "path": rel, "lines": n, "tokens_raw": 0, "tokens_sent": 0,
                     "tokenizer": tokens.name(), "fingerprint": snap.fp, "window": list(window) if window else None}
@@ -678,9 +682,11 @@ class ReadCache:
             if mode == "gate" and kind == "full":
                 # the built-in reader runs and sends the content itself: its post-tool hook
                 # credits what the model really received (mode "credit"); nothing counted here
+                # (`again`: asked again right after a refusal, so the reader must send the content
+                # even where the host would answer with its own "unchanged" note)
                 return {"kind": "full", "text": "", "path": rel, "lines": n, "tokens_raw": tokens_raw,
                         "tokens_sent": tokens_raw, "tokenizer": tokens.name(), "fingerprint": snap.fp,
-                        "window": list(window) if window else None}
+                        "window": list(window) if window else None, "again": again}
             cut = record and not hostcaps.passes_whole(scope.agent, text)
             if cut:
                 # the host cuts an answer this long before its model sees it (hostcaps.py): the
@@ -690,9 +696,11 @@ class ReadCache:
             if record:
                 conv = self._conv(scope)
                 if mode == "gate":
-                    conv.gate_stubs.add(name)
-                elif conv.gate_stubs:
-                    conv.gate_stubs.discard(name)  # content sent some other way: the next refusal is new
+                    conv.gate_stubs[name] = window or (1, 1)
+                    while len(conv.gate_stubs) > MAX_GATE_STUBS:
+                        del conv.gate_stubs[next(iter(conv.gate_stubs))]
+                elif kind == "full" and conv.gate_stubs:
+                    conv.gate_stubs.pop(name, None)  # the content came some other way: the next refusal is new
                 if kind == "stub":
                     conv.held.move_to_end(name)
                 elif kind == "pointer" or (kind == "full" and not whole and same_bytes):

@@ -691,7 +691,7 @@ class Daemon:
                     raise BadRequest("content must be a string")
             result = self.core.gate(self.identity(me), path, start, end, call_id_arg(args), delivered)
             # the hook needs the decision and, for a refusal, its text; never the file's content
-            return {k: result.get(k) for k in ("kind", "text", "path", "lines", "window", "code")
+            return {k: result.get(k) for k in ("kind", "text", "path", "lines", "window", "code", "again")
                     if k in result and not (k == "text" and result.get("kind") in ("full", "error"))}
         if op == "hello":
             try:

@@ -133,12 +133,28 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
         return ""
     path, start, end = asked
     result = ask(data_dir, "gate", {"path": path, "start_line": start, "end_line": end, "call_id": event.tool_use_id})
-    if result is None or result.get("kind") not in REFUSALS:
+    if result is None:
+        return ""
+    if result.get("kind") == "full" and result.get("again") is True:
+        return again_output(agent, event)
+    if result.get("kind") not in REFUSALS:
         return ""
     text = result.get("text")
     if not isinstance(text, str) or not text:
         return ""
     return agent.guard_output(event.event, text)
+
+
+def again_output(agent, event) -> str:  # noqa: ANN001 - Agent, HookEvent
+    """Asked again right after a refusal: the content must come. Claude Code's Read answers a
+    re-read of the same range of a file whose mtime did not move with its own "file unchanged"
+    note instead of the content (2.1.197, verified); one more line in `limit` makes it another
+    range, so the host reads and sends the file. The call's input is changed, not its permission:
+    the host still decides whether it may run."""
+    tool_input = dict(event.tool_input)
+    limit = tool_input.get("limit")
+    tool_input["limit"] = (limit if isinstance(limit, int) and not isinstance(limit, bool) else DEFAULT_LIMIT) + 1
+    return fastjson.dumps({"hookSpecificOutput": {"hookEventName": event.event, "updatedInput": tool_input}})
 
 
 def after_read(data_dir: str, payload: dict, event) -> None:  # noqa: ANN001 - HookEvent

@@ -93,7 +93,14 @@ def test_asking_again_right_after_a_stub_returns_the_content_no_loop(world: Worl
     assert host.read("app.py")["kind"] == "stub"
     again = host.read("app.py")
     assert again["kind"] == "full" and again["credit"] == "full", "a model asking again right after a stub got it again"
+    assert again["again"] is True  # the hook makes the host send it even where the host would not
     assert host.read("app.py")["kind"] == "stub", "once the content was sent, an unchanged re-read is a stub again"
+    # lines of the refused window asked for again: the content; another part of the file right
+    # after a refusal is no re-ask: its own stub
+    assert host.read("app.py", 1, 10)["kind"] == "full"
+    assert host.read("app.py", 40, 10)["kind"] == "stub"
+    assert host.read("app.py", 60, 10)["kind"] == "stub"
+    assert host.read("app.py", 65, 2)["kind"] == "full", "asking again for lines just refused must give them"
 
 
 def test_one_ledger_with_ctx_read_both_ways(world: World) -> None:

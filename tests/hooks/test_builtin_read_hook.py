@@ -91,7 +91,13 @@ class Session:
         self.entry("assistant", {"type": "tool_use", "id": call, "name": "Read", "input": tool_input})
         out = run_hook(self.env, "PreToolUse", {**self.base, "hook_event_name": "PreToolUse", "tool_name": "Read",
                                                  "tool_input": tool_input, "tool_use_id": call}, *flags)
-        if out:
+        self.last = out
+        if out and "updatedInput" in json.loads(out)["hookSpecificOutput"]:
+            answer = json.loads(out)["hookSpecificOutput"]
+            assert "permissionDecision" not in answer, "the re-ask must keep the host's own permission check"
+            tool_input = answer["updatedInput"]
+            extra = {k: v for k, v in tool_input.items() if k in ("offset", "limit")}
+        elif out:
             answer = json.loads(out)["hookSpecificOutput"]
             assert answer["permissionDecision"] == "deny"
             self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": answer["permissionDecisionReason"], "is_error": True})
@@ -133,7 +139,13 @@ def test_a_re_read_is_refused_with_the_stub_and_asking_again_gives_the_content(d
     stub = s.read(big)
     assert stub.startswith("[unchanged] big.py 450 lines") and "read it again right away" in stub
     assert "def f149" in s.read(big), "asking again right after the stub did not give the content"
+    # one more line than the host would read anyway: Claude Code's own "file unchanged" note for
+    # a re-read of the same range cannot stand in for the content
+    assert json.loads(s.last)["hookSpecificOutput"]["updatedInput"] == {"file_path": str(big), "limit": 2001}
     assert s.read(big, offset=100, limit=20).startswith("[unchanged] big.py L100-119 of 450 lines")
+    assert s.read(big, offset=300, limit=20).startswith("[unchanged] big.py L300-319 of 450 lines")
+    assert "def f149" in s.read(big), "lines just refused, asked for again, did not come"
+    assert s.read(big).startswith("[unchanged] big.py 450 lines"), "after the content came, a re-read is a stub again"
     log = data_dir / "logs" / "hooks.log"
     assert not log.exists() or "Error" not in log.read_text()
 

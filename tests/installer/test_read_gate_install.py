@@ -186,3 +186,40 @@ def test_doctor_fails_an_old_http_gate_without_connecting_and_its_fix_works(home
     finally:
         squatter.close()
         run_cli("stop")
+
+
+def read_gate_checks(home: Path) -> dict:
+    cp = run_cli("doctor", "--agent", "claude", "--json")
+    (agent,) = [a for a in json.loads(cp.stdout)["agents"] if a["agent"] == "claude"]
+    return {"exit": cp.returncode, **{c["name"]: c for c in agent["checks"]}}
+
+
+def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_byte_identically(home: Path, data_dir: Path) -> None:
+    path = settings(home)
+    path.write_text(USER_SETTINGS)
+    original = path.read_bytes()
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    value = json.loads(path.read_text())
+    assert gate_groups(value) == [command_gate(data_dir)]
+    post = value["hooks"]["PostToolUse"]
+    assert post == [{"matcher": "Read", "hooks": [{"type": "command", "timeout": 10, "command": wrapper.command(
+        wrapper.wrapper_path(data_dir), "claude", "PostToolUse", ("--builtin-read",))}]}]
+    checks = read_gate_checks(home)
+    assert checks["exit"] == 0
+    assert checks["event PostToolUse"]["status"] == "ok" and checks["smoke PostToolUse"]["status"] == "ok"
+    assert "Read gated like ctx_read" in checks["built-in reader gate"]["detail"]
+    # switched off at init: the pre-tool entry answers ctx_read alone, no post-tool entry
+    assert run_cli("init", "--agent", "claude", "--no-builtin-gate").returncode == 0
+    value = json.loads(path.read_text())
+    assert [g["matcher"] for g in gate_groups(value)] == [READ] and "PostToolUse" not in value["hooks"]
+    assert "--builtin-read" not in path.read_text()
+    checks = read_gate_checks(home)
+    assert checks["exit"] == 0 and "not gated" in checks["built-in reader gate"]["detail"]
+    assert "event PostToolUse" not in checks
+    # doctor --fix keeps the install as it was made (no gate)
+    assert run_cli("doctor", "--agent", "claude", "--fix").returncode == 0
+    assert "--builtin-read" not in path.read_text()
+    assert run_cli("init", "--agent", "claude").returncode == 0
+    assert gate_groups(json.loads(path.read_text())) == [command_gate(data_dir)]
+    assert run_cli("uninstall", "--agent", "claude").returncode == 0
+    assert path.read_bytes() == original
