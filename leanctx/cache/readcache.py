@@ -137,8 +137,8 @@ class _Conv:
         self.carried_boundary: str | None = None  # the transcript's compact_boundary credited then
         self.carry_tries: tuple = ()  # (counter, transcript size, mtime, tries) of the last look
         self.roots: tuple = ()  # every workspace root (real) the conversation was given: see paths.named
-        # name -> the window the built-in reader gate last refused with a text; asked again for
-        # any of those lines, the reader runs (no loop)
+        # name -> (fingerprint, window) of the built-in reader gate's last refusal of a read of it:
+        # those lines asked for again, unchanged since, the reader runs instead (no loop)
         self.gate_stubs: dict[str, tuple] = {}
 
 
@@ -598,13 +598,6 @@ class ReadCache:
         known = scope.key is not None
         hint = stubs.AGAIN if mode == "gate" else stubs.FRESH
         again = False
-        if mode == "gate" and known:
-            with self._lock:
-                conv0 = self._convs.get(scope.key)
-                refused = conv0.gate_stubs.get(name) if conv0 is not None else None
-                if refused is not None and window is not None and window[0] <= refused[1] and refused[0] <= window[1]:
-                    del conv0.gate_stubs[name]
-                    fresh = again = True  # asked again right after its refusal: the content (no loop)
         if mode == "credit" and not builtin_delivery_matches(snap.text, window, start_line, delivered):
             return {"kind": "withheld", "text": "", "path": rel, "lines": n, "tokens_raw": 0, "tokens_sent": 0,
                     "tokenizer": tokens.name(), "fingerprint": snap.fp, "window": list(window) if window else None}
@@ -679,6 +672,13 @@ class ReadCache:
                     t = render_diff(rel, old.decode("utf-8", "surrogatepass"), snap.text, n, hint)
                     if t is not None and tok(t) < DIFF_RATIO * tokens_raw:
                         kind, text, claims, base_fp = "diff", t, [(1, h.lines)] if h.lines else [], h.fp
+            refused = conv.gate_stubs.get(name) if mode == "gate" and kind != "full" and conv is not None else None
+            if refused is not None and refused[0] == snap.fp and window is not None \
+                    and window[0] <= refused[1][1] and refused[1][0] <= window[1]:
+                # lines this context was refused, asked for again with the file unchanged since:
+                # the model wants the content (no loop); a file changed since (a diff) is news
+                del conv.gate_stubs[name]
+                kind, again = "full", True
             if mode == "gate" and kind == "full":
                 # the built-in reader runs and sends the content itself: its post-tool hook
                 # credits what the model really received (mode "credit"); nothing counted here
@@ -696,7 +696,8 @@ class ReadCache:
             if record:
                 conv = self._conv(scope)
                 if mode == "gate":
-                    conv.gate_stubs[name] = window or (1, 1)
+                    conv.gate_stubs.pop(name, None)
+                    conv.gate_stubs[name] = (snap.fp, window or (1, 1))
                     while len(conv.gate_stubs) > MAX_GATE_STUBS:
                         del conv.gate_stubs[next(iter(conv.gate_stubs))]
                 elif kind == "full" and conv.gate_stubs:

@@ -101,6 +101,11 @@ def test_asking_again_right_after_a_stub_returns_the_content_no_loop(world: Worl
     assert host.read("app.py", 40, 10)["kind"] == "stub"
     assert host.read("app.py", 60, 10)["kind"] == "stub"
     assert host.read("app.py", 65, 2)["kind"] == "full", "asking again for lines just refused must give them"
+    assert host.read("app.py")["kind"] == "stub"
+    # a change since the refusal is news, not a repeat: the diff, then (asked again) the content
+    world.write("app.py", code(80).replace("return", "return  ", 1))
+    assert host.read("app.py")["kind"] == "diff"
+    assert host.read("app.py")["kind"] == "full"
 
 
 def test_one_ledger_with_ctx_read_both_ways(world: World) -> None:

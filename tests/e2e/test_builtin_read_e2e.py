@@ -1,0 +1,166 @@
+"""End to end: Claude Code's built-in Read under the read cache's rules, on the real CLI.
+
+`leanctx init --agent claude` wires the read gate's pre-tool entry for `Read` too, and a post-tool
+entry that credits what Read delivered. The scripted model uses only the built-in tools (Read,
+Edit); what it receives is read back from the requests the fake model server gets. Verified on
+Claude Code 2.1.197 (the pinned CLI) and, with LEANCTX_HOST_CLI_DIR pointing at it, 2.1.332.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e import hostcli
+from tests.e2e.fake_anthropic import FakeAnthropic, tool_use
+
+pytestmark = pytest.mark.e2e
+
+TOOLS = "Read,Edit"
+LINES = 600
+
+
+def results(body: dict) -> list[tuple[str, bool]]:
+    """(text, is_error) of every tool_result block in the latest message that has any."""
+    for message in reversed(body["messages"]):
+        content = message["content"]
+        blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(content, list) else []
+        if blocks:
+            break
+    else:
+        return []
+    out = []
+    for block in blocks:
+        content = block.get("content")
+        text = "".join(c.get("text", "") for c in content if isinstance(c, dict)) if isinstance(content, list) else str(content)
+        out.append((text, bool(block.get("is_error"))))
+    return out
+
+
+def got(bodies: list, i: int) -> str:
+    """What the model received for its i-th call (the request after the turn that made it)."""
+    (text, _err), = results(bodies[i + 1])
+    return text
+
+
+def source(n: int = 200, tag: str = "") -> str:
+    return "".join(f"def function_{i}(x):\n    return x * {i}{tag}\n\n" for i in range(n))
+
+
+@pytest.fixture
+def wired(host_home, lean):
+    lean.run("init", "--agent", "claude")
+    (host_home.proj / "big.py").write_text(source())
+    # the daemon is the MCP server's; up before the fake model's instant first call
+    lean.run("serve", "--detach")
+    yield host_home
+    subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
+
+
+def run(claude_cli, hh, run_host, script, *extra, prompt="work on big.py"):
+    with FakeAnthropic(script=script) as srv:
+        env = hostcli.claude_env(hh.home, srv.base_url)
+        cp, _ = run_host([claude_cli, "-p", prompt, "--allowedTools", TOOLS, "--permission-mode", "acceptEdits", *extra],
+                         cwd=hh.proj, env=env)
+        assert cp.returncode == 0, cp.stderr
+        return srv.main_requests
+
+
+def is_content(text: str) -> bool:
+    return "def function_199" in text and not text.startswith("[")
+
+
+def test_read_only_model_stub_edit_right_after_ask_again_and_changes(claude_cli, wired, lean, run_host):
+    hh = wired
+    big = hh.proj / "big.py"
+    path = str(big)
+
+    def change_by_another_program(body):  # noqa: ANN001 - the fake model's callable script item
+        big.write_text(big.read_text().replace("return x * 9\n", "return x * 9 + 0\n"))
+        return tool_use("Read", {"file_path": path})
+
+    def edit(old: str, new: str):
+        return tool_use("Edit", {"file_path": path, "old_string": old, "new_string": new})
+
+    read = lambda **kw: tool_use("Read", {"file_path": path, **kw})  # noqa: E731
+    script = [
+        read(),                                            # 0 content
+        read(),                                            # 1 unchanged: the stub
+        edit("return x * 7\n", "return x * 70\n"),         # 2 Edit right after the refusal
+        read(),                                            # 3 after the model's own edit: a diff, never [unchanged]
+        read(),                                            # 4 asked again right after: the content
+        edit("return x * 8\n", "return x * 80\n"),         # 5
+        read(),                                            # 6 after the model's own edit: a diff, never [unchanged]
+        read(),                                            # 7 asked again right after: the content
+        read(offset=100, limit=30),                        # 8 a held range: its stub
+        change_by_another_program,                         # 9 changed by another program: never [unchanged]
+        edit("return x * 9 + 0\n", "return x * 90\n"),     # 10 Claude Code wants a fresh Read first
+        read(),                                            # 11 asked again: the content
+        edit("return x * 9 + 0\n", "return x * 90\n"),     # 12 now it works
+        "done",
+    ]
+    bodies = run(claude_cli, hh, run_host, script)
+    assert len(bodies) == len(script)
+    assert is_content(got(bodies, 0))
+    stub, = results(bodies[2])
+    assert stub[0].startswith(f"[unchanged] big.py {LINES} lines") and "read it again right away" in stub[0], stub
+    assert "updated successfully" in got(bodies, 2), "Edit right after a refused re-read failed"
+    diff = got(bodies, 3)
+    assert diff.startswith("[changed] big.py") and "+    return x * 70" in diff, diff[:400]
+    assert is_content(got(bodies, 4)) and "x * 70" in got(bodies, 4), "asking again right after a diff gave no content"
+    assert "updated successfully" in got(bodies, 5)
+    diff = got(bodies, 6)
+    assert diff.startswith("[changed] big.py") and "+    return x * 80" in diff, diff[:400]
+    assert is_content(got(bodies, 7)) and "x * 80" in got(bodies, 7), "asking again right after a diff gave no content"
+    assert got(bodies, 8).startswith(f"[unchanged] big.py L100-129 of {LINES} lines")
+    after_change = got(bodies, 9)
+    assert after_change.startswith("[changed] big.py") and "+    return x * 9 + 0" in after_change, after_change[:300]
+    # Claude Code refuses an Edit of a file changed since its last Read, whoever changed it
+    # (host-alone behaviour); the model reads it again and gets the content, and the Edit works
+    assert "modified since read" in got(bodies, 10), got(bodies, 10)
+    assert is_content(got(bodies, 11)) and "x * 9 + 0" in got(bodies, 11)
+    assert "updated successfully" in got(bodies, 12), got(bodies, 12)
+    assert "return x * 90\n" in big.read_text()
+    lean.assert_no_hook_errors()
+    # Claude Code's own "unchanged" note never counts as content, and every gate call was noted
+    notes = lean.only_record("claude")["read_calls"]
+    assert len(notes) == 9, notes
+
+
+def compact_and_read_again(claude_cli, hh, lean, run_host) -> tuple[str, dict]:
+    path = str(hh.proj / "big.py")
+    bodies = run(claude_cli, hh, run_host, [tool_use("Read", {"file_path": path}), tool_use("Read", {"file_path": path}), "done"])
+    assert is_content(got(bodies, 0)) and got(bodies, 1).startswith("[unchanged]")
+    run(claude_cli, hh, run_host, ["summary of the conversation"], "--continue", prompt="/compact")
+    assert lean.only_record("claude")["compactions"] >= 1
+    bodies = run(claude_cli, hh, run_host, [tool_use("Read", {"file_path": path}), "done"], "--continue", prompt="read it again")
+    return got(bodies, 0), bodies[0]
+
+
+def test_after_compaction_only_what_claude_code_re_attached_is_held(claude_cli, wired, lean, run_host):
+    """Claude Code 2.1.197 re-attaches the files its Read tool read recently after a compaction:
+    the request after `/compact` carries big.py's text once, below the summary. Those exact bytes
+    are in the context (leanctx/cache/carry.py), so the re-read is the stub, as for ctx_read."""
+    hh = wired
+    answer, first = compact_and_read_again(claude_cli, hh, lean, run_host)
+    assert json.dumps(first["messages"]).count("def function_199(x)") == 1, "the file is not in the compacted context"
+    assert answer.startswith(f"[unchanged] big.py {LINES} lines"), answer[:200]
+    # a new session (a new claude process) never inherits the stub
+    bodies = run(claude_cli, hh, run_host, [tool_use("Read", {"file_path": str(hh.proj / "big.py")}), "done"])
+    assert is_content(got(bodies, 0))
+    lean.assert_no_hook_errors()
+
+
+def test_after_compaction_the_read_is_content_without_the_re_attachment_credit(claude_cli, host_home, lean, run_host):
+    lean.run("init", "--agent", "claude")
+    (host_home.proj / "big.py").write_text(source())
+    subprocess.run([sys.executable, "-m", "leanctx", "serve", "--detach"], env=lean.env({"LEANCTX_CARRY": "0"}),
+                   capture_output=True, timeout=60, check=True)
+    try:
+        answer, _first = compact_and_read_again(claude_cli, host_home, lean, run_host)
+        assert is_content(answer), "a stub after the context was compacted"
+        lean.assert_no_hook_errors()
+    finally:
+        subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
