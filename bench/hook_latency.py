@@ -35,6 +35,10 @@ READ_TOOL = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {"path": "src/
 # (bench/read_latency.py also times Claude Code's read gate inside the whole ctx_read stub path.)
 CASES = [
     ("claude", "PreToolUse", RECORDED / "claude" / "PreToolUse.mcp.json", READ_TOOL),
+    # the same entry before Claude Code's built-in Read, and the one after it (no daemon runs here:
+    # the note is written, the socket is not there; bench/read_latency.py has the daemon's part)
+    ("claude", "PreToolUse", PAYLOADS / "claude" / "PreToolUse.json"),
+    ("claude", "PostToolUse", PAYLOADS / "claude" / "PostToolUse.json"),
     ("codex", "PreToolUse", RECORDED / "codex" / "PreToolUse.mcp.json", READ_TOOL),
     ("claude", "SessionStart", PAYLOADS / "claude" / "SessionStart.json"),
     ("claude", "UserPromptSubmit", PAYLOADS / "claude" / "UserPromptSubmit.json"),
@@ -92,7 +96,8 @@ def main() -> None:
             data = payload.read_bytes()
             if fields:
                 data = json.dumps({**json.loads(data), **fields[0]}).encode()
-            name = f"hook {agent} {event}" + (" (read gate)" if event == "PreToolUse" else "")
+            tool = json.loads(data).get("tool_name")
+            name = f"hook {agent} {event}" + (f" ({'read gate' if tool != 'Read' else 'built-in Read'})" if event.endswith("ToolUse") else "")
             rows.append((name, ["/bin/sh", "-c", installed_command(home, agent, event)], data))
         samples: dict[str, list[float]] = {name: [] for name, _, _ in rows}
         for round_no in range(args.runs + 3):

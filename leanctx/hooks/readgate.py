@@ -35,6 +35,10 @@ DEFAULT_LIMIT = 2000  # lines Claude Code's Read returns when the call names no 
 MAX_LINE = 10**9
 MAX_PATH_CHARS = 4096
 REFUSALS = ("stub", "pointer", "diff")
+# the daemon's socket and wire format (cache/client.py: SOCKET_NAME, PROTOCOL; a test pins that
+# they agree): not imported from there, which would cost every Read the import of json and re
+SOCKET_NAME = "leanctx.sock"
+PROTOCOL = 1
 
 
 def switched_off() -> bool:
@@ -85,23 +89,43 @@ def delivered(tool_input: object, tool_response: object) -> tuple[str, int, int,
     return asked[0], start, start + count - 1, content
 
 
-def ask(data_dir: str, op: str, args: dict) -> dict | None:
-    """One request to the running daemon; None when there is none or it does not answer well."""
+def _connect(path: str):  # -> socket.socket
+    """Connect to the daemon's Unix socket; a path too long for sun_path goes through
+    /proc/self/fd/<folder fd>/<name> as the daemon's own clients do (cache/client.py)."""
     import socket
 
-    from leanctx.cache import client
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT_S)
+    fd = None
+    try:
+        addr = path
+        if len(os.fsencode(path)) >= 100 and os.path.isdir("/proc/self/fd"):
+            folder, name = os.path.split(path)
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            addr = f"/proc/self/fd/{fd}/{name}"
+        sock.connect(addr)
+    except OSError:
+        sock.close()
+        raise
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return sock
 
-    path = client.socket_path(data_dir)
+
+def ask(data_dir: str, op: str, args: dict) -> dict | None:
+    """One request to the running daemon; None when there is none or it does not answer well."""
+    path = os.path.join(data_dir, SOCKET_NAME)
     if not os.path.exists(path):
         return None  # not running: never started from here
     try:
-        sock = client.connect(path, timeout=CONNECT_TIMEOUT_S)
+        sock = _connect(path)
     except OSError:
         return None
     try:
         sock.settimeout(ANSWER_TIMEOUT_S)
         conn = {"connection_id": f"hook-{os.getpid()}", "env": {}, "host_pid": None, "host_start_ticks": None, "cwd": None}
-        line = fastjson.dumps({"v": client.PROTOCOL, "op": op, "conn": conn, "args": args}) + "\n"
+        line = fastjson.dumps({"v": PROTOCOL, "op": op, "conn": conn, "args": args}) + "\n"
         sock.sendall(line.encode("utf-8", "surrogatepass"))
         buf = b""
         while not buf.endswith(b"\n") and len(buf) < (1 << 22):
@@ -109,7 +133,7 @@ def ask(data_dir: str, op: str, args: dict) -> dict | None:
             if not chunk:
                 break
             buf += chunk
-    except (OSError, socket.timeout):
+    except OSError:  # socket.timeout is an OSError
         return None
     finally:
         sock.close()

@@ -172,3 +172,9 @@ def test_no_daemon_no_output_and_no_daemon_started(home: Path, data_dir: Path, t
     s = Session(env, proj)
     assert s.read(f).startswith("x = 1") and s.read(f).startswith("x = 1")
     assert not (data_dir / "leanctx.sock").exists(), "the hook started a daemon"
+
+
+def test_the_hook_speaks_the_daemons_socket_name_and_protocol() -> None:
+    from leanctx.cache import client
+
+    assert readgate.SOCKET_NAME == client.SOCKET_NAME and readgate.PROTOCOL == client.PROTOCOL
