@@ -70,26 +70,30 @@ class Session:
     def __init__(self, env: dict, proj: Path, conv: str = "sess-1") -> None:
         self.env, self.proj, self.conv = env, proj, conv
         self.transcript = proj / f"{conv}.jsonl"
-        self.tip: str | None = None
         self.n = 0
         base = {"session_id": conv, "transcript_path": str(self.transcript), "cwd": str(proj)}
         self.base = base
         run_hook(env, "SessionStart", {**base, "hook_event_name": "SessionStart", "source": "startup"})
         run_hook(env, "UserPromptSubmit", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "go"})
 
-    def entry(self, kind: str, part: dict) -> None:
+    def entry(self, kind: str, part: dict, agent_id: str | None = None) -> None:
+        """One transcript entry; a subagent's go to its own transcript, as Claude Code 2.1.x writes them."""
         self.n += 1
         uid = f"u{self.n}"
-        with open(self.transcript, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"parentUuid": self.tip, "uuid": uid, "type": kind, "message": {"content": [part]}}) + "\n")
-        self.tip = uid
+        path = self.transcript if agent_id is None else self.proj / self.conv / "subagents" / f"agent-{agent_id}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tips = self.__dict__.setdefault("tips", {})
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"parentUuid": tips.get(path), "uuid": uid, "type": kind, "message": {"content": [part]}}) + "\n")
+        tips[path] = uid
 
-    def read(self, path: Path, flags: tuple = ("--read-gate", "--builtin-read"), **extra: int) -> str:
+    def read(self, path: Path, flags: tuple = ("--read-gate", "--builtin-read"), agent_id: str | None = None, **extra: int) -> str:
         """One Read: PreToolUse; if not refused, the reader's PostToolUse. Returns what the model got."""
         call = f"toolu_{self.n:04d}"
         tool_input = {"file_path": str(path), **extra}
-        self.entry("assistant", {"type": "tool_use", "id": call, "name": "Read", "input": tool_input})
-        out = run_hook(self.env, "PreToolUse", {**self.base, "hook_event_name": "PreToolUse", "tool_name": "Read",
+        base = {**self.base, **({"agent_id": agent_id, "agent_type": "general-purpose"} if agent_id else {})}
+        self.entry("assistant", {"type": "tool_use", "id": call, "name": "Read", "input": tool_input}, agent_id)
+        out = run_hook(self.env, "PreToolUse", {**base, "hook_event_name": "PreToolUse", "tool_name": "Read",
                                                  "tool_input": tool_input, "tool_use_id": call}, *flags)
         self.last = out
         if out and "updatedInput" in json.loads(out)["hookSpecificOutput"]:
@@ -100,19 +104,20 @@ class Session:
         elif out:
             answer = json.loads(out)["hookSpecificOutput"]
             assert answer["permissionDecision"] == "deny"
-            self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": answer["permissionDecisionReason"], "is_error": True})
+            self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": answer["permissionDecisionReason"], "is_error": True},
+                       agent_id)
             return answer["permissionDecisionReason"]
         text = path.read_text()
         lines = text.split("\n")
         start = extra.get("offset", 1)
         shown = lines[start - 1:start - 1 + extra.get("limit", 2000)]
         content = "\n".join(shown)
-        self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": content})
+        self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": content}, agent_id)
         response = {"type": "text", "file": {"filePath": str(path), "content": content, "numLines": len(shown),
                                              "startLine": start, "totalLines": len(lines)}}
         post_flags = ("--builtin-read",) if "--builtin-read" in flags else ()
         if post_flags:
-            assert run_hook(self.env, "PostToolUse", {**self.base, "hook_event_name": "PostToolUse", "tool_name": "Read",
+            assert run_hook(self.env, "PostToolUse", {**base, "hook_event_name": "PostToolUse", "tool_name": "Read",
                                                       "tool_input": tool_input, "tool_response": response,
                                                       "tool_use_id": call}, *post_flags) == ""
         return content
@@ -178,3 +183,15 @@ def test_the_hook_speaks_the_daemons_socket_name_and_protocol() -> None:
     from leanctx.cache import client
 
     assert readgate.SOCKET_NAME == client.SOCKET_NAME and readgate.PROTOCOL == client.PROTOCOL
+
+
+def test_a_subagent_gets_no_stub_for_its_parents_read_but_keeps_its_own(daemon_env: dict, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    f = proj / "a.py"
+    f.write_text("".join(f"value_{i} = {i}\n" for i in range(400)))
+    s = Session(daemon_env, proj)
+    assert s.read(f).startswith("value_0")
+    assert s.read(f, agent_id="agent-7").startswith("value_0"), "a subagent got a stub for what only its parent read"
+    assert s.read(f, agent_id="agent-7").startswith("[unchanged] a.py 400 lines"), "the subagent lost its own stub"
+    assert s.read(f).startswith("[unchanged] a.py 400 lines"), "the parent lost its stub while its subagent ran"
