@@ -674,9 +674,10 @@ class ReadCache:
                         kind, text, claims, base_fp = "diff", t, [(1, h.lines)] if h.lines else [], h.fp
             refused = conv.gate_stubs.get(name) if mode == "gate" and kind != "full" and conv is not None else None
             if refused is not None and refused[0] == snap.fp and window is not None \
-                    and window[0] <= refused[1][1] and refused[1][0] <= window[1]:
-                # lines this context was refused, asked for again with the file unchanged since:
-                # the model wants the content (no loop); a file changed since (a diff) is news
+                    and refused[1][0] <= window[0] and window[1] <= refused[1][1]:
+                # lines this context was just refused, asked for again (all or some of them) with
+                # the file unchanged since: the model wants the content (no loop). A file changed
+                # since (a diff) is news; a window reaching past them (paging on) is a new read
                 del conv.gate_stubs[name]
                 kind, again = "full", True
             if mode == "gate" and kind == "full":

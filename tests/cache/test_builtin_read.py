@@ -101,6 +101,9 @@ def test_asking_again_right_after_a_stub_returns_the_content_no_loop(world: Worl
     assert host.read("app.py", 40, 10)["kind"] == "stub"
     assert host.read("app.py", 60, 10)["kind"] == "stub"
     assert host.read("app.py", 65, 2)["kind"] == "full", "asking again for lines just refused must give them"
+    # paging on past a refused window is a new read, not a re-ask
+    assert host.read("app.py", 10, 20)["kind"] == "stub"
+    assert host.read("app.py", 11, 20)["kind"] == "stub"
     assert host.read("app.py")["kind"] == "stub"
     # a change since the refusal is news, not a repeat: the diff, then (asked again) the content
     world.write("app.py", code(80).replace("return", "return  ", 1))

@@ -148,8 +148,8 @@ def test_a_re_read_is_refused_with_the_stub_and_asking_again_gives_the_content(d
     # a re-read of the same range cannot stand in for the content
     assert json.loads(s.last)["hookSpecificOutput"]["updatedInput"] == {"file_path": str(big), "limit": 2001}
     assert s.read(big, offset=100, limit=20).startswith("[unchanged] big.py L100-119 of 450 lines")
-    assert "def f37" in s.read(big, offset=110, limit=20), "lines just refused, asked for again, did not come"
-    assert json.loads(s.last)["hookSpecificOutput"]["updatedInput"]["limit"] == 21
+    assert "def f37" in s.read(big, offset=110, limit=10), "lines just refused, asked for again, did not come"
+    assert json.loads(s.last)["hookSpecificOutput"]["updatedInput"]["limit"] == 11
     assert s.read(big).startswith("[unchanged] big.py 450 lines"), "after the content came, a re-read is a stub again"
     log = data_dir / "logs" / "hooks.log"
     assert not log.exists() or "Error" not in log.read_text()
