@@ -223,3 +223,18 @@ def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_by
     assert gate_groups(json.loads(path.read_text())) == [command_gate(data_dir)]
     assert run_cli("uninstall", "--agent", "claude").returncode == 0
     assert path.read_bytes() == original
+
+
+def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_has_it() -> None:
+    from leanctx import agents
+
+    claude = agents.get("claude")
+    wired = {(spec.name, spec.matcher): flags for spec, flags in claude.profile_events(guard=True, read_gate=True, builtin_read=True)}
+    assert wired[("PreToolUse", None)] == ("--guard", "--read-gate", "--builtin-read")
+    assert wired[("PostToolUse", "Read")] == ("--builtin-read",)
+    assert not any(name == "PreToolUse" and matcher for name, matcher in wired)
+    # no read gate (init --no-mcp): no daemon to ask, so no built-in gate either
+    assert all("--builtin-read" not in flags for _, flags in claude.profile_events(read_gate=False, builtin_read=True))
+    for name in ("codebuddy", "codex", "droid", "gemini", "qwen", "copilot"):
+        host = agents.get(name)
+        assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
