@@ -180,3 +180,26 @@ def test_delivery_forms() -> None:
     long = "x" * 2001 + "\n"
     assert not builtin_delivery_matches(long, (1, 1), 1, long), "a line the host may cut is never credited"
     assert builtin_delivery_matches("a\nb", (1, 2), 1, "a\nb")  # no final newline
+
+
+def test_a_window_reaching_past_what_is_held_gets_the_pointer_and_only_the_new_lines(world: World) -> None:
+    world.write("app.py", code(100))
+    host = Host(world)
+    host.read("app.py", 1, 40)
+    part = host.read("app.py", 1, 60)
+    assert part["kind"] == "pointer" and part["text"].startswith("[partly unchanged] app.py L1-60 of 100 lines")
+    assert "read it again right away" in part["text"] and "fresh=true" not in part["text"]
+    more = host.read("app.py", 41, 30)  # reaches past the refused window: a new read, not a re-ask
+    assert more["kind"] == "pointer" and "L41-60 was already sent" in more["text"], "the pointer's new lines are not held"
+
+
+def test_after_a_rewind_past_the_read_the_content_comes_again(world: World) -> None:
+    world.write("app.py", code(90))
+    host = Host(world)
+    scope = world.scope(host.conn)
+    before = world.transcript_entry(scope.transcript, {"type": "user", "message": {"content": "go on"}})
+    host.read("app.py")
+    assert host.read("app.py")["kind"] == "stub"
+    # the user rewinds to before the read: the chain continues from an earlier entry
+    world.transcript_entry(scope.transcript, {"type": "user", "message": {"content": "edited prompt"}}, parent=before)
+    assert host.read("app.py")["kind"] == "full", "a stub for a read the rewound context no longer holds"
