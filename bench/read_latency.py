@@ -28,6 +28,9 @@ under its own tool_use_id (noted by the gate, sent in `_meta["claudecode/toolUse
                                 wait for one stub
   ctx_read stub (noted call)    the call alone, its note written beforehand in this process
   daemon socket, stub           the daemon's own stub floor, same rounds
+  built-in Read: gate stub      the same command before Claude Code's own Read of that file (held
+                                from the ctx_read calls: one ledger), which refuses it with the stub
+                                (the hook asks the daemon over its socket): the host's whole wait
 (leanctx answers no hook over the network: a 127.0.0.1 port is open to every local account.)
 Target: stub round trip p50 under 2 ms; verified identity at most 0.2 ms added to the daemon's stub. Printed for both clients: the bare one (the round trip
 through our stdio server, which is what a host's own client in another runtime waits for) and
@@ -340,8 +343,24 @@ def gate_rows(home: Path, data_dir: Path, env: dict, proj: Path, raw: RawClient,
     command_gate(body)
     if not call(cid).startswith("[unchanged]"):
         raise SystemExit("after the command gate the call was not a stub")
+    def read_payload() -> tuple[str, bytes]:
+        # two windows taking turns, neither inside the other: the same refusal asked for again
+        # would be let through (the no-loop rule), which is not the path timed here
+        n = next(counter)
+        call_id = f"toolu_bench_{n}"
+        body = json.dumps({"session_id": conversation, "transcript_path": str(proj / "t.jsonl"), "cwd": str(proj),
+                           "hook_event_name": "PreToolUse", "tool_name": "Read",
+                           "tool_input": {"file_path": str(proj / "module.py"), "offset": 1 + n % 2 * 10, "limit": 50},
+                           "tool_use_id": call_id}).encode()
+        return call_id, body
+
+    def builtin_gate(body: bytes) -> str:
+        return subprocess.run(["/bin/sh", "-c", command], input=body, env=env, cwd=proj, check=True,
+                              capture_output=True).stdout.decode()
+
     samples: dict[str, list[float]] = {name: [] for name in (
-        "daemon socket, stub", "ctx_read stub (noted call)", "gate: command hook", "command gate + ctx_read stub")}
+        "daemon socket, stub", "ctx_read stub (noted call)", "gate: command hook", "command gate + ctx_read stub",
+        "built-in Read: gate stub")}
     for _ in range(runs):
         t0 = time.perf_counter()
         direct.request("read", facts, {"path": str(target)})
@@ -363,6 +382,13 @@ def gate_rows(home: Path, data_dir: Path, env: dict, proj: Path, raw: RawClient,
             raise SystemExit(f"command gate: the call was not a stub: {text[:120]!r}")
         samples["gate: command hook"].append((t1 - t0) * 1000)
         samples["command gate + ctx_read stub"].append((t2 - t0) * 1000)
+        cid, body = read_payload()
+        said(proj, cid)  # the host writes the call before it runs the hook
+        t0 = time.perf_counter()
+        out = builtin_gate(body)
+        samples["built-in Read: gate stub"].append((time.perf_counter() - t0) * 1000)
+        if "[unchanged]" not in out:
+            raise SystemExit(f"the built-in Read gate did not refuse with the stub: {out[:160]!r}")
     return samples
 
 
