@@ -195,3 +195,26 @@ def test_a_subagent_gets_no_stub_for_its_parents_read_but_keeps_its_own(daemon_e
     assert s.read(f, agent_id="agent-7").startswith("value_0"), "a subagent got a stub for what only its parent read"
     assert s.read(f, agent_id="agent-7").startswith("[unchanged] a.py 400 lines"), "the subagent lost its own stub"
     assert s.read(f).startswith("[unchanged] a.py 400 lines"), "the parent lost its stub while its subagent ran"
+
+
+def test_the_daemon_serves_the_gate_only_to_a_verified_caller_and_checks_what_it_is_handed(tmp_path: Path) -> None:
+    """The ops are answered only for a caller the kernel names (never from the request's facts),
+    and a credit needs the delivered text as a string."""
+    from leanctx.cache import client
+    from leanctx.cache.service import CacheCore, Daemon
+
+    daemon = Daemon(str(tmp_path))
+    daemon.core = CacheCore(str(tmp_path), None)
+    conn = {"connection_id": "hook-1", "env": {"CLAUDE_CODE_SESSION_ID": "s1"}, "host_pid": os.getpid(),
+            "host_start_ticks": 1, "cwd": str(tmp_path)}
+
+    def answer(op: str, args: dict) -> dict:
+        line = json.dumps({"v": client.PROTOCOL, "op": op, "conn": conn, "args": args}).encode() + b"\n"
+        return json.loads(daemon.handle_line(line, None)[0])
+
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    assert answer("gate", {"path": str(f), "start_line": 1, "end_line": 2000})["code"] == "unverified"
+    assert answer("credit", {"path": str(f), "start_line": 1, "end_line": 1, "content": "x = 1\n"})["code"] == "unverified"
+    assert answer("credit", {"path": str(f), "start_line": 1, "end_line": 1, "content": 5})["code"] == "bad_request"
+    assert answer("gate", {"path": "", "start_line": 1})["code"] == "bad_request"
