@@ -42,7 +42,10 @@ PROTOCOL = 1
 
 
 def switched_off() -> bool:
-    return os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off")
+    """LEANCTX_BUILTIN_GATE read as every cache switch is (cache/switches.py, a small module)."""
+    from leanctx.cache.switches import switched_off as off
+
+    return off(os.environ.get(ENV))
 
 
 def _line(value: object) -> int | None:
