@@ -27,6 +27,9 @@ under its own tool_use_id (noted by the gate, sent in `_meta["claudecode/toolUse
   command gate + ctx_read stub  that gate, then the call on the bare JSON-RPC client: the host's
                                 wait for one stub
   ctx_read stub (noted call)    the call alone, its note written beforehand in this process
+Each timed call's tool_use entry is already in the session transcript, as it is once Claude Code
+has flushed it (every 100 ms): a call that comes before its entry waits for it, up to that
+interval (the transcript check, docs/cache.md), which these rows do not include.
   daemon socket, stub           the daemon's own stub floor, same rounds
   built-in Read: gate stub      the same command before Claude Code's own Read of that file (held
                                 from the ctx_read calls: one ledger), which refuses it with the stub
@@ -230,28 +233,41 @@ async def run(runs: int, lines: int) -> None:
             async def sync(fn) -> None:  # noqa: ANN001
                 fn()
 
-            raw.call("tools/call", {"name": "ctx_read", "arguments": {"path": "module.py"}})
+            # every ctx_read below comes as Claude Code sends it: under its own call id, whose
+            # tool_use is in the transcript already (written outside the timed call); a call
+            # without one would be anchored at the newest entry, and a fresh read without one
+            # leaves a delivery the transcript cannot confirm (no stub after it)
+            ids = iter(range(10**9))
+
+            def meta() -> dict:
+                cid = f"toolu_row_{next(ids)}"
+                said(proj, cid)
+                return {"claudecode/toolUseId": cid}
+
+            raw.call("tools/call", {"name": "ctx_read", "arguments": {"path": "module.py"}, "_meta": meta()})
 
             rows = {
-                "open().read() (floor)": lambda: sync(plain),
-                "MCP ping (transport floor)": via_daemon.send_ping,
-                "daemon socket, stub": lambda: sync(sock_stub),
-                "verified identity (per socket)": lambda: sync(probe.identify),
-                "raw JSON-RPC ping": lambda: sync(lambda: raw.call("ping")),
-                "raw JSON-RPC ctx_read stub": lambda: sync(lambda: raw.call(
-                    "tools/call", {"name": "ctx_read", "arguments": {"path": "module.py"}})),
-                "ctx_read stub (daemon)": lambda: via_daemon.call_tool("ctx_read", {"path": "module.py"}),
-                "ctx_read full (daemon)": lambda: via_daemon.call_tool("ctx_read", {"path": "module.py", "fresh": True}),
-                "ctx_read stub (in-process)": lambda: local.call_tool("ctx_read", {"path": "module.py"}),
+                "open().read() (floor)": lambda m: sync(plain),
+                "MCP ping (transport floor)": lambda m: via_daemon.send_ping(),
+                "daemon socket, stub": lambda m: sync(sock_stub),
+                "verified identity (per socket)": lambda m: sync(probe.identify),
+                "raw JSON-RPC ping": lambda m: sync(lambda: raw.call("ping")),
+                "raw JSON-RPC ctx_read stub": lambda m: sync(lambda: raw.call(
+                    "tools/call", {"name": "ctx_read", "arguments": {"path": "module.py"}, "_meta": m})),
+                "ctx_read stub (daemon)": lambda m: via_daemon.call_tool("ctx_read", {"path": "module.py"}, meta=m),
+                "ctx_read full (daemon)": lambda m: via_daemon.call_tool("ctx_read", {"path": "module.py", "fresh": True},
+                                                                         meta=m),
+                "ctx_read stub (in-process)": lambda m: local.call_tool("ctx_read", {"path": "module.py"}, meta=m),
             }
             for fn in rows.values():  # warm-up
                 for _ in range(20):
-                    await fn()
+                    await fn(meta())
             samples: dict[str, list[float]] = {name: [] for name in rows}
             for _ in range(runs):
                 for name, fn in rows.items():
-                    samples[name].append(await timed(fn))
-            stub_daemon = await via_daemon.call_tool("ctx_read", {"path": "module.py"})
+                    m = meta()
+                    samples[name].append(await timed(lambda: fn(m)))
+            stub_daemon = await via_daemon.call_tool("ctx_read", {"path": "module.py"}, meta=meta())
             # last: once this host's record holds notes, a call without one (the rows above) gets content
             gate_samples = gate_rows(home, data_dir, env, proj, raw, direct, facts, target, runs)
             status = direct.request("status")
@@ -269,7 +285,9 @@ async def run(runs: int, lines: int) -> None:
 
     print(f"ctx_read latency, {runs} interleaved runs per row, Python {platform.python_version()}, "
           f"{os.cpu_count()} CPUs, file {lines} lines / {size} bytes")
-    print(f"stub text: {stub_daemon.content[0].text!r}")
+    print(f"stub text: {stub_daemon.content[0].text[:300]!r}")
+    if not stub_daemon.content[0].text.startswith("[unchanged]"):
+        raise SystemExit("the ctx_read rows did not time a stub")
     print(f"full text: {kinds['daemon'][0]} chars; daemon status: {status['connections']}")
     print(f"tokens: full {full_read['tokens_sent']}, stub {stub_read['tokens_sent']} ({stub_read['kind']}); "
           f"{counted['tokenizer_note']}")
@@ -367,12 +385,14 @@ def gate_rows(home: Path, data_dir: Path, env: dict, proj: Path, raw: RawClient,
         samples["daemon socket, stub"].append((time.perf_counter() - t0) * 1000)
         cid, body = payload()
         note_here(body)
+        said(proj, cid)  # the call's tool_use is in the transcript, as once Claude Code has flushed it
         t0 = time.perf_counter()
         text = call(cid)
         samples["ctx_read stub (noted call)"].append((time.perf_counter() - t0) * 1000)
         if not text.startswith("[unchanged]"):
             raise SystemExit(f"a noted call was not a stub: {text[:120]!r}")
         cid, body = payload()
+        said(proj, cid)
         t0 = time.perf_counter()
         command_gate(body)
         t1 = time.perf_counter()

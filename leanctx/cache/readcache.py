@@ -397,6 +397,18 @@ class ReadCache:
                 break
         return out
 
+    def _supersede(self, name: str, fp: str) -> None:
+        """Content of `name` went to a caller nobody could name (or was cut by its host), so it
+        was credited to no one. Whichever context got it now has a newer copy under that name
+        than the version its holding remembers, and a diff or stub against that older version
+        would be read against the wrong copy: every holding of another version is dropped (a
+        wasted re-send at worst). Called under the lock."""
+        for conv in self._convs.values():
+            h = conv.held.get(name)
+            if h is not None and h.fp != fp:
+                del conv.held[name]
+                self._dirty = True
+
     def _hold(self, conv: _Conv, real: str, h: Holding) -> None:
         conv.held[real] = h
         conv.held.move_to_end(real)
@@ -614,7 +626,8 @@ class ReadCache:
                 conv0 = self._convs.get(scope.key)
                 h0 = conv0.held.get(name) if conv0 is not None else None
                 calls0 = h0.calls if h0 is not None and h0.compactions == scope.compactions else None
-                donors = self._donors(scope, name) if h0 is None else []
+                # (Claude Code only: verified with the real CLI; Codex's resume is not)
+                donors = self._donors(scope, name) if h0 is None and scope.log != "codex" else []
             log = self.rollouts if scope.log == "codex" else self.transcripts
             if calls0 and log.holds(scope.transcript, calls0, scope.call_id):
                 verified = calls0
@@ -725,6 +738,8 @@ class ReadCache:
                 else:
                     self._hold(conv, name, Holding(snap.fp, snap.size, snap.mtime_ns, scope.compactions, n, False, [window],
                                                    calls=(call,) if call else None))
+            if not record and kind == "full" and n:
+                self._supersede(name, snap.fp)
             withheld = None
             if cut:
                 withheld = "answer longer than the host hands its model whole"

@@ -23,7 +23,7 @@ have kept it, but which turns it dropped is not looked at: it counts as lost). A
 False, so the caller sends content: a rollout that is missing, not a regular file of this user's, a
 symlink, over MAX_BYTES, replaced or shrunk (indexed again), a call never seen.
 
-Indexed incrementally (whole lines only), per rollout: the offset parsed so far, its (device,
+Indexed incrementally (hostlog.py; whole lines only), per rollout: the offset parsed so far, its (device,
 inode), first bytes and the bytes before that offset; MAX_ROLLOUTS kept, least recently used dropped.
 """
 
@@ -32,16 +32,12 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
-from collections import OrderedDict
 
-from leanctx.hooks.transcript import open_regular
+from leanctx.cache.hostlog import LogIndex, LogIndexes
 
 MAX_ROLLOUTS = 32
 MAX_BYTES = 512 << 20
 MAX_CALLS = 200_000  # calls remembered per rollout; more: undecidable (withhold)
-CHUNK = 8 << 20
-HEAD = 256
 WAIT_S = 0.5
 POLL_S = 0.01
 # what Codex 0.171.0 puts where it cut a tool output (strings in its binary)
@@ -64,18 +60,14 @@ def _truncated(output: object) -> bool:
     return any(mark in t for t in texts for mark in TRUNCATED)
 
 
-class _Index:
-    __slots__ = ("broken", "called", "dev_ino", "head", "losses", "offset", "output", "tail")
+class _Index(LogIndex):
+    __slots__ = ("called", "losses", "output")
 
     def __init__(self) -> None:
-        self.dev_ino: tuple = ()
-        self.head = b""
-        self.tail = b""  # the last bytes before `offset`
-        self.offset = 0
+        super().__init__()
         self.losses = 0  # compacted + thread_rolled_back lines so far
         self.called: dict[str, int] = {}  # call_id -> losses when its call was written
         self.output: dict[str, tuple[int, bool]] = {}  # call_id -> (losses when written, truncated)
-        self.broken = False
 
     def add(self, line: bytes) -> None:
         loss = any(m in line for m in _LOSS)
@@ -112,70 +104,21 @@ class _Index:
 class RolloutIndex:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idx: OrderedDict[str, _Index] = OrderedDict()
+        self._logs = LogIndexes(_Index, max_logs=MAX_ROLLOUTS, max_bytes=MAX_BYTES)
 
     def _refresh(self, path: str) -> _Index | None:
-        opened = open_regular(path)  # ours, no symlink, a FIFO never holds the daemon
-        if opened is None:
-            return None
-        fd, st = opened
-        try:
-            if st.st_size > MAX_BYTES:
-                return None
-            ix = self._idx.get(path)
-            head = os.pread(fd, HEAD, 0)
-            # rewritten in place (same file, not shrunk)? Its first bytes or those before the
-            # offset parsed so far differ: indexed again from the start
-            if ix is None or ix.dev_ino != (st.st_dev, st.st_ino) or st.st_size < ix.offset \
-                    or head[: len(ix.head)] != ix.head \
-                    or os.pread(fd, len(ix.tail), ix.offset - len(ix.tail)) != ix.tail:
-                ix = _Index()
-                ix.dev_ino = (st.st_dev, st.st_ino)
-            ix.head = head if len(head) >= len(ix.head) else ix.head
-            self._idx[path] = ix
-            self._idx.move_to_end(path)
-            while len(self._idx) > MAX_ROLLOUTS:
-                self._idx.popitem(last=False)
-            pending = b""
-            while ix.offset + len(pending) < st.st_size and not ix.broken:
-                data = os.pread(fd, min(CHUNK, st.st_size - ix.offset - len(pending)), ix.offset + len(pending))
-                if not data:
-                    break
-                data = pending + data
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    pending = data  # a line longer than a chunk, or the last one still being written
-                    continue
-                for line in data[:cut].split(b"\n"):
-                    if line.strip():
-                        ix.add(line)
-                ix.offset += cut + 1
-                ix.tail = data[max(0, cut + 1 - HEAD):cut + 1]
-                pending = data[cut + 1:]
-            return None if ix.broken else ix
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
+        return self._logs.refresh(path)
 
     def holds(self, path: str | None, delivered, asking: str | None) -> bool:
         """True only when the rollout shows every delivery in `delivered` still in the context
         of the call `asking` (see the module doc); False on any doubt."""
         if not path or not asking or not delivered or any(not isinstance(d, str) or not d for d in delivered):
             return False
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            with self._lock:
-                ix = self._refresh(path)
-                if ix is None:
-                    return False
-                at = ix.called.get(asking)
-                if at is not None:
-                    break
-                if time.monotonic() >= deadline:
-                    return False  # the asking call is not written: what came before it may not be either
-            time.sleep(POLL_S)  # never under the lock: other conversations' checks go on
+        ix, written = self._logs.wait(self._lock, path, lambda x: asking in x.called, WAIT_S, POLL_S)
+        if ix is None or not written:
+            return False  # the asking call is not written: what came before it may not be either
         with self._lock:
+            at = ix.called[asking]
             for d in delivered:
                 out = ix.output.get(d)
                 if out is None or out[1] or out[0] != at:

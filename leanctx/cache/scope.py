@@ -888,10 +888,11 @@ class Resolver:
             # own: the hook failed or timed out, its note is still on its way (a subagent's first
             # call can get here before its note or its SubagentStart), or the id is ambiguous.
             # Nobody can say who is asking, and nothing served may be credited. Before the host's
-            # first note the same holds where no transcript can check the credit later (every host
-            # but Claude Code): the connection's rules would credit a subagent's read to its
-            # parent. Claude Code's transcript shows that call's result outside the parent's chain.
-            if not hits and not any(r.calls for r in cands) and all(r.agent == "claude" for r in cands):
+            # first note the same holds where no host log can check the credit later (every host
+            # but Claude Code and Codex): the connection's rules would credit a subagent's read to
+            # its parent. Claude Code's transcript shows that call's result outside the parent's
+            # chain, Codex's rollout in the subagent's own rollout, not the parent's.
+            if not hits and not any(r.calls for r in cands) and all(r.agent in TRANSCRIPT_AGENTS for r in cands):
                 return None
             recs = cands or self._host_match(conn, view)
             latest = max(recs, key=lambda r: r.updated_ts) if recs else None

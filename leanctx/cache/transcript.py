@@ -27,7 +27,7 @@ named by a `tool_results_cut` entry (anywhere in the transcript). Any doubt answ
 content: a transcript that is missing, unreadable, not a regular file, too large to index
 (MAX_BYTES / MAX_ENTRIES), a chain that breaks (a parent never seen), or a walk past MAX_DEPTH.
 
-Indexed incrementally: per transcript, the byte offset parsed so far (whole lines only), its
+Indexed incrementally (hostlog.py): per transcript, the byte offset parsed so far (whole lines only), its
 (device, inode) and its first bytes; a transcript that shrank or was replaced is indexed again
 from the start. At most MAX_TRANSCRIPTS are kept and MAX_TOTAL_ENTRIES entries in all, least
 recently used dropped first.
@@ -36,12 +36,9 @@ recently used dropped first.
 from __future__ import annotations
 
 import json
-import os
 import threading
-import time
-from collections import OrderedDict
 
-from leanctx.hooks.transcript import open_regular
+from leanctx.cache.hostlog import LogIndex, LogIndexes
 
 CLEARED = "[Old tool result content cleared]"
 PERSISTED = "<persisted-output>"  # a result too large for the context: a preview and the file it was saved to
@@ -51,8 +48,6 @@ MAX_ENTRIES = 100_000  # entries indexed per transcript; more: undecidable (with
 MAX_TOTAL_ENTRIES = 200_000  # across the transcripts kept; the least recently used are dropped
 MAX_BYTES = 512 << 20  # a transcript larger than this is not indexed (withhold)
 MAX_DEPTH = 200_000  # a chain walk longer than this is undecidable
-CHUNK = 8 << 20
-HEAD = 256  # first bytes remembered to notice a transcript rewritten in place
 # Claude Code queues transcript writes and flushes them every 100 ms (FLUSH_INTERVAL_MS in
 # 2.1.197's code; observed: the second ctx_read of a turn arrived before the first one's
 # tool_result and its own tool_use were written). A call whose tool_use entry is not written yet
@@ -61,21 +56,17 @@ WAIT_S = 0.5
 POLL_S = 0.01
 
 
-class _Index:
-    __slots__ = ("broken", "cleared", "dev_ino", "head", "kind", "memo", "newest", "offset", "parent", "result_of",
-                 "use_of")
+class _Index(LogIndex):
+    __slots__ = ("cleared", "kind", "memo", "newest", "parent", "result_of", "use_of")
 
     def __init__(self) -> None:
-        self.dev_ino: tuple = ()
-        self.head = b""
-        self.offset = 0
+        super().__init__()
         self.parent: dict[str, str | None] = {}  # uuid -> parentUuid
         self.kind: dict[str, str] = {}  # uuid -> "compact" | "micro" (boundaries and clearing replies only)
         self.result_of: dict[str, list] = {}  # tool_use id -> uuids of entries holding its tool_result
         self.use_of: dict[str, str] = {}  # tool_use id -> uuid of the assistant entry that made the call
         self.cleared: set[str] = set()  # tool_use ids whose result was replaced by CLEARED or cut
         self.newest: str | None = None
-        self.broken = False
         # the last chain walked: (anchor, chain, entries below every microcompact, compact top);
         # a later anchor that descends from it walks only the entries added since
         self.memo: tuple | None = None
@@ -188,71 +179,29 @@ def _cleared(content: object) -> bool:
     return any(isinstance(t, str) and (t.strip() == CLEARED or t.lstrip().startswith(PERSISTED)) for t in texts)
 
 
+class _Transcripts(LogIndexes):
+    def trim(self) -> None:
+        super().trim()
+        while len(self.idx) > 1 and sum(len(x.parent) for x in self.idx.values()) > MAX_TOTAL_ENTRIES:
+            self.idx.popitem(last=False)  # indexed again from the start when asked about again
+
+
 class TranscriptIndex:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idx: OrderedDict[str, _Index] = OrderedDict()
+        self._logs = _Transcripts(_Index, max_logs=MAX_TRANSCRIPTS, max_bytes=MAX_BYTES, owned=False)
 
     def _refresh(self, path: str) -> _Index | None:
-        opened = open_regular(path, owned=False)
-        if opened is None:
-            return None
-        fd, st = opened
-        try:
-            if st.st_size > MAX_BYTES:
-                return None
-            ix = self._idx.get(path)
-            head = os.pread(fd, HEAD, 0)
-            if ix is None or ix.dev_ino != (st.st_dev, st.st_ino) or st.st_size < ix.offset \
-                    or head[: len(ix.head)] != ix.head:
-                ix = _Index()
-                ix.dev_ino = (st.st_dev, st.st_ino)
-            ix.head = head if len(head) >= len(ix.head) else ix.head
-            self._idx[path] = ix
-            self._idx.move_to_end(path)
-            while len(self._idx) > MAX_TRANSCRIPTS:
-                self._idx.popitem(last=False)
-            pending = b""
-            while ix.offset < st.st_size and not ix.broken:
-                data = os.pread(fd, min(CHUNK, st.st_size - ix.offset), ix.offset + len(pending))
-                if not data:
-                    break
-                data = pending + data
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    if ix.offset + len(data) >= st.st_size:
-                        break  # a last line still being written: parsed when it is whole
-                    pending = data
-                    continue
-                for line in data[:cut].split(b"\n"):
-                    if line.strip():
-                        ix.add(line)
-                ix.offset += cut + 1
-                pending = data[cut + 1:]
-                if ix.offset + len(pending) >= st.st_size:
-                    break
-            while len(self._idx) > 1 and sum(len(x.parent) for x in self._idx.values()) > MAX_TOTAL_ENTRIES:
-                self._idx.popitem(last=False)  # indexed again from the start when asked about again
-            return None if ix.broken else ix
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
+        return self._logs.refresh(path)
 
     def holds(self, path: str | None, delivered, asking: str | None) -> bool:
         """True only when the transcript shows every delivery in `delivered` still in the context
         of the call `asking` (see the module doc); False on any doubt."""
         if not path or not delivered or any(not isinstance(d, str) or not d for d in delivered):
             return False
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            with self._lock:
-                ix = self._refresh(path)
-                if ix is None:
-                    return False
-                if not asking or asking in ix.use_of or time.monotonic() >= deadline:
-                    break
-            time.sleep(POLL_S)  # never under the lock: other conversations' checks go on
+        ix, _ = self._logs.wait(self._lock, path, lambda x: not asking or asking in x.use_of, WAIT_S, POLL_S)
+        if ix is None:
+            return False
         with self._lock:
             start = ix.use_of.get(asking) if asking else None
             if start is None:

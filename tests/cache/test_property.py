@@ -237,3 +237,17 @@ def test_found_by_the_property_a_stale_ghost_made_the_other_chat_look_alone(fast
     assert ours.wrong == 0, ours.wrong_examples
     assert oracle.wrong == 0
     assert ours.sequence == ["full", "full", "full"], ours.sequence
+
+
+def test_found_by_the_property_a_diff_against_a_copy_older_than_one_sent_unnamed(fast_tokens) -> None:
+    """Once found: a conversation held a file whole; the file changed; two of its calls whose
+    read-gate notes were lost got lines of the new version (content, credited to nobody); its
+    next whole read was a diff against the first copy, though the newest copy the model saw
+    under that name was the later one. Content sent to a caller nobody can name now drops every
+    holding of another version of that name."""
+    ops = [("read", 0, 0, 1, None, True, False), ("edit", 1, "line", 0), ("read", 0, 0, 1, (1, 0), True, True),
+           ("sub", 0, 0), ("read", 0, 0, 1, (1, 0), True, True), ("read", 0, 0, 1, None, False, False)]
+    ours, oracle = run_ops(ops)
+    assert ours.wrong == 0, ours.wrong_examples
+    assert oracle.wrong == 0
+    assert ours.sequence[-1] == "full", ours.sequence

@@ -137,7 +137,7 @@ def test_a_compaction_without_a_hook_gets_no_wrong_stub(world):
     compacted line alone makes the next read content."""
     from tests.cache.conftest import code
 
-    world.write("a.py", code(400))
+    world.write("a.py", code(300))
     h = world.host("codex")
     c = world.conn(h)
     world.session(h, "t1")

@@ -86,10 +86,10 @@ def test_incremental_rewritten_and_partial_lines(tmp_path: Path, monkeypatch) ->
     t, ix = T(tmp_path / "s.jsonl"), TranscriptIndex()
     t.call("c1")
     assert ix.holds(str(t.path), ("c1",), None)
-    first = ix._idx[str(t.path)].offset
+    first = ix._logs.idx[str(t.path)].offset
     t.call("c2")
     assert ix.holds(str(t.path), ("c1", "c2"), None)
-    assert ix._idx[str(t.path)].offset > first  # parsed on from where it stopped
+    assert ix._logs.idx[str(t.path)].offset > first  # parsed on from where it stopped
     # a line still being written is not parsed until whole
     with open(t.path, "a", encoding="utf-8") as f:
         f.write('{"parentUuid": "u4", "uuid": "u5", "type": "assistant", "message": {"content": [{"type": "tool_use", "id": "c3"}]}}')
@@ -117,7 +117,7 @@ def test_the_index_is_bounded_across_transcripts(tmp_path: Path, monkeypatch) ->
         b.call(f"b{i}")
     assert ix.holds(str(a.path), ("a0", "a1"), None)
     assert ix.holds(str(b.path), ("b0", "b1"), None)
-    assert list(ix._idx) == [str(b.path)]  # a's index was dropped to stay in the bound
+    assert list(ix._logs.idx) == [str(b.path)]  # a's index was dropped to stay in the bound
     assert ix.holds(str(a.path), ("a0",), None)  # and is built again when asked
 
 

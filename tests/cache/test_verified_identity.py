@@ -48,12 +48,9 @@ def test_a_spoofed_read_plants_no_stub_in_another_conversation(daemon, env, data
             with S.Caller(data_dir, project, env=spoofer_env, stranger=True) as spoofer:
                 assert spoofer.read(target, facts=facts)["kind"] == "full"
                 assert spoofer.read(target, facts=facts)["kind"] == "full"  # credited to nobody
-            # (a Codex call id counts only with its read-gate note, and this victim runs no gate: its
-            # reads come without one)
-            own = {} if agent == "claude" else {"call_id": None}
-            first = victim.read(target, **own)  # the victim's genuine first read
+            first = victim.read(target)  # the victim's genuine first read
             assert first["kind"] == "full" and first["text"] == target.read_text()
-            assert victim.read(target, **own)["kind"] == "stub"  # its own identity still works
+            assert victim.read(target)["kind"] == "stub"  # its own identity still works
         assert victim.request("hello")["result"]["caller"]["verified"] is True
     stats = S.Caller(data_dir, project, env=env)
     with stats:

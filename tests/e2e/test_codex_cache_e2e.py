@@ -191,6 +191,17 @@ def test_codex_first_turn_offers_ctx_read_without_a_startup_grace(codex_cli, cod
     assert "codex mcp start-up" not in {c["name"] for c in report["agents"][0]["checks"]}
 
 
+def usage_reporter(server: dict):  # noqa: ANN201
+    """reporting(usage, item): `item` answered with this usage reported (None: the fake's small
+    default), on the fake server kept in server["srv"]."""
+    def reporting(usage: dict | None, item):  # noqa: ANN001, ANN202
+        def build(body: dict):  # noqa: ANN202
+            server["srv"].usage = usage
+            return item
+        return build
+    return reporting
+
+
 def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_wired, lean, run_host):
     """Codex compacts on its own when a response reports usage over its limit; PreCompact bumps
     the conversation's counter and the next read of a file it held is full again."""
@@ -198,14 +209,7 @@ def test_codex_after_an_auto_compaction_the_next_read_is_full(codex_cli, codex_w
     content = (hh.proj / "big.py").read_text()
     reads = [read_call("big.py") for _ in range(4)]
     server: dict = {}
-
-    def reporting(usage: dict | None, item):  # noqa: ANN001, ANN202
-        """`item`, answered with this usage reported (None: the fake's small default)."""
-        def build(body: dict):  # noqa: ANN202
-            server["srv"].usage = usage
-            return item
-        return build
-
+    reporting = usage_reporter(server)
     over = {"input_tokens": 50000, "total_tokens": 50005}  # over the limit: Codex compacts after this response
     script = [reporting(None, reads[0]), reporting(None, reads[1]), reporting(over, reads[2]),
               reporting(None, reads[3]), reporting(None, "done")]
@@ -241,13 +245,7 @@ def test_codex_compaction_with_no_hook_is_read_from_the_rollout(codex_cli, codex
     hh = codex_wired
     reads = [read_call("big.py") for _ in range(4)]
     server: dict = {}
-
-    def reporting(usage: dict | None, item):  # noqa: ANN001, ANN202
-        def build(body: dict):  # noqa: ANN202
-            server["srv"].usage = usage
-            return item
-        return build
-
+    reporting = usage_reporter(server)
     def without_compaction_hooks(path) -> None:  # noqa: ANN001
         config = json.loads(path.read_text())
         for event in ("PreCompact", "PostCompact", "SessionStart"):
