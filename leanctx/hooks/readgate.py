@@ -30,7 +30,7 @@ ENV = "LEANCTX_BUILTIN_GATE"
 TOOL = "Read"
 CONNECT_TIMEOUT_S = 0.3
 # the daemon may wait up to 0.5 s for the host's transcript to show the call (cache/transcript.py)
-ANSWER_TIMEOUT_S = 4.0
+ANSWER_TIMEOUT_S = 2.0  # a hung daemon delays a Read by at most this much; a slow answer: no opinion
 DEFAULT_LIMIT = 2000  # lines Claude Code's Read returns when the call names no limit
 MAX_LINE = 10**9
 MAX_PATH_CHARS = 4096
