@@ -98,6 +98,19 @@ TOOL_SEARCH = "ToolSearch"
 ScriptItem = Union[str, Block, list, Callable[[dict], Any]]
 
 
+def _session_of(body: dict) -> str:
+    """The conversation a request belongs to: Claude Code sends its session id inside
+    `metadata.user_id` (a JSON string); "" when it cannot be told."""
+    meta = body.get("metadata")
+    raw = meta.get("user_id") if isinstance(meta, dict) else None
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return ""
+    sid = value.get("session_id") if isinstance(value, dict) else None
+    return sid if isinstance(sid, str) else ""
+
+
 def text(s: str) -> Block:
     """A text content block for the script."""
     return {"type": "text", "text": s}
@@ -193,8 +206,9 @@ class FakeAnthropic(ScriptedFakeServer):
         # answer a scripted call of a deferred tool with a ToolSearch call first (see _deferred);
         # such a turn is recorded as kind "tool_search" and consumes no scripted item
         self.load_deferred = load_deferred
-        self._pending: dict[int, list] = {}
-        self._retry: list[int] = []
+        # per session (several conversations may talk to one fake at once): the scripted answers
+        # held back for a ToolSearch turn, oldest first
+        self._held: dict[str, list[tuple[int, list]]] = {}
 
     def _make_handler(self) -> type:
         return _make_handler(self)
@@ -205,10 +219,11 @@ class FakeAnthropic(ScriptedFakeServer):
             return "compact", [text(self.compact_text)]
         if kind == "side":
             return "side", [text(self.side_text)]
+        session = _session_of(body)
         with self._lock:
-            if self._retry:  # a scripted answer held back for a ToolSearch turn comes first
-                idx = self._retry.pop(0)
-                blocks = self._pending.pop(idx)
+            held = self._held.get(session)
+            if held:  # this session's answer held back for its ToolSearch turn comes first
+                idx, blocks = held.pop(0)
             else:
                 idx, blocks = self._next, None
                 self._next += 1
@@ -217,9 +232,8 @@ class FakeAnthropic(ScriptedFakeServer):
             blocks = _normalize(item, body)
         deferred = self._deferred(blocks, body)
         if deferred:
-            with self._lock:
-                self._pending[idx] = blocks  # served on the request that follows the ToolSearch result
-                self._retry.insert(0, idx)
+            with self._lock:  # served on this session's request that follows the ToolSearch result
+                self._held.setdefault(session, []).insert(0, (idx, blocks))
             return "tool_search", [tool_use(TOOL_SEARCH, {"query": "select:" + ",".join(deferred)})]
         return "main", blocks
 
