@@ -361,6 +361,9 @@ def gate_rows(home: Path, data_dir: Path, env: dict, proj: Path, raw: RawClient,
     command_gate(body)
     if not call(cid).startswith("[unchanged]"):
         raise SystemExit("after the command gate the call was not a stub")
+    total = max(4, len(target.read_text(encoding="utf-8").splitlines()))
+    span, shift = total // 2, total // 4  # windows 1..span and shift+1..shift+span: neither inside the other
+
     def read_payload() -> tuple[str, bytes]:
         # two windows taking turns, neither inside the other: the same refusal asked for again
         # would be let through (the no-loop rule), which is not the path timed here
@@ -368,7 +371,7 @@ def gate_rows(home: Path, data_dir: Path, env: dict, proj: Path, raw: RawClient,
         call_id = f"toolu_bench_{n}"
         body = json.dumps({"session_id": conversation, "transcript_path": str(proj / "t.jsonl"), "cwd": str(proj),
                            "hook_event_name": "PreToolUse", "tool_name": "Read",
-                           "tool_input": {"file_path": str(proj / "module.py"), "offset": 1 + n % 2 * 10, "limit": 50},
+                           "tool_input": {"file_path": str(proj / "module.py"), "offset": 1 + n % 2 * shift, "limit": span},
                            "tool_use_id": call_id}).encode()
         return call_id, body
 
