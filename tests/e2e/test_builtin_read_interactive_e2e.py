@@ -10,7 +10,7 @@ import pytest
 from tests.e2e import hostcli
 from tests.e2e.fake_anthropic import FakeAnthropic, tool_use
 from tests.e2e.test_builtin_read_e2e import REFUSAL_PREFIX, results
-from tests.e2e.test_rewind_interactive_e2e import BUSY, EMPTY_INPUT, interactive  # noqa: F401 - the fixture
+from tests.e2e.test_rewind_interactive_e2e import BUSY, EMPTY_INPUT, converse, interactive  # noqa: F401 - the fixture
 from tests.e2e.tty import Terminal
 
 pytestmark = pytest.mark.e2e
@@ -31,11 +31,8 @@ def test_interactive_stub_edit_right_after_and_content_when_asked_again(claude_c
         env = hostcli.claude_env(hh.home, srv.base_url, {"TERM": "xterm-256color"})
         with Terminal([claude_cli, "--allowedTools", "Read,Edit", "--permission-mode", "acceptEdits"], cwd=hh.proj, env=env) as term:
             term.wait_for(EMPTY_INPUT, absent=BUSY)
-            for prompt, answer in (("read big.py", "ANSWER-ONE"), ("read it again and fix function 7", "ANSWER-TWO"),
-                                   ("show it", "ANSWER-THREE")):
-                term.submit(prompt)
-                term.wait_for(answer)
-                term.wait_for(EMPTY_INPUT, absent=BUSY)
+            converse(term, (("read big.py", "ANSWER-ONE"), ("read it again and fix function 7", "ANSWER-TWO"),
+                            ("show it", "ANSWER-THREE")))
         bodies = srv.main_requests
     assert len(bodies) == len(script), len(bodies)
 

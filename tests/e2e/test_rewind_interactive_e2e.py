@@ -28,6 +28,14 @@ EMPTY_INPUT = rf"{RULE}\n❯\n{RULE}"
 BUSY = r"esctointerrupt|runningstophook"  # the footer and spinner while a turn runs (2.1.197, 2.1.332)
 
 
+def converse(term: Terminal, exchanges) -> None:  # noqa: ANN001
+    """Each (prompt, answer): submit the prompt, wait for the scripted answer and for the turn to end."""
+    for prompt, answer in exchanges:
+        term.submit(prompt)
+        term.wait_for(answer)
+        term.wait_for(EMPTY_INPUT, absent=BUSY)
+
+
 @pytest.fixture
 def interactive(host_home, lean):
     lean.run("init", "--agent", "claude")
@@ -68,11 +76,7 @@ def test_after_an_interactive_rewind_the_lost_read_is_full_again(claude_cli, int
         env = hostcli.claude_env(hh.home, srv.base_url, {"TERM": "xterm-256color"})
         with Terminal([claude_cli, "--allowedTools", READ], cwd=hh.proj, env=env) as term:
             term.wait_for(EMPTY_INPUT, absent=BUSY)
-            for prompt, answer in (("say hello", "ANSWER-ONE"), ("read big.py", "ANSWER-TWO"),
-                                   ("next one", "ANSWER-THREE")):
-                term.submit(prompt)
-                term.wait_for(answer)
-                term.wait_for(EMPTY_INPUT, absent=BUSY)
+            converse(term, (("say hello", "ANSWER-ONE"), ("read big.py", "ANSWER-TWO"), ("next one", "ANSWER-THREE")))
             open_picker(term)
             # the picker: the messages sent, each over "No code changes", then "(current)" selected
             term.wait_for(r"Entertocontinue")
