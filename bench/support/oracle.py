@@ -92,10 +92,15 @@ class Truth:
         self.ctx: dict[str, dict[str, dict[str, list]]] = {}
         self.last_whole: dict[tuple[str, str], str] = {}
         self.carried: dict[tuple[str, str], list] = {}  # (ctx, name) -> [(start, count, text)] re-attached ranges
+        # (ctx, name) -> (fingerprint, window) of the last built-in/shell read refused there (a
+        # stub, pointer or diff in its place), until the content comes or the context is lost
+        self.refused: dict[tuple[str, str], tuple] = {}
 
     def clear(self, ctx: str) -> None:
         """The context lost everything (compaction, /clear, a subagent that ended)."""
         self.ctx.pop(ctx, None)
+        for k in [k for k in self.refused if k[0] == ctx]:
+            del self.refused[k]
         for k in [k for k in self.last_whole if k[0] == ctx]:
             del self.last_whole[k]
         for k in [k for k in self.carried if k[0] == ctx]:
@@ -111,6 +116,9 @@ class Truth:
         for (c, real), got in list(self.carried.items()):
             if c == src:
                 self.carried[(dst, real)] = list(got)
+        for (c, real), got in list(self.refused.items()):
+            if c == src:
+                self.refused[(dst, real)] = got
 
     def spans(self, ctx: str, real: str, fp: str) -> list:
         return self.ctx.get(ctx, {}).get(real, {}).get(fp, [])
@@ -187,16 +195,19 @@ class Truth:
             return f"{kind} for {result.get('path')} {spans} that {ctx} does not hold"
         return None
 
-    def apply(self, ctx: str, real: str, result: dict, host: str | None = None) -> None:
+    def apply(self, ctx: str, real: str, result: dict, host: str | None = None, reader: str = "ctx_read") -> None:
         """Fold `result` into what `ctx` holds. `host` (the agent's name) hands its model only
-        answers within its limit whole (leanctx.cache.hostcaps, measured on the real CLIs); a
-        longer one reaches the model cut, so it delivers nothing. None: every answer arrives whole."""
+        answers within its limit whole (leanctx.cache.hostcaps, measured on the real CLIs; for
+        `reader`: ctx_read, the host's own reader, its shell); a longer one reaches the model
+        cut, so it delivers nothing. None: every answer arrives whole.
+        A built-in or shell read that ran is folded in as a "full" result with the exact lines
+        the model received (no fingerprint when it received anything else: nothing held)."""
         kind = result.get("kind")
         fp, n = result.get("fingerprint"), result.get("lines", 0)
         window = tuple(result["window"]) if result.get("window") else None
         if kind == "error" or fp is None:
             return
-        if host is not None and not hostcaps.passes_whole(host, result.get("text") or ""):
+        if host is not None and not hostcaps.passes_whole(host, result.get("text") or "", reader):
             return
         if kind == "full":
             self.deliver(ctx, real, fp, [window] if window else [], n)
@@ -216,9 +227,11 @@ class OracleCache:
         self.dedup = dedup
         self.contents: dict[str, str] = {}
 
-    def read(self, ctx: str, roots, cwd: str | None, path: str, start_line=None, end_line=None, fresh=False) -> tuple[str, dict]:
+    def read(self, ctx: str, roots, cwd: str | None, path: str, start_line=None, end_line=None, fresh=False,
+             hint: str = stubs.FRESH) -> tuple[str, dict]:
         """(the name read, the answer): what the context holds is looked up under the name the
-        read asks for, and the answer shows that name (see shown_name)."""
+        read asks for, and the answer shows that name (see shown_name). `hint`: the stubs'
+        closing words (a built-in or shell read's gate words them as ReadCache does)."""
         rr = real_roots(roots)
         try:
             real, _rel = resolve(path, rr, (), cwd)
@@ -240,7 +253,7 @@ class OracleCache:
         if not fresh and n:
             have = t.spans(ctx, real, snap.fp)
             if rng.covers(have, win):
-                s = stubs.stub(rel, n, None if whole else win)
+                s = stubs.stub(rel, n, None if whole else win, hint)
                 if tokens.count(s) < traw:
                     res.update(kind="stub", text=s, claims={"fingerprint": snap.fp, "spans": [list(win)]})
             elif have and self.dedup:
@@ -248,13 +261,13 @@ class OracleCache:
                 if covered:
                     sections = [(sp, snap.slice(*sp)) for sp in new]
                     folded = sum(len(x) for _, x in sections) < rng.MIN_DELTA_CHARS
-                    p = stubs.pointer(rel, n, win, covered, sections, folded)
+                    p = stubs.pointer(rel, n, win, covered, sections, folded, hint)
                     if tokens.count(p) < traw:
                         res.update(kind="pointer", text=p, claims={"fingerprint": snap.fp, "spans": [list(c) for c in covered]})
             if res["kind"] == "full" and whole:
                 base = t.last_whole.get((ctx, real))
                 if base and base != snap.fp and base in self.contents:
-                    d = render_diff(rel, self.contents[base], snap.text, n)
+                    d = render_diff(rel, self.contents[base], snap.text, n, hint)
                     old_n = len(line_starts(self.contents[base]))
                     if d is not None and tokens.count(d) < DIFF_RATIO * traw:
                         res.update(kind="diff", text=d, claims={"fingerprint": base, "spans": [[1, old_n]] if old_n else []})
@@ -287,12 +300,20 @@ def publish_event(data_dir: str, agent: str, event: str, payload: dict, host: di
         write_json_atomic,
     )
 
-    ev = agents.get(agent).normalize(event, payload)
+    host_agent = agents.get(agent)
+    ev = host_agent.normalize(event, payload)
     if not ev.conversation_id:
         return None
-    if ev.kind == "pre_tool":  # only our read gate is wired to a pre-tool event for ctx_read
+    if ev.kind == "pre_tool":
+        # our read gate is wired to the pre-tool event for ctx_read and, on a host that gates its
+        # own readers, for those tools: it notes the call when it is a read it can name
         if (ev.tool_name or "").endswith("leanctx__ctx_read"):
             return note_read_call(data_dir, ev, ts, host)
+        if ev.tool_name in host_agent.builtin_read_tools and isinstance(ev.tool_use_id, str) \
+                and host_agent.builtin_read_ask(ev) is not None:
+            return note_read_call(data_dir, ev, ts, host)
+        return None
+    if ev.kind == "post_tool":  # the post-tool hook credits a built-in read; it publishes nothing
         return None
     path = record_path(data_dir, ev.agent, ev.conversation_id)
     record = apply_event(read_json(path) or {}, ev, ts, host)
@@ -349,10 +370,12 @@ def hook(data_dir: str, host: FakeHost, meaning: str, conversation: str, cwd: st
     return publish_event(data_dir, agent, event, payload(agent, event, conversation, cwd, **extra), host.as_host(), ts)
 
 
-def read_gate(data_dir: str, host: FakeHost, conversation: str, sub: str | None, call_id: str, cwd: str, ts: float) -> str | None:
+def read_gate(data_dir: str, host: FakeHost, conversation: str, sub: str | None, call_id: str, cwd: str, ts: float,
+              tool_name: str = "mcp__leanctx__ctx_read", tool_input: dict | None = None) -> str | None:
     """The read gate's pre-tool event for one ctx_read call `call_id` by `conversation` (or its
-    subagent `sub`), in the host's own payload shape (Claude Code's PreToolUse)."""
-    extra: dict = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {}, "tool_use_id": call_id}
+    subagent `sub`), in the host's own payload shape (Claude Code's PreToolUse); or for one of
+    the host's own readers (`tool_name`, `tool_input`: Claude Code's Read or Bash)."""
+    extra: dict = {"tool_name": tool_name, "tool_input": dict(tool_input or {}), "tool_use_id": call_id}
     if sub:
         extra.update(agent_id=sub, agent_type="general-purpose")
     return publish_event(data_dir, host.agent, "PreToolUse", payload(host.agent, "PreToolUse", conversation, cwd, **extra),

@@ -147,7 +147,8 @@ from bench.support.oracle import (
     spoken_name,
 )
 from bench.support.oracle import name_of
-from leanctx.cache import ReadCache, Resolver
+from leanctx import agents as _agents
+from leanctx.cache import ReadCache, Resolver, stubs, tokens
 from leanctx.cache.paths import fingerprint, line_count
 from leanctx.cache.scope import Connection, Scope
 from leanctx.hooks.publish import now_iso, record_path
@@ -156,6 +157,10 @@ T0 = 1_800_000_000.0
 # hosts whose pre-tool hook (our read gate) gets the same call id the MCP server receives in
 # `_meta` (verified with Claude Code 2.1.197 and Codex 0.171.0)
 GATED_AGENTS = ("claude", "codex")
+# a read op's "reader": the host's own tools that do it (Claude Code's names where a host has not
+# said; a host module lists the ones its hooks gate in Agent.builtin_read_tools)
+READER_TOOLS = {"claude": ("Read", "Bash")}
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,@:%=")
 
 
 class HostProc:
@@ -179,9 +184,20 @@ class Policy:
         self.wrong = 0
         self.wrong_raw = 0  # tokens a caller must fetch again after a wrong stub (what it lacked)
         self.wrong_examples: list[str] = []
+        # per (host agent, reader: "ctx_read" | "builtin" | "shell"): tokens delivered, reads, wrong answers
+        self.by_reader: Counter = Counter()
+        self.reads_by: Counter = Counter()
+        self.wrong_by: Counter = Counter()
 
     def setup(self, eng: Engine) -> None:
         self.eng = eng
+
+    def gate(self, host: HostProc, conv: str, sub: str | None, ask, call_id: str | None,  # noqa: ANN001 - readers.Ask
+             delivered: str | None = None) -> dict:
+        """A host's own reader (built-in or shell): before it runs (`delivered` None), the answer
+        the model gets instead of the read, if any (kind stub/pointer/diff); after it ran, what it
+        delivered, to credit. Default: no opinion, nothing credited (a policy that only knows ctx_read)."""
+        return {"kind": "full"}
 
     def read(self, host: HostProc, conv: str, sub: str | None, path: str, start, end, fresh: bool,
              call_id: str | None = None) -> dict:
@@ -238,6 +254,19 @@ class Ours(Policy):
         self.last_holding = self._holding(scope, path)
         return self.cache.read(scope, path, start, end, fresh)
 
+    def gate(self, host, conv, sub, ask, call_id, delivered=None):
+        # the hook's own process, as the daemon identifies it from the kernel: a new connection
+        # each time, with the host's environment and the host process as its parent
+        conn = Connection(f"hook-{host.name}-{self.eng.events}-{'credit' if delivered is not None else 'gate'}",
+                          dict(host.env), host.fake.pid, host.fake.ticks, self.eng.root)
+        scope = self.resolver.resolve(conn, fresh=True, call_id=call_id)
+        span = {"last_lines": ask.last} if ask.last is not None else {"start_line": ask.start, "end_line": ask.end}
+        if delivered is None:
+            self.last_scope = scope
+            self.last_holding = self._holding(scope, ask.path)
+        return self.cache.read(scope, ask.path, mode="gate" if delivered is None else "credit", delivered=delivered,
+                               reader=ask.reader, **span)
+
     def _holding(self, scope: Scope, path: str):
         conv = self.cache._convs.get(scope.key) if scope.key else None
         if conv is None:
@@ -289,6 +318,29 @@ class Oracle(Policy):
         ctx = self.eng.ctx(conv, sub, host.name)
         roots, cwd = self.eng.place(conv)
         _real, res = self.cache.read(ctx, roots, cwd, path, start, end, fresh)
+        return res
+
+    def gate(self, host, conv, sub, ask, call_id, delivered=None):
+        """The best answer the truth allows, with the gate's one rule of its own: the same lines
+        asked for again right after their refusal, unchanged, are the content (no loop)."""
+        if delivered is not None:
+            return {}  # what was delivered is folded into the truth by the engine
+        w = self.eng._reader_window(ask)
+        if w is None:
+            return {"kind": "full"}
+        ctx = self.eng.ctx(conv, sub, host.name)
+        roots, cwd = self.eng.place(conv)
+        end = None if ask.last is not None else ask.end if ask.end is None else min(ask.end, w[1])
+        hint = stubs.RUN_AGAIN if ask.reader == "shell" else stubs.AGAIN  # as ReadCache words a gate's answer
+        real, res = self.cache.read(ctx, roots, cwd, ask.path, w[2], end, hint=hint)
+        if res["kind"] not in ("stub", "pointer", "diff"):
+            return res
+        window = (w[2], w[3])
+        before = self.truth.refused.get((ctx, real))
+        if before is not None and before[0] == res.get("fingerprint") and before[1][0] <= window[0] and window[1] <= before[1][1]:
+            del self.truth.refused[(ctx, real)]
+            return dict(res, kind="full", again=True)
+        self.truth.refused[(ctx, real)] = (res.get("fingerprint"), window)
         return res
 
 
@@ -624,11 +676,15 @@ class Engine:
             self._truth_after(meaning, self.ctx(norm.conversation_id, None, host.name), norm.subagent_id)
 
     def _read(self, ev: dict) -> None:
-        ev = self._timed_read(ev)  # a gate note published apart from its read (below)
         host = self.hosts[ev["host"]]
+        call = self._reader_call(host, ev) if ev.get("reader") else None
+        if call is None or call["gated"]:
+            ev = self._timed_read(ev, call)  # a gate note published apart from its read (below)
+        else:
+            ev = dict(ev, call_id=None)  # a reader the host's hooks do not gate: no note, no call id
         conv, sub = ev["conv"], ev.get("sub")
         ctx = self.ctx(conv, sub, ev["host"])
-        path = ev["path"]
+        path = call["ask"].path if call is not None and call["ask"] is not None else ev["path"]
         if self.recorded_root and (path == self.recorded_root or path.startswith(self.recorded_root + "/")):
             path = os.path.relpath(path, self.recorded_root)
         real = self.last_name = self.name_of(conv, path)
@@ -636,37 +692,55 @@ class Engine:
         host.conn_tag = self._conn_tag(host, ev)
         self._settle_carried(ctx, real)
         call_id = ev.get("call_id")
-        if call_id is None and host.gate:
+        gated = call["gated"] if call is not None else host.gate
+        if call_id is None and gated and (call is None or host.gate):
             self.calls += 1
             call_id = f"toolu_replay{self.calls:06d}"
             if not ev.get("gate_fails"):
                 self._unhide(ev["host"])  # the gate is a hook event: it reads the record well
-                read_gate(self.data, host.fake, conv, sub, call_id, self.place(conv)[1], self.t)
+                if host.agent == "codex" and call is not None:
+                    self._codex_note(host, conv, sub, call_id, call["tool"], call["input"])
+                else:
+                    read_gate(self.data, host.fake, conv, sub, call_id, self.place(conv)[1], self.t,
+                              *((call["tool"], call["input"]) if call is not None else ()))
+        tool = call["tool"] if call is not None else "mcp__leanctx__ctx_read"
+        tool_input = call["input"] if call is not None else {"path": path}
         traced = host.agent == "claude" and call_id is not None
         if traced:
             self._entry(ctx, {"type": "assistant", "message": {"role": "assistant", "content": [
-                {"type": "tool_use", "id": call_id, "name": "mcp__leanctx__ctx_read", "input": {"path": path}}]}})
+                {"type": "tool_use", "id": call_id, "name": tool, "input": tool_input}]}})
         codex = host.agent == "codex" and call_id is not None  # codex rollout (see _codex_rollout)
         if codex:
-            self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
-                             {"type": "function_call", "name": "ctx_read", "namespace": "mcp__leanctx", "call_id": call_id})
+            item = {"type": "function_call", "name": "ctx_read", "namespace": "mcp__leanctx", "call_id": call_id}
+            if call is not None:
+                item = {"type": "function_call", "name": tool, "call_id": call_id}
+            self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item", item)
+        reader = call["ask"].reader if call is not None and call["ask"] is not None else "ctx_read"
         results = {}
         for p in self.policies:
-            res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")), call_id)
+            if call is None:
+                res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")), call_id)
+            else:
+                res = self._reader_answer(p, host, conv, sub, ctx, call, dict(ev, call_id=call_id))
             results[p.name] = res
             p.reads += 1
             p.kinds[res["kind"]] += 1
             p.sequence.append(res["kind"])
             p.tokens += res.get("tokens_sent", 0)
             p.by_agent[host.agent] += res.get("tokens_sent", 0)
+            p.by_reader[(host.agent, reader)] += res.get("tokens_sent", 0)
+            p.reads_by[(host.agent, reader)] += 1
             p.raw += res.get("tokens_raw", 0)
             why = p.truth.violation(ctx, real, res, spoken=spoken_name(res.get("path"), spoken_roots))
             if why:
                 p.wrong += 1
+                p.wrong_by[(host.agent, reader)] += 1
                 p.wrong_raw += res.get("tokens_raw", 0)
                 if len(p.wrong_examples) < 5:
-                    p.wrong_examples.append(f"event {self.events}: {why}")
-            p.truth.apply(ctx, real, res, host.agent)
+                    p.wrong_examples.append(f"event {self.events}: {why}" + (f" ({reader} read)" if call else ""))
+            p.truth.apply(ctx, real, res, host.agent, res.get("reader", "ctx_read"))
+            if res["kind"] == "full":
+                p.truth.refused.pop((ctx, real), None)  # the content came: the next refusal is news
         if codex:
             self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
                              {"type": "function_call_output", "call_id": call_id, "output": [{"type": "input_text", "text": "…"}]})
@@ -683,6 +757,152 @@ class Engine:
             mine = results[ours.name]
             if orc["kind"] in ("stub", "pointer", "diff") and mine["tokens_sent"] > orc["tokens_sent"]:
                 ours.why[ours.explain(mine, orc)] += mine["tokens_sent"] - orc["tokens_sent"]
+
+    # -- the hosts' own readers: a built-in Read or a shell read, gated and credited --------------
+    def _reader_call(self, host: HostProc, ev: dict) -> dict:
+        """A read op with "reader": the host's tool call (name, input, the payload its pre-tool
+        hook gets), what it reads (the host module's own `builtin_read_ask`, None: not a read it
+        can name), and whether the host's hooks gate it (its module lists the tool)."""
+        from leanctx import readers
+
+        agents = _agents
+        reader = ev["reader"]
+        if reader not in ("builtin", "shell"):
+            raise ValueError(f"read: unknown reader {reader!r}")
+        conv, sub = ev["conv"], ev.get("sub")
+        cwd = self.place(conv)[1]
+        path = ev.get("path")
+        if path is not None and self.recorded_root and (path == self.recorded_root or path.startswith(self.recorded_root + "/")):
+            path = os.path.relpath(path, self.recorded_root)
+        if reader == "builtin":
+            tool, full = READER_TOOLS.get(host.agent, READER_TOOLS["claude"])[0], os.path.normpath(os.path.join(cwd, path))
+            tool_input: dict = {"file_path": full}
+            if ev.get("start") is not None:
+                tool_input["offset"] = int(ev["start"])
+            if ev.get("end") is not None:
+                tool_input["limit"] = int(ev["end"]) - int(ev.get("start") or 1) + 1
+        else:
+            tool = READER_TOOLS.get(host.agent, READER_TOOLS["claude"])[1]
+            command = ev.get("command")
+            if command is not None and self.recorded_root:
+                command = command.replace(self.recorded_root + "/", self.root + "/")
+            if command is None:
+                q = "'" + path + "'" if any(c in path for c in " '\"") is False else path
+                if ev.get("last") is not None:
+                    command = f"tail -n {int(ev['last'])} {q}"
+                elif ev.get("start") is not None or ev.get("end") is not None:
+                    end = ev.get("end")
+                    command = f"sed -n '{int(ev.get('start') or 1)},{int(end) if end is not None else '$'}p' {q}"
+                else:
+                    command = f"cat -n {q}" if ev.get("numbered") else f"cat {q}"
+            tool_input = {"command": command, "description": "read"}
+        try:
+            agent = agents.get(host.agent)
+        except agents.UnknownAgent:
+            agent = None  # "none": a host without our hooks
+        gated = agent is not None and tool in agent.builtin_read_tools
+        if gated:
+            pre = agent.normalize("PreToolUse", payload(host.agent, "PreToolUse", conv, cwd, tool_name=tool,
+                                                         tool_input=tool_input, tool_use_id="toolu_ask"))
+            ask = agent.builtin_read_ask(pre)
+        elif reader == "builtin":
+            ask = readers.Ask(tool_input["file_path"], int(ev.get("start") or 1),
+                              int(ev["end"]) if ev.get("end") is not None else None)
+        else:
+            ask = readers.shell_ask(tool_input["command"], cwd)
+        return {"tool": tool, "input": tool_input, "ask": ask, "gated": gated and ask is not None, "agent": agent,
+                "cwd": cwd}
+
+    def _reader_answer(self, p: Policy, host: HostProc, conv: str, sub: str | None, ctx: str, call: dict, ev: dict) -> dict:
+        """What policy `p`'s context receives from one built-in/shell read: the gate's stub,
+        pointer or diff; else what the reader delivers (then credited, as the post-tool hook does,
+        with exactly what the host module reads out of the host's post-tool payload)."""
+        ask, tool_input = call["ask"], call["input"]
+        if ask is None:  # not a read the host module can name: it runs, and the cache learns nothing
+            return {"kind": "full", "text": "", "fingerprint": None, "tokens_raw": 0, "tokens_sent": 0,
+                    "reader": "shell" if call["tool"] != READER_TOOLS["claude"][0] else "builtin"}
+        if call["gated"] and ev.get("call_id") is not None:
+            ans = p.gate(host, conv, sub, ask, ev["call_id"])
+            if ans.get("kind") in ("stub", "pointer", "diff"):
+                ans = dict(ans, reader=ask.reader, tokens_raw=self._reader_raw(ask))
+                return ans
+            if ans.get("again") and call["agent"] is not None:
+                # asked again right after a refusal: the host module may change the call so the
+                # host sends the content (Claude Code's Read: one more line in `limit`)
+                pre = call["agent"].normalize("PreToolUse", payload(host.agent, "PreToolUse", conv, call["cwd"],
+                                              tool_name=call["tool"], tool_input=tool_input, tool_use_id=ev["call_id"]))
+                out = call["agent"].builtin_again_output(pre, ask)
+                try:
+                    changed = json.loads(out).get("hookSpecificOutput", {}).get("updatedInput") if out.strip() else None
+                except ValueError:
+                    changed = None
+                if isinstance(changed, dict):
+                    tool_input = changed
+                    pre = call["agent"].normalize("PreToolUse", payload(host.agent, "PreToolUse", conv, call["cwd"],
+                                                  tool_name=call["tool"], tool_input=tool_input, tool_use_id=ev["call_id"]))
+                    ask = call["agent"].builtin_read_ask(pre) or ask
+        got, response = self._reader_run(ask, ev)
+        if call["gated"] and ev.get("call_id") is not None and response is not None:
+            post = dict(payload(host.agent, "PostToolUse", conv, call["cwd"], tool_name=call["tool"], tool_input=tool_input,
+                                tool_use_id=ev["call_id"]), tool_response=response)
+            if sub:
+                post.update(agent_id=sub, agent_type="general-purpose")
+            delivery = call["agent"].builtin_read_delivery(call["agent"].normalize("PostToolUse", post), post)
+            if delivery is not None:
+                p.gate(host, conv, sub, delivery[0], ev["call_id"], delivered=delivery[1])
+        return got
+
+    def _reader_window(self, ask) -> tuple[str, int, int, int] | None:  # noqa: ANN001 - readers.Ask
+        """(the file's text, its line count, first and last line the reader gives), or None
+        (no such file, not text, a window past its end)."""
+        try:
+            with open(ask.path, encoding="utf-8", newline="") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+        n = line_count(text)
+        if ask.last is not None:
+            s, e = max(1, n - ask.last + 1), n
+        else:
+            s, e = ask.start, min(ask.end if ask.end is not None else n, n)
+        if n == 0 or s > n or e < s:
+            return None
+        return text, n, s, e
+
+    def _reader_raw(self, ask) -> int:  # noqa: ANN001
+        w = self._reader_window(ask)
+        return tokens.count("\n".join(w[0].split("\n")[w[2] - 1:w[3]])) if w else 0
+
+    def _reader_run(self, ask, ev: dict) -> tuple[dict, dict | None]:  # noqa: ANN001 - readers.Ask
+        """The reader runs: (what the model receives, as a "full" result whose fingerprint is
+        the file's only when it received exactly the window's lines; the host's post-tool
+        `tool_response`, Claude Code's shape). `ev["delivered"]` replaces what the reader gave
+        (Read's content, the shell's stdout): a cut, trimmed or stale output."""
+        from leanctx import readers
+
+        w = self._reader_window(ask)
+        if w is None:
+            return {"kind": "error", "text": "", "tokens_raw": 0, "tokens_sent": 0, "reader": ask.reader}, None
+        text, n, s, e = w
+        lines = text.split("\n")
+        exact = "\n".join(lines[s - 1:e])
+        if ask.reader == "builtin":
+            content = ev.get("delivered", exact)
+            response = {"type": "text", "file": {"filePath": ask.path, "content": content,
+                                                 "numLines": len(content.split("\n")), "startLine": s, "totalLines": len(lines)}}
+            seen = content
+        else:
+            body = [f"{i:6d}\t{line}" for i, line in enumerate(lines[s - 1:e], start=s)] if ask.numbered else lines[s - 1:e]
+            stdout = ev.get("delivered", "\n".join(body) + ("\n" if e < len(lines) else ""))
+            response = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}
+            # Claude Code trims the blank lines around a command's output before its model sees it
+            trimmed = stdout.strip("\n")
+            seen = readers.shell_content(ask, trimmed) if trimmed else None
+        raw = tokens.count(exact)
+        fp = fingerprint(text.encode("utf-8", "surrogatepass")) if seen == exact else None
+        got = {"kind": "full", "text": seen or "", "path": ask.path, "lines": n, "fingerprint": fp, "window": [s, e],
+               "tokens_raw": raw, "tokens_sent": tokens.count(seen) if seen and seen != exact else raw, "reader": ask.reader}
+        return got, response
 
     # names, links, several roots, carry and reconnections ----------------------------------------
     def _init_ident(self) -> None:
@@ -866,9 +1086,10 @@ class Engine:
         delivery skips this: the line was written already)."""
         self._codex_line(conv, "compacted", {"message": "summary", "replacement_history": []})
 
-    def _codex_note(self, host: HostProc, conv: str, sub: str | None, call_id: str) -> None:
+    def _codex_note(self, host: HostProc, conv: str, sub: str | None, call_id: str,
+                    tool: str = "mcp__leanctx__ctx_read", tool_input: dict | None = None) -> None:
         """The read gate's note as Codex sends it: with its rollout as `transcript_path`."""
-        extra: dict = {"tool_name": "mcp__leanctx__ctx_read", "tool_input": {}, "tool_use_id": call_id,
+        extra: dict = {"tool_name": tool, "tool_input": dict(tool_input or {}), "tool_use_id": call_id,
                        "transcript_path": self._codex_rollout(conv)}
         if sub:
             extra.update(agent_id=sub, agent_type="general-purpose")
@@ -887,17 +1108,19 @@ class Engine:
         if ctx in self.transcripts:
             self.transcripts[ctx][1] = None  # its transcript starts a new chain
 
-    def _timed_read(self, ev: dict) -> dict:
+    def _timed_read(self, ev: dict, call: dict | None = None) -> dict:
         """A read whose gate note is published by a separate `note` op (earlier: parallel calls;
-        later: a late note), or on a host that notes calls but sends the MCP server no call id."""
+        later: a late note), or on a host that notes calls but sends the MCP server no call id.
+        `call`: a built-in/shell read's tool call (its note names that tool)."""
         host = self.hosts[ev["host"]]
+        tool = (call["tool"], call["input"]) if call is not None else ()
         tag, notes_only = ev.get("note"), getattr(host, "notes_only", False)
         if tag is None and host.agent == "codex" and host.gate and ev.get("call_id") is None:
             self.calls += 1
             ev = dict(ev, call_id=f"toolu_replay{self.calls:06d}")
             if not ev.get("gate_fails"):
                 self._unhide(ev["host"])
-                self._codex_note(host, ev["conv"], ev.get("sub"), ev["call_id"])
+                self._codex_note(host, ev["conv"], ev.get("sub"), ev["call_id"], *tool)
             return ev
         if tag is None and not notes_only:
             return ev
@@ -907,7 +1130,7 @@ class Engine:
         elif not ev.get("gate_fails"):
             self.calls += 1
             self._unhide(ev["host"])
-            read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), f"toolu_replay{self.calls:06d}", self.root, self.t)
+            read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), f"toolu_replay{self.calls:06d}", self.root, self.t, *tool)
         return ev
 
 
