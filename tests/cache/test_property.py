@@ -1,6 +1,7 @@
-"""Property: random interleavings of reads (whole/windowed), edits, compactions, subagent windows,
-daemon restarts, /clear, transient record misses and concurrent conversations never produce a
-stub, pointer or diff for bytes the caller does not hold (checked against the ground truth)."""
+"""Property: random interleavings of reads (whole/windowed; through ctx_read, the host's built-in
+reader or a shell command), edits, compactions, subagent windows, daemon restarts, /clear,
+transient record misses and concurrent conversations never produce a stub, pointer or diff for
+bytes the caller does not hold (checked against the ground truth)."""
 
 from __future__ import annotations
 
@@ -60,11 +61,27 @@ class Gen:
             self.ev.append({"op": "hook", "host": h, "event": "prompt", "conv": conv})
             self.turn[(h, conv)] = True
 
+    @staticmethod
+    def reader(reader: str, path: str, win) -> dict:  # noqa: ANN001
+        """A read op's fields for a built-in/shell read: "builtin" (Read), "shell" (cat / sed -n),
+        "tail" (tail -n), "numbered" (cat -n), "cut" (a shell output cut short: not credited)."""
+        if reader == "builtin":
+            return {"reader": "builtin"}
+        out: dict = {"reader": "shell"}
+        if reader == "tail":
+            out["command"] = f"tail -n {win[1] + 1 if win else 30} {path}"
+        elif reader == "numbered" and win is None:
+            out["command"] = f"cat -n {path}"
+        elif reader == "cut":
+            out["delivered"] = "def cut_short(x):\n"
+        return out
+
     def add(self, o: tuple) -> None:
         kind = o[0]
         if kind == "read":
             _, hi, who, fi, win, fresh, *rest = o
             gate_fails = bool(rest and rest[0])
+            reader = rest[1] if len(rest) > 1 else None
             h = HOSTS[hi][0]
             conv = self.chat(h, who)
             sub = None
@@ -77,6 +94,8 @@ class Gen:
                 ev["gate_fails"] = True
             if win is not None:
                 ev["start"], ev["end"] = win[0], win[0] + win[1]
+            if reader is not None:  # the host's own reader: gated before, credited after (on hosts that gate it)
+                ev.update(self.reader(reader, FILES[fi], win))
             self.ev.append(ev)
         elif kind == "edit":
             self.ev.append({"op": "edit", "path": FILES[o[1]], "mode": o[2], "n": o[3]})
@@ -122,6 +141,7 @@ class Gen:
             self.ev.append({"op": "miss", "host": h, "conv": self.chat(h, 0)})
 
 
+READERS = [None, None, None, "builtin", "builtin", "shell", "shell", "tail", "numbered", "cut"]
 KINDS = ["read"] * 10 + ["edit"] * 2 + ["sub"] * 2 + ["stop"] * 2 + ["compact", "clear", "restart", "tick", "tick", "miss"]
 
 
@@ -142,7 +162,8 @@ def draw_ops(data, n: int) -> list[tuple]:
                 start = data.draw(st.integers(1, 90))
                 win = (start, data.draw(st.integers(0, 60)))
             ops.append(("read", host, data.draw(st.sampled_from([0, 1, 2, 2])), file, win,
-                        data.draw(st.integers(0, 5)) == 0, data.draw(st.integers(0, 5)) == 0))
+                        data.draw(st.integers(0, 5)) == 0, data.draw(st.integers(0, 5)) == 0,
+                        data.draw(st.sampled_from(READERS))))
         elif kind == "edit":
             ops.append(("edit", file, data.draw(st.sampled_from(["line", "append", "touch", "same_mtime", "revert"])),
                         data.draw(st.integers(0, 500))))
@@ -251,3 +272,17 @@ def test_found_by_the_property_a_diff_against_a_copy_older_than_one_sent_unnamed
     assert ours.wrong == 0, ours.wrong_examples
     assert oracle.wrong == 0
     assert ours.sequence[-1] == "full", ours.sequence
+
+
+def test_the_property_is_not_vacuous_for_built_in_and_shell_reads(fast_tokens) -> None:
+    """Built-in and shell reads on Claude Code get their own stubs, pointers and diffs, one ledger
+    with ctx_read, so the property judges those answers too."""
+    ops = [("read", 0, 0, 0, None, False, False, "builtin"), ("read", 0, 0, 0, None, False, False, "shell"),   # full, stub
+           ("read", 0, 0, 1, (1, 30), False, False, "shell"), ("read", 0, 0, 1, (1, 60), False, False, "builtin"),  # pointer
+           ("edit", 0, "line", 3), ("read", 0, 0, 0, None, False, False, "numbered"),                                # diff
+           ("read", 0, 0, 0, None, False, False, None), ("read", 0, 0, 2, None, False, False, "cut"),
+           ("read", 0, 0, 2, None, False, False, None)]                                                           # stub; cut: full
+    ours, _oracle = run_ops(ops)
+    assert ours.wrong == 0
+    assert ours.sequence == ["full", "stub", "full", "pointer", "diff", "stub", "full", "full"], ours.sequence
+    assert ours.reads_by[("claude", "builtin")] == 2 and ours.reads_by[("claude", "shell")] == 4
