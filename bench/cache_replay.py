@@ -13,8 +13,8 @@ Policies, all on the same files, hook records and clock:
 - oracle: knows what each context really holds (bench.support.oracle.OracleCache).
 
 Prints tokens delivered per policy, our savings as a fraction of the oracle's, wrong stubs (a
-stub, pointer or diff for bytes the caller does not hold), and where ours sent more than the oracle
-and why. Targets: 0 wrong, ahead of the peer on concurrent CLI sessions, and >= 0.95 of the
+stub, pointer or diff for bytes the caller does not hold), per host and per reader (ctx_read, the
+host's built-in reader, shell reads), and where ours sent more than the oracle and why. Targets: 0 wrong, ahead of the peer on concurrent CLI sessions, and >= 0.95 of the
 oracle's savings where the rules allow a stub (the extra tokens ours sent only because a rule
 withheld — unknown caller, several chats live on one host process, an open subagent window
 without per-call identity — are counted back); the fractions with that withholding included
@@ -23,7 +23,8 @@ are printed beside them.
 Trace format (`--trace`, one JSON object per line; `#` comments allowed): see the docstring of
 bench/support/replay.py. In short: `host` (a host process and its MCP server), `hook` (an event
 by meaning, or a recorded host payload), `read` (a ctx_read, with the ground-truth conversation
-and subagent that made it), `write`/`edit`, `tick`, `restart`, `miss`; for names and identity
+and subagent that made it; with `reader` "builtin"/"shell", the host's own Read or a shell
+command, gated before and credited after as the hooks do), `write`/`edit`, `tick`, `restart`, `miss`; for names and identity
 `symlink`/`hardlink`/`mv`/`utime`, `roots` (several workspace roots, a moving cwd), `attach`
 (a file Claude Code re-attached after a compaction) and `reconnect` (a new MCP connection). A recorded e2e run becomes
 a trace by logging, in order, each hook payload the host sent (with its event name), each
@@ -213,7 +214,8 @@ class Trace:
             return self.rng.choice(seen)
         return self.rng.choice(list(self.files))
 
-    def read(self, host: str, conv: str, sub: str | None = None, reread: float = 0.4) -> None:
+    def read(self, host: str, conv: str, sub: str | None = None, reread: float = 0.4, readers: bool = False) -> None:
+        """One read; `readers`: by ctx_read, the host's built-in reader or a shell command, at random."""
         ctx = f"{conv}/{sub}" if sub else conv
         path = self.pick_file(ctx, reread)
         n = self.files[path]
@@ -222,6 +224,13 @@ class Trace:
             start = self.rng.randrange(1, n - 50)
             size = self.rng.choice([60, 120, 200])
             ev["start"], ev["end"] = start, min(n, start + size)
+        if readers:
+            reader = self.rng.choice(["ctx_read", "builtin", "builtin", "shell", "shell"])
+            if reader != "ctx_read":
+                ev["reader"] = reader
+                ev.pop("fresh")
+            if reader == "shell" and "start" not in ev and self.rng.random() < 0.3:
+                ev["command"] = self.rng.choice([f"cat -n {path}", f"tail -n 40 {path}", f"head -n 80 {path}"])
         self.ev.append(ev)
         self.read_by.setdefault(ctx, []).append(path)
 
@@ -358,6 +367,39 @@ def sc_concurrent_cli(rng: random.Random, scale: float) -> list[dict]:
     return t.ev
 
 
+def sc_readers(rng: random.Random, scale: float) -> list[dict]:
+    """Two Claude Code sessions and a Codex one reading through ctx_read, the host's own reader
+    (Read) and the shell (cat, sed -n, tail, head, cat -n), with edits, a subagent and a
+    compaction: the built-in reads are gated and credited where the host's hooks do it (Claude
+    Code), and only read elsewhere (Codex: its shell is not gated)."""
+    t = Trace(rng)
+    sessions = [("c1", "claude", "rd-one"), ("c2", "claude", "rd-two"), ("x1", "codex", "rd-cdx")]
+    for h, agent, conv in sessions:
+        t.host(h, agent)
+        t.hook(h, "start", conv)
+    nsub = 0
+    for i in range(int(30 * scale)):
+        h, agent, conv = rng.choice(sessions)
+        t.hook(h, "prompt", conv)
+        for _ in range(rng.randint(3, 8)):
+            t.read(h, conv, reread=0.5, readers=True)
+            t.tick(rng.uniform(0.5, 3))
+            if rng.random() < 0.08:
+                t.edit(conv)
+        if agent == "claude" and rng.random() < 0.25:
+            nsub += 1
+            t.hook(h, "sub_start", conv, sub=f"rd-agent-{nsub}")
+            for _ in range(rng.randint(2, 5)):
+                t.read(h, conv, sub=f"rd-agent-{nsub}", reread=0.4, readers=True)
+                t.tick(2)
+            t.hook(h, "sub_stop", conv, sub=f"rd-agent-{nsub}")
+        t.hook(h, "stop", conv)
+        t.tick(rng.uniform(20, 90))
+        if i == int(15 * scale):
+            t.hook(h, "compact", conv)
+    return t.ev
+
+
 def sc_no_hooks(rng: random.Random, scale: float) -> list[dict]:
     t = Trace(rng)
     t.host("cc", "claude")
@@ -382,6 +424,7 @@ SCENARIOS = [
     ("cursor: 3 chats, one process", sc_cursor),
     ("concurrent CLI sessions (3 claude + 1 codex)", sc_concurrent_cli),
     ("claude + a host without hooks", sc_no_hooks),
+    ("ctx_read + built-in Read + shell reads", sc_readers),
 ]
 # the scenario with a caller no hook identifies: the rule "unknown caller -> no stub" withholds
 # there by design, so the target is reported with and without it
@@ -405,6 +448,10 @@ def run(name: str, events: list[dict]) -> dict:
         "reads": by["ours"].reads,
         "tokens": {p.name: p.tokens for p in pol},
         "by_agent": {p.name: dict(p.by_agent) for p in pol},
+        # per host agent and reader ("claude/builtin"): tokens delivered, reads, wrong answers
+        "by_reader": {p.name: {f"{a}/{r}": n for (a, r), n in p.by_reader.items()} for p in pol},
+        "reads_by_reader": {f"{a}/{r}": n for (a, r), n in by["ours"].reads_by.items()},
+        "wrong_by_reader": {p.name: {f"{a}/{r}": n for (a, r), n in p.wrong_by.items()} for p in pol},
         "kinds": {p.name: dict(p.kinds) for p in pol},
         "fraction_of_oracle": {p.name: (none_t - p.tokens) / room for p in pol},
         "wrong": {p.name: p.wrong for p in pol},
@@ -454,6 +501,23 @@ def main(argv: list[str] | None = None) -> int:
     summary["by_host"] = {
         agent: {"tokens": dict(c), "ours_of_oracle": (c["no cache"] - c["ours"]) / max(1, c["no cache"] - c["oracle"])}
         for agent, c in sorted(agents.items())}
+    # per host and reader (ctx_read, the host's built-in reader, a shell read), same run
+    readers: dict[str, Counter] = {}
+    for r in rows:
+        for pname, per in r["by_reader"].items():
+            for key, n in per.items():
+                readers.setdefault(key, Counter())[pname] += n
+        for key, n in r["reads_by_reader"].items():
+            readers.setdefault(key, Counter())["reads"] += n
+        for pname, per in r["wrong_by_reader"].items():
+            for key, n in per.items():
+                readers.setdefault(key, Counter())[f"wrong {pname}"] += n
+    summary["by_host_reader"] = {
+        key: {"reads": c["reads"], "tokens": {k: c[k] for k in total},
+              "wrong": {k: c[f"wrong {k}"] for k in total},
+              "ours_of_oracle": (c["no cache"] - c["ours"]) / max(1, c["no cache"] - c["oracle"]),
+              "peer_of_oracle": (c["no cache"] - c["peer"]) / max(1, c["no cache"] - c["oracle"])}
+        for key, c in sorted(readers.items())}
     why: Counter = Counter()
     for r in rows:
         why.update(r["ours_short_of_oracle"])
@@ -509,6 +573,14 @@ def main(argv: list[str] | None = None) -> int:
     for agent, h in summary["by_host"].items():
         t = h["tokens"]
         print(f"  {agent:10} {t.get('no cache', 0):9d} {t.get('ours', 0):8d} {t.get('oracle', 0):8d}  {h['ours_of_oracle']:6.3f}")
+    print()
+    print("per host and reader (ctx_read; builtin = the host's own file reader; shell = cat/sed/head/tail/nl):")
+    print(f"  {'host/reader':18} {'reads':>5} {'no cache':>9} {'peer':>8} {'ours':>8} {'oracle':>8}  {'peer x':>6} {'ours x':>6}"
+          f"  {'wrong peer/ours/oracle':>22}")
+    for key, h in summary["by_host_reader"].items():
+        t, w = h["tokens"], h["wrong"]
+        print(f"  {key:18} {h['reads']:5d} {t['no cache']:9d} {t['peer']:8d} {t['ours']:8d} {t['oracle']:8d}"
+              f"  {h['peer_of_oracle']:6.3f} {h['ours_of_oracle']:6.3f}  {w['peer']:>8d} / {w['ours']} / {w['oracle']}")
     print()
     print("where ours sent more than the oracle (extra tokens, by reason; 'withheld:' = mandated by the gate):")
     for reason, extra in summary["ours_short_of_oracle"].items():

@@ -23,6 +23,22 @@ object per line in a `.jsonl` file):
         connection with CURSOR_TASK_ID). `conv`/`sub` are the GROUND TRUTH, never shown to a policy.
         "gate_fails": on a gated host, the read gate's note is lost (hook crashed or timed out)
         while the host still sends the call id
+    {"op": "read", ..., "reader": "builtin"|"shell", "command": "sed -n '1,40p' a.py"?, "start"?, "end"?,
+     "last": int?, "numbered": bool?, "delivered": "..."?}
+        the host's own file reader (Claude Code's Read: path, start, end) or a shell read
+        (`command`, or one made from path and start/end, `last` for `tail -n`, `numbered` for
+        `cat -n`), replayed as the hooks run it on a host whose module gates that tool
+        (Agent.builtin_read_tools): the pre-tool gate (its note, a call id as for ctx_read; the
+        host module's own builtin_read_ask names the span), whose stub, pointer or diff is what
+        the model gets in place of the read; else the read runs, the model gets the file's lines,
+        and the post-tool hook credits what the host module's builtin_read_delivery reads out of
+        the host's post-tool payload (Claude Code's shape). Asked again right after a refusal,
+        the host module's builtin_again_output may change the call (Read: one more line).
+        "delivered" replaces what the reader gave (Read's content, the shell's stdout): a cut,
+        trimmed or stale output, which the model holds as nothing. Claude Code trims the blank
+        lines around a command's output before its model sees it. On a host whose module gates
+        no such tool the read runs and nothing is noted or credited. The oracle judges these
+        answers exactly as ctx_read's (what the context really received, under the name asked).
     {"op": "write", "path": "src/a.py", "text": "..."}            create or replace a file
     {"op": "edit", "path": "src/a.py", "mode": "line"|"append"|"touch"|"same_mtime"|"revert", "n": int}
     {"op": "tick", "s": 31.0}                                      the clock moves
@@ -894,11 +910,14 @@ class Engine:
         else:
             body = [f"{i:6d}\t{line}" for i, line in enumerate(lines[s - 1:e], start=s)] if ask.numbered else lines[s - 1:e]
             stdout = ev.get("delivered", "\n".join(body) + ("\n" if e < len(lines) else ""))
-            response = {"stdout": stdout, "stderr": "", "interrupted": False, "isImage": False}
-            # Claude Code trims the blank lines around a command's output before its model sees it
+            # Claude Code trims the blank lines around a command's output, in what its model gets
+            # and in its post-tool payload's stdout alike (2.1.197: the final newline goes too)
             trimmed = stdout.strip("\n")
+            response = {"stdout": trimmed, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False}
             seen = readers.shell_content(ask, trimmed) if trimmed else None
         raw = tokens.count(exact)
+        if seen is not None and e == len(lines) - 1 and seen == exact + "\n":
+            seen = exact  # Claude Code's Read of a whole file counts its final newline as an empty line: the same bytes
         fp = fingerprint(text.encode("utf-8", "surrogatepass")) if seen == exact else None
         got = {"kind": "full", "text": seen or "", "path": ask.path, "lines": n, "fingerprint": fp, "window": [s, e],
                "tokens_raw": raw, "tokens_sent": tokens.count(seen) if seen and seen != exact else raw, "reader": ask.reader}

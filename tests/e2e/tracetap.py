@@ -7,6 +7,12 @@ payloads as `hook` events, and every ctx_read call (its PreToolUse payload names
 the subagent if any, the arguments and the call id) as a `read`. The ground truth of who made a
 read is the host's own word in that payload, not a guess.
 
+With `builtin=True` the tap also logs the host's own readers (Claude Code's Read and Bash: the
+tools its module gates, `Agent.builtin_read_tools`) before and after they run, and `to_trace()`
+turns each such call its module can name as a read into a `read` with `reader` "builtin" or
+"shell", with what the host really delivered (its post-tool payload's Read content or stdout) as
+`delivered` when the call ran.
+
 `sanitize()` replaces the run's temporary folders with placeholders, so a trace can be kept in
 bench/traces/ and replayed anywhere (`python bench/cache_replay.py` loads them).
 """
@@ -32,7 +38,7 @@ with open(log, "a") as f:
 READ_TOOL = "mcp__leanctx__ctx_read"
 
 
-def install_tap(config: Path, root: Path, agent: str = "claude") -> Path:
+def install_tap(config: Path, root: Path, agent: str = "claude", builtin: bool = False) -> Path:
     """Add the tap to a host's hooks file, after leanctx's entries: ~/.claude/settings.json,
     $CODEX_HOME/hooks.json, ~/.gemini or ~/.qwen settings.json,
     ~/.codebuddy/settings.json, ~/.factory/settings.json (all Claude-shaped; each host's own
@@ -45,8 +51,15 @@ def install_tap(config: Path, root: Path, agent: str = "claude") -> Path:
     script, log = root / "tap.py", root / "tap.jsonl"
     script.write_text(TAP_SRC)
     doc = jsonc.loads(config.read_text())  # the user's comments go: the test restores the file after
+    read_tool = host.read_tool()
+    if builtin:
+        read_tool = "|".join((read_tool, *host.builtin_read_tools))
     _add_tap(doc.setdefault("hooks", {}), tuple(e.name for e in host.events), script, log,
-             host.read_gate_event.name, host.read_tool())
+             host.read_gate_event.name, read_tool)
+    if builtin and host.builtin_read_post_event is not None:
+        post = host.builtin_read_post_event
+        command = f"{sys.executable} {script} {post.name} {log}"
+        doc["hooks"].setdefault(post.name, []).append({"matcher": post.matcher, "hooks": [{"type": "command", "command": command}]})
     config.write_text(json.dumps(doc, indent=2) + "\n")
     return log
 
@@ -78,14 +91,46 @@ def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude"
         sid = p.get("session_id")
         return {"CLAUDE_CODE_SESSION_ID": sid} if agent == "claude" and sid else {}
 
+    # what each built-in read that ran delivered, by call id (its post-tool payload)
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    post_event = host.builtin_read_post_event.name if host.builtin_read_post_event is not None else None
+    delivered = {}
+    for e in entries:
+        p = e["payload"]
+        if e["event"] == post_event and p.get("tool_name") in host.builtin_read_tools:
+            response = p.get("tool_response")
+            if p.get("tool_name") == "Bash" and isinstance(response, dict) and isinstance(response.get("stdout"), str):
+                delivered[p.get("tool_use_id")] = response["stdout"]
+            elif isinstance(response, dict) and isinstance(response.get("file"), dict) \
+                    and isinstance(response["file"].get("content"), str):
+                delivered[p.get("tool_use_id")] = response["file"]["content"]
+
     def read_of(e: dict) -> dict | None:
         p = e["payload"]
-        if e["event"] != read_event or not host.is_read_tool(p.get("tool_name")):
+        if e["event"] != read_event:
             return None
-        return {"conv": p.get("session_id"), "sub": p.get("agent_id"), "args": p.get("tool_input") or {},
+        call = {"conv": p.get("session_id"), "sub": p.get("agent_id"), "args": p.get("tool_input") or {},
                 "call_id": p.get("tool_use_id") if call_ids else None}
+        if host.is_read_tool(p.get("tool_name")):
+            return call
+        if p.get("tool_name") not in host.builtin_read_tools:
+            return None
+        ask = host.builtin_read_ask(host.normalize(e["event"], p))
+        if ask is None:
+            return None  # not a read the host module can name: it ran, and the cache learned nothing
+        args = call["args"]
+        if ask.reader == "shell":
+            read = {"reader": "shell", "path": ask.path, "command": args.get("command")}
+        else:
+            offset, limit = args.get("offset"), args.get("limit")
+            read = {"reader": "builtin", "path": ask.path, "start": offset,
+                    "end": (offset or 1) + limit - 1 if limit is not None else None}
+        if p.get("tool_use_id") in delivered:
+            read["delivered"] = delivered[p.get("tool_use_id")]
+        return dict(call, reader=read)
 
-    return tap_trace(log, proj, files, agent, read_of, host_env=host_env, hook_too=True)
+    keep = (lambda e: e["event"] != post_event) if post_event else None
+    return tap_trace(log, proj, files, agent, read_of, host_env=host_env, hook_too=True, keep=keep)
 
 
 def tap_trace(log: Path, proj: Path, files: dict[str, str], agent: str, read_of, host_env=None, hook_too: bool = False,
@@ -114,7 +159,10 @@ def tap_trace(log: Path, proj: Path, files: dict[str, str], agent: str, read_of,
         read = read_of(e)
         if read is None or hook_too:
             trace.append({"op": "hook", "host": h, "event": e["event"], "payload": p})
-        if read is not None:
+        if read is not None and read.get("reader"):  # a built-in or shell read
+            trace.append({"op": "read", "host": h, "conv": read["conv"], "sub": read.get("sub"), **read["reader"],
+                          "call_id": read.get("call_id")})
+        elif read is not None:
             args = read["args"]
             trace.append({"op": "read", "host": h, "conv": read["conv"], "sub": read.get("sub"), "path": args.get("path"),
                           "start": args.get("start_line"), "end": args.get("end_line"), "fresh": bool(args.get("fresh")),
@@ -149,7 +197,7 @@ def check_replay(trace: list[dict], hh, expected: list[str], name: str, *, host:
     seq = got["ours"].sequence
     assert (seq if ordered else sorted(seq)) == (expected if ordered else sorted(expected)), \
         f"the replay answered {seq}, the real run {expected}"
-    assert got["ours"].wrong == 0 and got["oracle"].wrong == 0
+    assert got["ours"].wrong == 0 and got["oracle"].wrong == 0, (got["ours"].wrong_examples, got["oracle"].wrong_examples)
     if withheld is None:
         assert got["ours"].tokens == got["oracle"].tokens, "ours fell short of the oracle on a real run"
     else:
