@@ -80,3 +80,63 @@ def test_the_name_and_identity_traces_are_all_there() -> None:
     assert {"claude-symlink-retarget", "claude-symlink-alias", "claude-hardlink-rename", "cursor-two-roots",
             "claude-cwd-two-roots", "codex-two-roots-two-sessions", "claude-carry-attached", "claude-carry-edited",
             "claude-mcp-reconnect", "codex-mcp-reconnect"} <= names
+
+
+def test_the_built_in_and_shell_read_traces_are_all_there_and_replayed_as_such() -> None:
+    """The recorded Claude Code run with Read and Bash reads, and the adversarial built-in/shell
+    traces, replay those reads through the gate and the credit (not as ctx_read)."""
+    names = {p.stem for p in TRACES}
+    assert {"claude-builtin-recorded", "claude-builtin-changed-by-another", "claude-shell-tail-after-append",
+            "claude-shell-numbered", "claude-shell-trimmed-or-cut", "claude-builtin-ledger", "claude-builtin-compaction",
+            "claude-builtin-subagent", "claude-builtin-refused-then-again", "claude-builtin-two-sessions"} <= names
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        Engine(base, [ours, oracle]).run(load_trace(str(REPO / "bench" / "traces" / "claude-builtin-recorded.jsonl")))
+    assert ours.reads_by[("claude", "builtin")] == 3 and ours.reads_by[("claude", "shell")] == 6
+    assert ours.reads_by[("claude", "ctx_read")] == 2
+    assert ours.sequence == ["full", "stub", "stub", "full", "stub", "full", "stub", "pointer", "stub", "full", "stub"]
+    assert ours.tokens == oracle.tokens and ours.wrong == oracle.wrong == 0
+
+
+def _claude(events: list[dict]) -> list[dict]:
+    return [{"op": "host", "host": "h1", "agent": "claude"}, {"op": "hook", "host": "h1", "event": "start", "conv": "s1"},
+            {"op": "hook", "host": "h1", "event": "prompt", "conv": "s1"}, *events]
+
+
+@pytest.mark.parametrize("delivered", ["cut", "stale", "trailing blank lines"])
+def test_a_built_in_or_shell_output_other_than_the_files_lines_is_held_as_nothing(delivered) -> None:  # noqa: ANN001
+    """What the reader delivered decides: a cut, stale or trimmed output is not credited by ours,
+    and the oracle holds nothing of it, so the re-read is the content for both."""
+    text = code(80)
+    if delivered == "trailing blank lines":
+        write, read = {"op": "write", "path": "a.py", "text": text + "\n\n"}, {"reader": "shell", "command": "cat a.py"}
+    else:
+        out = text[: len(text) // 2] if delivered == "cut" else text.replace("b * 7\n", "b * 70\n")
+        assert out != text
+        write, read = {"op": "write", "path": "a.py", "text": text}, {"reader": "builtin", "delivered": out}
+    events = _claude([write, {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", **read},
+                      {"op": "read", "host": "h1", "conv": "s1", "path": "a.py"}])
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        Engine(base, [ours, oracle]).run(events)
+    assert ours.sequence == oracle.sequence == ["full", "full"]
+    assert ours.wrong == oracle.wrong == 0
+
+
+def test_a_built_in_read_is_judged_by_what_the_model_received() -> None:
+    """The oracle credits exactly what the reader delivered: a Read of lines 1-30 then ctx_read of
+    1-60 is a pointer for both policies; a shell read on a host whose hooks do not gate it (Codex)
+    is held by the context but unknown to ours (content), while the oracle may stub it."""
+    events = _claude([{"op": "write", "path": "a.py", "text": code(80)},
+                      {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", "reader": "builtin", "start": 1, "end": 30},
+                      {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", "start": 1, "end": 60},
+                      {"op": "host", "host": "x1", "agent": "codex"}, {"op": "hook", "host": "x1", "event": "start", "conv": "c1"},
+                      {"op": "hook", "host": "x1", "event": "prompt", "conv": "c1"},
+                      {"op": "read", "host": "x1", "conv": "c1", "path": "a.py", "reader": "shell"},
+                      {"op": "read", "host": "x1", "conv": "c1", "path": "a.py"}])
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        Engine(base, [ours, oracle]).run(events)
+    assert ours.sequence == ["full", "pointer", "full", "full"], ours.sequence
+    assert oracle.sequence == ["full", "pointer", "full", "stub"], oracle.sequence
+    assert ours.wrong == oracle.wrong == 0
