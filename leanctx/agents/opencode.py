@@ -41,6 +41,9 @@ from leanctx.agents.base import (
 )
 
 PLUGIN = "leanctx.js"
+READ_TOOL = "read"  # OpenCode's own file reader: {filePath, offset (1-based), limit}
+SHELL_TOOL = "bash"  # its shell: {command, description, timeout, workdir}
+BUILTIN_READ_TOOLS = (READ_TOOL, SHELL_TOOL)
 CONFIG_FILES = ("opencode.json", "opencode.jsonc")
 
 
@@ -92,7 +95,8 @@ class OpenCode(FileHookAgent):
         text = resources.files("leanctx").joinpath("templates/opencode-plugin.js").read_text(encoding="utf-8")
         # one pass, each value JSON (ASCII-only, so no line break can end the comment the mark sits in)
         values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000),
-                  "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True)}
+                  "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
+                  "READ_TOOLS": json.dumps(list(BUILTIN_READ_TOOLS), ensure_ascii=True)}
         return {PLUGIN: templating.fill(text, values, "opencode-plugin.js")}
 
     def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
