@@ -11,7 +11,8 @@ import { spawn } from "node:child_process";
 
 const HOOKS = @HOOKS@;
 const TIMEOUT_MS = @TIMEOUT_MS@;
-const READ_TOOLS = new Set(@READ_TOOLS@); // the built-in readers whose deliveries leanctx credits
+const READ_TOOLS = new Set(@READ_TOOLS@); // the built-in readers the read cache answers and credits
+const PRE_READS_ONLY = @PRE_READS_ONLY@; // no guard: the pre-tool hook runs for those readers only
 const MAX_HELD = 1000;
 
 function run(command, payload) {
@@ -143,6 +144,7 @@ export const LeanctxPlugin = async (ctx) => {
     "tool.execute.before": async (input, output) => {
       await settled(input && input.sessionID);
       if (typeof HOOKS["tool.execute.before"] !== "string") return;
+      if (PRE_READS_ONLY && !(input && READ_TOOLS.has(input.tool))) return;
       const value = await fire("tool.execute.before", { input, output: { args: output && output.args } });
       if (value.decision === "deny" && typeof value.reason === "string") throw new Error(value.reason);
     },

@@ -159,7 +159,7 @@ def test_init_twice_is_once_and_uninstall_is_byte_identical(home: Path, data_dir
     config.write_text('{\n  // mine\n  "mcp": {"other": {"type": "local", "command": ["x"]}},\n  "model": "a/b",\n}\n')
     before = config.read_bytes()
     first = run_cli("init", "--agent", "opencode")
-    assert first.returncode == 0 and "wired 8 events" in first.stdout and "plugins/leanctx.js" in first.stdout, first
+    assert first.returncode == 0 and "wired 10 events" in first.stdout and "plugins/leanctx.js" in first.stdout, first
     plugin = config_dir / "plugins" / "leanctx.js"
     snapshot = {p: p.read_bytes() for p in (config, plugin)}
     assert "// mine" in config.read_text() and '"other"' in config.read_text()
@@ -198,9 +198,16 @@ def test_unparseable_opencode_json_is_refused_before_the_plugin_is_written(home:
 def test_profile_change_rewrites_the_plugin_and_a_replaced_plugin_stays(home: Path, data_dir: Path) -> None:
     assert run_cli("init", "--agent", "opencode", "--guard").returncode == 0
     plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
-    assert "opencode tool.execute.before --guard" in plugin.read_text()
+    hooks = lambda: plugin.read_text().split("const HOOKS", 1)[1].split("};", 1)[0]  # noqa: E731
+    # the guard's entry also gates the built-in readers, and the hook runs for every tool
+    assert "opencode tool.execute.before --guard --builtin-read" in hooks()
+    assert "const PRE_READS_ONLY = false;" in plugin.read_text()
     assert run_cli("init", "--agent", "opencode").returncode == 0
-    assert "tool.execute.before" not in plugin.read_text().split("const HOOKS", 1)[1].split("};", 1)[0]
+    # no guard: the entry gates the readers alone, and runs for those tools only
+    assert "--guard" not in hooks() and "opencode tool.execute.before --builtin-read" in hooks()
+    assert "const PRE_READS_ONLY = true;" in plugin.read_text()
+    assert run_cli("init", "--agent", "opencode", "--no-builtin-gate").returncode == 0
+    assert "tool.execute" not in hooks()
     # the user replaced our plugin with their own: uninstall leaves it
     plugin.write_text("export const Theirs = async () => ({});\n")
     assert run_cli("uninstall", "--agent", "opencode").returncode == 0
