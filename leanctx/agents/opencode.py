@@ -5,8 +5,10 @@ into its own process. Our plugin (`templates/opencode-plugin.js`) runs the leanc
 for the events wired here, with the plugin's own arguments as JSON on stdin: bus events as
 `{event: {type, properties: {sessionID, info: {id, directory, parentID}}}}`, `chat.message` as
 `{input: {sessionID}, output: {parts}}`, `tool.execute.before` as `{input: {tool, sessionID,
-callID}, output: {args}}`, `experimental.session.compacting` as `{input: {sessionID}}`, plus `cwd`
-(the plugin's ctx.directory) and `hook_event_name`.
+callID}, output: {args}}`, `tool.execute.after` (the built-in readers only, handed on once the next
+request carries its result) as `{input: {tool, sessionID, callID, args}, output: {output, metadata:
+{exit, truncated, outputPath}}}`, `experimental.session.compacting` as `{input: {sessionID}}`, plus
+`cwd` (the plugin's ctx.directory) and `hook_event_name`.
 Verified on 1.18.33 in real runs (reference hosts-gemini-qwen-copilot-opencode.md §4 and
 tests/e2e/test_opencode_e2e.py): session.created, chat.message, session.idle fire in `opencode
 run`; the MCP server and the plugin share the `opencode` process (MCP env `OPENCODE_PID`), and
