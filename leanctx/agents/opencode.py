@@ -204,7 +204,7 @@ class OpenCode(FileHookAgent):
         # one pass, each value JSON (ASCII-only, so no line break can end the comment the mark sits in)
         values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000),
                   "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
-                  "READ_TOOLS": json.dumps(list(BUILTIN_READ_TOOLS), ensure_ascii=True),
+                  "READ_TOOLS": json.dumps(list(BUILTIN_READ_TOOLS), ensure_ascii=True), "SHELL_TOOL": json.dumps(SHELL_TOOL),
                   # without the guard, the pre-tool hook has nothing to say about other tools:
                   # the plugin spares them the hook's process
                   "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool.execute.before", "").split())}

@@ -14,6 +14,16 @@ const TIMEOUT_MS = @TIMEOUT_MS@;
 const READ_TOOLS = new Set(@READ_TOOLS@); // the built-in readers the read cache answers and credits
 const PRE_READS_ONLY = @PRE_READS_ONLY@; // no guard: the pre-tool hook runs for those readers only
 const MAX_HELD = 1000;
+// a shell command can only be a read leanctx names when it starts with one of these programs (a
+// superset of leanctx/readers.py's forms): any other command spares the hook's process
+const SHELL_TOOL = @SHELL_TOOL@;
+const SHELL_READ = /^\s*(cat|nl|head|tail|sed)\s/;
+
+function gated(tool, args) {
+  if (!READ_TOOLS.has(tool)) return false;
+  if (tool !== SHELL_TOOL) return true;
+  return !!args && typeof args.command === "string" && SHELL_READ.test(args.command);
+}
 
 function run(command, payload) {
   return new Promise((resolve) => {
@@ -144,7 +154,7 @@ export const LeanctxPlugin = async (ctx) => {
     "tool.execute.before": async (input, output) => {
       await settled(input && input.sessionID);
       if (typeof HOOKS["tool.execute.before"] !== "string") return;
-      if (PRE_READS_ONLY && !(input && READ_TOOLS.has(input.tool))) return;
+      if (PRE_READS_ONLY && !(input && gated(input.tool, output && output.args))) return;
       const value = await fire("tool.execute.before", { input, output: { args: output && output.args } });
       if (value.decision === "deny" && typeof value.reason === "string") throw new Error(value.reason);
     },
@@ -154,7 +164,7 @@ export const LeanctxPlugin = async (ctx) => {
     // clear it, an abort may drop it: then nothing is credited).
     "tool.execute.after": async (input, output) => {
       try {
-        if (typeof HOOKS["tool.execute.after"] !== "string" || !input || !READ_TOOLS.has(input.tool)) return;
+        if (typeof HOOKS["tool.execute.after"] !== "string" || !input || !gated(input.tool, input.args)) return;
         if (typeof input.callID !== "string" || typeof input.sessionID !== "string") return;
         if (!output || typeof output.output !== "string") return;
         const meta = output.metadata && typeof output.metadata === "object" ? output.metadata : {};

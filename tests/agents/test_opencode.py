@@ -401,15 +401,21 @@ def test_a_read_is_credited_only_when_the_next_request_carries_that_very_result(
     call: never."""
     assert run_cli("init", "--agent", "opencode").returncode == 0
     plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
-    log = tmp_path / "credited.jsonl"
+    log = tmp_path / "credited"  # one file per hand-over: the plugin runs them at once
+    log.mkdir()
     command = str(data_dir / "bin" / "leanctx-hook") + " opencode tool.execute.after --builtin-read"
     text = plugin.read_text()
     assert json.dumps(command) in text
     tapped = plugin.with_name("tapped.js")
-    tapped.write_text(text.replace(json.dumps(command), json.dumps(f"cat >> {log}; echo >> {log}")))
+    asked = tmp_path / "asked"
+    asked.mkdir()
+    before = command.replace("tool.execute.after", "tool.execute.before")
+    assert json.dumps(before) in text
+    tapped.write_text(text.replace(json.dumps(command), json.dumps(f"cat > $(mktemp -p {log})"))
+                      .replace(json.dumps(before), json.dumps(f"cat > $(mktemp -p {asked})")))
 
-    def done(call: str, tool: str = "read", output: str = "X", session: str = SESSION) -> list:
-        return ["tool.execute.after", [{"tool": tool, "sessionID": session, "callID": call, "args": {"filePath": "/p/a"}},
+    def done(call: str, tool: str = "read", output: str = "X", session: str = SESSION, args: dict | None = None) -> list:
+        return ["tool.execute.after", [{"tool": tool, "sessionID": session, "callID": call, "args": args or {"filePath": "/p/a"}},
                                        {"title": "a", "output": output, "metadata": {"truncated": False}}]]
 
     def part(call: str, output: str = "X", status: str = "completed", compacted: bool = False, tool: str = "read") -> dict:
@@ -422,17 +428,25 @@ def test_a_read_is_credited_only_when_the_next_request_carries_that_very_result(
             {"info": {"role": "assistant", "sessionID": session}, "parts": parts}]}]]
 
     other = "ses_other"
-    calls = [done("c1"), done("c2"), done("c3", tool="edit"), done("c4"), done("c5"), done("c6", session=other),
+    def call(call: str, tool: str, args: dict) -> list:
+        return ["tool.execute.before", [{"tool": tool, "sessionID": SESSION, "callID": call}, {"args": args}]]
+
+    # without the guard, the pre-tool hook runs for reads only: `read`, a shell command that may be one
+    calls = [call("c1", "read", {"filePath": "/p/a"}), call("c8", "bash", {"command": "cat a"}),
+             call("c7", "bash", {"command": "ls"}), call("c3", "edit", {"filePath": "/p/a"})]
+    calls += [done("c1"), done("c2"), done("c3", tool="edit"), done("c4"), done("c5"), done("c6", session=other),
+             done("c7", tool="bash", args={"command": "ls"}), done("c8", tool="bash", args={"command": "cat a"}),
              request([part("c1"), part("c2", output="X, changed by a plugin after ours"), part("c3", tool="edit"),
-                      part("c4", compacted=True), part("c5", status="error")]),
+                      part("c4", compacted=True), part("c5", status="error"), part("c7", tool="bash"), part("c8", tool="bash")]),
              request([part("c1")]),  # already handed on: once
              request([part("c6")], session=other)]
     driver = tmp_path / "credit-driver.mjs"
     driver.write_text(CREDIT_DRIVER)
     proc = subprocess.run([NODE, str(driver), str(tapped), json.dumps(calls), str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    sent = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    assert [(s["input"]["callID"], s["input"]["sessionID"]) for s in sent] == [("c1", SESSION), ("c6", other)], sent
+    assert sorted(json.loads(f.read_text())["input"]["callID"] for f in asked.iterdir()) == ["c1", "c8"]
+    sent = sorted((json.loads(f.read_text()) for f in log.iterdir()), key=lambda s: s["input"]["callID"])
+    assert [(s["input"]["callID"], s["input"]["sessionID"]) for s in sent] == [("c1", SESSION), ("c6", other), ("c8", SESSION)], sent
     assert sent[0] == {"hook_event_name": "tool.execute.after", "cwd": str(tmp_path),
                        "input": {"tool": "read", "sessionID": SESSION, "callID": "c1", "args": {"filePath": "/p/a"}},
                        "output": {"output": "X", "metadata": {"truncated": False}}}
