@@ -105,8 +105,9 @@ MAX_CHARGED = 4 * MAX_CONVERSATIONS  # contexts remembered as charged (one dropp
 MAX_STUBBED = 64  # stubs per conversation remembered for the re-read rule (oldest go first)
 COUNTING = ("saved = raw - sent - re-read - overhead. raw: the tokens of what each read asked for (the file's "
             "lines, no line numbers); sent: what went to the model instead (content, stub, pointer, diff, "
-            "refusal text); re-read: a stub's saving given back when the same context then read those "
-            "unchanged bytes in full; overhead: our tool definition and read rule, charged once per context "
+            "refusal text); re-read: the tokens of a full read a stub caused (the same context read those "
+            "unchanged bytes again after being told it held them: without leanctx that read would not have "
+            "happened); overhead: our tool definition and read rule, charged once per context "
             "(a conversation or subagent in one host process, again after each compaction, and a host "
             "process that listed our tools but read nothing through us), counted like a file's tokens: "
             "once where they enter a context, not once per model request")
@@ -154,8 +155,8 @@ class _Conv:
         # name -> (fingerprint, window) of the built-in reader gate's last refusal of a read of it:
         # those lines asked for again, unchanged since, the reader runs instead (no loop)
         self.gate_stubs: dict[str, tuple] = {}
-        # name -> (fingerprint, window, compaction counter, tokens claimed saved, reader) of the last
-        # stub, pointer or diff: a full read of those bytes in this context gives the claim back
+        # name -> (fingerprint, window, compaction counter, raw tokens, reader) of the last stub,
+        # pointer or diff: a full read of those bytes in this context after it is one we caused
         self.stubbed: OrderedDict[str, tuple] = OrderedDict()
 
 
@@ -554,27 +555,29 @@ class ReadCache:
         self._dirty = True
 
     def _give_back(self, scope: Scope, amount: int, reader: str) -> None:
-        """A stub's claimed saving returned: the context read those bytes in full after all."""
+        """A read our stub caused: the context read in full the bytes it was told it held."""
         for b in self._buckets(scope):
             for t in (b, b["by_reader"].setdefault(reader, _reader_bucket())):
                 t["rereads"] += 1
                 t["tokens_reread"] += amount
         self._dirty = True
 
-    def _reread(self, scope: Scope, conv: _Conv | None, name: str, fp: str, window: tuple | None) -> None:
-        """A full answer (or a built-in reader let through) for `name` in this context: if the
-        context was last told it holds these very bytes (a stub, pointer or diff of them at this
-        compaction counter, lines overlapping), that saving is given back (caller holds the lock)."""
+    def _reread(self, scope: Scope, conv: _Conv | None, name: str, fp: str, window: tuple | None, raw: int) -> None:
+        """A full answer (or a built-in reader let through) of `raw` tokens for `name` in this
+        context: if the context was last told it holds these very bytes (a stub, pointer or diff
+        of them at this compaction counter, lines overlapping), this read would not have happened
+        without us, so its tokens (at most the stubbed ones) are charged as re-read and that
+        stub's saving is gone with it (caller holds the lock)."""
         if conv is None or window is None:
             return
         hit = conv.stubbed.get(name)
         if hit is None:
             return
-        h_fp, (lo, hi), epoch, claimed, reader = hit
+        h_fp, (lo, hi), epoch, stubbed_raw, reader = hit
         if h_fp == fp and epoch == scope.compactions and lo <= window[1] and window[0] <= hi:
             del conv.stubbed[name]
-            if claimed > 0:
-                self._give_back(scope, claimed, reader)
+            if min(stubbed_raw, raw) > 0:
+                self._give_back(scope, min(stubbed_raw, raw), reader)
 
     def _charge(self, scope: Scope | None) -> None:
         """Charge our overhead (overhead.py) to the asking context unless charged already at this
@@ -908,7 +911,7 @@ class ReadCache:
                 del conv.gate_stubs[name]
                 kind, again = "full", True
             if kind == "full" and known:
-                self._reread(scope, conv or self._convs.get(scope.key), name, snap.fp, window)
+                self._reread(scope, conv or self._convs.get(scope.key), name, snap.fp, window, tokens_raw)
             if mode == "gate" and kind == "full":
                 # the built-in reader runs and sends the content itself: its post-tool hook
                 # credits what the model really received (mode "credit"); nothing counted here
@@ -966,7 +969,7 @@ class ReadCache:
             sent = tok(text) if kind != "full" or not whole else tokens_raw
             if record and kind in ("stub", "pointer", "diff"):
                 conv.stubbed.pop(name, None)
-                conv.stubbed[name] = (snap.fp, window or (1, 1), scope.compactions, max(0, tokens_raw - sent), reader)
+                conv.stubbed[name] = (snap.fp, window or (1, 1), scope.compactions, tokens_raw, reader)
                 while len(conv.stubbed) > MAX_STUBBED:
                     conv.stubbed.popitem(last=False)
             self._count(scope, kind, tokens_raw, sent, cold=cold, withheld=withheld, reader=reader)
