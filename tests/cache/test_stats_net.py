@@ -267,3 +267,102 @@ def test_the_rendered_table_names_the_tokenizer_the_rule_and_the_readers(world: 
     assert rows["ctx_read"][-3] == "-" and rows["builtin"][-3] == "-"  # the overhead is no reader's
     assert int(rows["ctx_read"][-2]) + int(rows["builtin"][-2]) - st["tokens_overhead"] == st["tokens_saved"]
     assert "  per host:" in lines and "  per conversation:" in lines
+
+
+# -- through the real processes: `leanctx mcp` (stdio), its daemon, `leanctx stats` ----------------
+
+def _mcp(env: dict, cwd: Path, log: Path):  # noqa: ANN202
+    """`leanctx mcp` driven by bare JSON-RPC lines, as a host drives it: (process, call)."""
+    import subprocess
+
+    from .test_service_support import leanctx_cmd
+
+    with open(log, "ab") as err:
+        proc = subprocess.Popen(leanctx_cmd("mcp"), env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    ids = iter(range(1, 1000))
+
+    def call(method: str, params: dict) -> dict:
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}) + "\n").encode())
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        assert "result" in answer, answer
+        return answer["result"]
+
+    call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}})
+    proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    proc.stdin.flush()
+    return proc, call
+
+
+def _stats(env: dict) -> dict:
+    from tests.conftest import run_cli
+
+    res = run_cli("stats", "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    return res.stdout and json.loads(res.stdout)
+
+
+def test_a_real_daemon_charges_the_listed_tools_once_and_keeps_its_totals(env: dict, data_dir: Path, tmp_path: Path) -> None:
+    """A host (this test process) whose MCP server lists our tools and reads a file twice: one
+    context charged (the listing and the reads are the same context), the tool definition counted
+    from the tools/list answer the host got; the totals survive `leanctx stop` and a new daemon."""
+    from tests.cache.conftest import host_said
+    from tests.conftest import run_cli
+
+    from .test_service_support import publish_conversation, wait_until
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.txt").write_text("".join(f"alpha line {i}\n" for i in range(1, 301)))
+    publish_conversation(data_dir, "conv-net", proj)
+    server, call = _mcp(env, proj, tmp_path / "mcp.log")
+    try:
+        listed = call("tools/list", {})["tools"]
+        kinds = []
+        for i in range(2):
+            host_said(f"toolu_net{i}")
+            result = call("tools/call", {"name": "ctx_read", "arguments": {"path": "a.txt"},
+                                         "_meta": {"claudecode/toolUseId": f"toolu_net{i}"}})
+            kinds.append("stub" if result["content"][0]["text"].startswith("[unchanged]") else "full")
+        assert kinds == ["full", "stub"]
+        # the listing is told to the daemon off the handshake's path: wait for its charge
+        assert wait_until(lambda: _stats(env)["contexts"] >= 1, 30.0)
+        st = consistent(_stats(env))
+    finally:
+        server.stdin.close()
+        server.wait(30)
+    assert st["source"] == "daemon" and (st["reads"], st["stubs"], st["contexts"]) == (2, 1, 1)
+    if st["tokenizer"] == tokens.name():  # this process counts as the daemon did
+        text = json.dumps(listed, ensure_ascii=False, separators=(",", ":"))
+        assert st["tokens_tool"] == tokens.count(text)
+        assert st["tokens_rule"] == overhead.rule_tokens("claude")
+    assert st["tokens_saved"] == st["tokens_raw"] - st["tokens_sent"] - st["tokens_overhead"] > 0
+    assert st["by_reader"]["ctx_read"]["reads"] == 2
+    assert run_cli("stop", env=env).returncode == 0
+    offline = consistent(_stats(env))
+    assert offline["source"].startswith("persisted index") and totals(offline) == totals(st)
+    assert run_cli("serve", "--detach", env=env).returncode == 0
+    again = consistent(_stats(env))
+    assert again["source"] == "daemon" and totals(again) == totals(st)
+    lines = run_cli("stats", env=env).stdout.splitlines()
+    assert any(line.startswith("  total") and line.split()[-2] == str(st["tokens_saved"]) for line in lines)
+
+
+def test_a_real_host_that_only_lists_our_tools_is_charged(env: dict, data_dir: Path, tmp_path: Path) -> None:
+    """No hook record, no read: the host still carries our tool definition, and stats say so."""
+    from .test_service_support import wait_until
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    server, call = _mcp(env, proj, tmp_path / "mcp.log")
+    try:
+        call("tools/list", {})
+        call("tools/list", {})  # listed again: the same host process, charged once
+        assert wait_until(lambda: _stats(env)["contexts"] >= 1, 30.0)
+        st = consistent(_stats(env))
+    finally:
+        server.stdin.close()
+        server.wait(30)
+    assert (st["reads"], st["contexts"]) == (0, 1) and st["tokens_saved"] == -st["tokens_overhead"] < 0
+    (key,) = st["by_conversation"]
+    assert "tools listed, no conversation identified" in key
