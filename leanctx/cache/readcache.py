@@ -1007,7 +1007,9 @@ class ReadCache:
                 "counted_with": sorted(self._counted_with),
                 **_shown(self._stats["total"]),
                 "counting": COUNTING,
-                "overhead_per_context": {a: overhead.per_context(a) for a in sorted(self._stats["by_agent"])},
+                # what one context of each host seen is charged (none seen yet: an unknown host's, the most)
+                "overhead_per_context": {a: overhead.per_context(a) for a in sorted(self._stats["by_agent"])}
+                or {"unknown": overhead.per_context(None)},
                 "by_agent": {k: _shown(v) for k, v in self._stats["by_agent"].items()},
                 "by_conversation": byconv,
                 "withheld_reasons": dict(self._stats["withheld_reasons"]),
