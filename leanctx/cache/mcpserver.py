@@ -370,10 +370,18 @@ class Backend:
         through us. Best effort: no daemon, no charge (and no savings either)."""
 
         def tell() -> None:
+            facts = self.facts  # taken by start(), which the listing has set off
+            if self.unverified or not client.wait_for_socket(self.data_dir, SPAWN_WAIT_S + DYING_WAIT_S):
+                return
+            # a socket of its own, closed at once: the pool's stay open, and an orphaned server
+            # must hold nothing but its presence (which lets go when its host is gone)
+            once = client.ServiceClient(self.data_dir, timeout=DAEMON_TIMEOUT_S)
             try:
-                self._daemon_request("listed")
+                once.request("listed", facts)
             except Exception:  # noqa: BLE001 - an older daemon (unknown op) or none: nothing to count in
                 pass
+            finally:
+                once.close()
 
         if self.use_daemon and self.autostart:
             threading.Thread(target=tell, name="leanctx-listed", daemon=True).start()

@@ -343,7 +343,7 @@ def test_a_quiet_session_keeps_the_daemon_and_kill_9_lets_it_go(env: dict, data_
         assert S.wait_until(lambda: (status_of(data_dir) or {}).get("uptime_s", 0) >= later, GENEROUS_S, step=0.2)
         report = status_of(data_dir)
         assert report is not None and report["pid"] == daemon, "the daemon exited under a live session"
-        assert report["idle_for_s"] is None and [c["requests"] for c in report["clients"]] == [2]  # hello, tools listed
+        assert report["idle_for_s"] is None and [c["requests"] for c in report["clients"]] == [1]  # its hello
         b.send_signal(signal.SIGKILL)
         b.wait(30)
         assert S.wait_until(lambda: gone(daemon), GENEROUS_S), status_of(data_dir)
