@@ -33,21 +33,33 @@ def tool_definition_text() -> str:
     return json.dumps(tools_for("coding"), ensure_ascii=False, separators=(",", ":"))
 
 
-def rule_text(agent: str | None) -> str:
-    """The read rule as init writes it for `agent` ('' when no host module installs one there);
-    for an unknown host, the longest rendering of any host."""
-    from leanctx.agents import all_agents
-    from leanctx.installer import instructions
+_RULES: dict[str, str] | None = None
 
-    texts = {}
-    for a in all_agents():
-        located = a.rules_path(Path("home"), Path("project"))
-        if located is None:
-            texts[a.name] = ""
-            continue
-        path, kind = located
-        texts[a.name] = instructions.render(instructions.CTX_READ, path, kind, project=Path("project"),
-                                            note=a.read_rule_note())
+
+def _rules() -> dict[str, str]:
+    """The read rule as init renders it for each host ('' where no host module installs one)."""
+    global _RULES
+    if _RULES is None:
+        from leanctx.agents import all_agents
+        from leanctx.installer import instructions
+
+        texts = {}
+        for a in all_agents():
+            located = a.rules_path(Path("home"), Path("project"))
+            if located is None:
+                texts[a.name] = ""
+                continue
+            path, kind = located
+            texts[a.name] = instructions.render(instructions.CTX_READ, path, kind, project=Path("project"),
+                                                note=a.read_rule_note())
+        _RULES = texts
+    return _RULES
+
+
+def rule_text(agent: str | None) -> str:
+    """The read rule as init writes it for `agent`; for an unknown host, the longest rendering
+    of any host."""
+    texts = _rules()
     if agent in texts:
         return texts[agent]
     return max(texts.values(), key=tokens.count, default="")
@@ -84,7 +96,22 @@ def per_context(agent: str | None) -> dict:
     return {"tool": tool_tokens(), "rule": rule}
 
 
+def warm() -> None:
+    """Count in the background what the first read would otherwise wait for (the daemon calls it
+    at start: rendering the rules imports the host modules, tens of ms)."""
+
+    def run() -> None:
+        try:
+            per_context(None)
+        except Exception:  # noqa: BLE001 - the read that needs it will count it (or charge the template)
+            pass
+
+    threading.Thread(target=run, name="leanctx-overhead", daemon=True).start()
+
+
 def reset() -> None:
     """Forget the counts (tests, or after the tokenizer changed)."""
+    global _RULES
     with _lock:
         _memo.clear()
+        _RULES = None

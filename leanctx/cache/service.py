@@ -229,6 +229,10 @@ class CacheCore:
 
         self.resolver = Resolver(data_dir, shared=state_dir is not None)  # the daemon's is shared by every process
         self.cache = ReadCache(state_dir, **cache_options(data_dir))
+        if state_dir is not None:
+            from leanctx.cache import overhead
+
+            overhead.warm()  # the daemon: what it charges per context, counted before the first read
 
     def read(self, conn, path: str, start: int | None, end: int | None, fresh: bool,  # noqa: ANN001
              call_id: str | None = None) -> dict:

@@ -346,6 +346,9 @@ def test_a_real_daemon_charges_the_listed_tools_once_and_keeps_its_totals(env: d
     assert again["source"] == "daemon" and totals(again) == totals(st)
     lines = run_cli("stats", env=env).stdout.splitlines()
     assert any(line.startswith("  total") and line.split()[-2] == str(st["tokens_saved"]) for line in lines)
+    status = run_cli("status", env=env).stdout
+    assert f"savings      {st['tokens_saved']} tokens net ({st['tokens_sent']} delivered of {st['tokens_raw']} raw, " \
+        f"0 re-read, {st['tokens_overhead']} our overhead;" in status, status
 
 
 def test_a_real_host_that_only_lists_our_tools_is_charged(env: dict, data_dir: Path, tmp_path: Path) -> None:
