@@ -363,7 +363,7 @@ def test_bash_reads_count_only_whole_clean_runs() -> None:
     ask, content = AGENT.builtin_read_delivery(event, payload)
     assert ask.numbered and content == A_TXT[:-1]
     for meta in ({"exit": 1, "truncated": False}, {"exit": 0, "truncated": True}, {"exit": None, "truncated": False},
-                 {"exit": 0, "truncated": False, "outputPath": "/tmp/x"}, {}):
+                 {"exit": 0, "truncated": False, "outputPath": "/home/user/tool-output/x"}, {}):
         event, payload = after("tool.execute.after.bash.json")
         payload["output"]["metadata"] = meta
         assert AGENT.builtin_read_delivery(event, payload) is None, meta
