@@ -140,3 +140,26 @@ def test_a_built_in_read_is_judged_by_what_the_model_received() -> None:
     assert ours.sequence == ["full", "pointer", "full", "full"], ours.sequence
     assert oracle.sequence == ["full", "pointer", "full", "stub"], oracle.sequence
     assert ours.wrong == oracle.wrong == 0
+
+
+@pytest.mark.xfail(strict=True, reason="a host whose own readers leanctx does not gate (Codex today) can show the "
+                   "model a newer version that the cache never sees; the next ctx_read diffs against the older copy")
+def test_an_ungated_shell_read_of_a_newer_version_makes_the_older_copy_no_base() -> None:
+    """Codex: ctx_read gives A; another program changes line 9 (B) and the model reads B with a
+    shell command no hook of ours sees; line 9 goes back and line 40 changes (C). A diff from A
+    to C says nothing of line 9, so the model keeps B's line 9 as current: by the oracle's rule
+    (only the latest version received under a name counts) the diff is wrong. Gating and
+    crediting the host's own readers (Agent.builtin_read_tools) makes the cache see B."""
+    events = [{"op": "write", "path": "a.py", "text": code(80)},
+              {"op": "host", "host": "x1", "agent": "codex"}, {"op": "hook", "host": "x1", "event": "start", "conv": "c1"},
+              {"op": "hook", "host": "x1", "event": "prompt", "conv": "c1"},
+              {"op": "read", "host": "x1", "conv": "c1", "path": "a.py"},
+              {"op": "edit", "path": "a.py", "mode": "line", "n": 9},
+              {"op": "read", "host": "x1", "conv": "c1", "path": "a.py", "reader": "shell"},
+              {"op": "edit", "path": "a.py", "mode": "revert"}, {"op": "edit", "path": "a.py", "mode": "line", "n": 40},
+              {"op": "read", "host": "x1", "conv": "c1", "path": "a.py"}]
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        Engine(base, [ours, oracle]).run(events)
+    assert oracle.wrong == 0 and oracle.sequence[-1] == "full"  # it holds B, and C is not B
+    assert ours.wrong == 0, (ours.sequence, ours.wrong_examples)
