@@ -343,6 +343,7 @@ class ReadCache:
         self._pending_hosts: OrderedDict[str, tuple] = OrderedDict()
         self._counted_with: set[str] = set()  # tokenizers behind the cumulative totals (runs differ)
         self._dirty = False
+        self._replaced = False  # a holding replaced by another version since the last save
         self._saved_at = clock()
         self.quarantined: str | None = None
         self.save_errors = 0
@@ -499,8 +500,17 @@ class ReadCache:
             if h is not None and h.fp != fp:
                 del conv.held[name]
                 self._dirty = True
+                self._note_replaced(conv, name)
+
+    def _note_replaced(self, conv: _Conv, name: str) -> None:
+        """The index must be written before the answer goes out (see _save_replaced)."""
+        if conv.persist and self.state_dir:
+            self._replaced = True
 
     def _hold(self, conv: _Conv, real: str, h: Holding) -> None:
+        old = conv.held.get(real)
+        if old is not None and (old.fp != h.fp or old.size != h.size):
+            self._note_replaced(conv, real)  # another version: the index must not keep the old one
         conv.held[real] = h
         conv.held.move_to_end(real)
         while len(conv.held) > MAX_FILES_PER_CONVERSATION:
@@ -726,8 +736,29 @@ class ReadCache:
             result = {"kind": "error", "code": exc.code, "text": f"error: {exc.message}", "path": str(path),
                       "lines": 0, "tokens_raw": 0, "tokens_sent": 0, "tokenizer": tokens.name()}
         with self._lock:
+            if self._replaced:
+                self._save_replaced()
             self._maybe_autosave()
         return result
+
+    def _save_replaced(self) -> None:
+        """A holding was replaced by another version, or dropped for a newer copy, since the
+        index was last written: written now, before the answer goes out. A daemon killed before
+        its next autosave would otherwise load the older version as held, and answer with a stub
+        or a diff against a copy the model no longer holds as its latest. Called under the lock
+        (save() takes it again: it is reentrant)."""
+        try:
+            self.save()
+        except OSError:
+            self.save_errors += 1
+            self._saved_at = self.clock()
+            # not written: the index on disk may still name the older version, so it goes (a
+            # restart then starts with nothing held: content is re-sent, never a wrong stub)
+            try:
+                os.remove(idx.index_path(self.state_dir))
+            except OSError:
+                pass
+        self._replaced = False
 
     # -- files the host re-attached after a compaction --------------------------------------
     def _maybe_carry(self, scope: Scope) -> None:

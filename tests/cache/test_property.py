@@ -288,3 +288,20 @@ def test_the_property_is_not_vacuous_for_built_in_and_shell_reads(fast_tokens) -
     assert ours.wrong == 0
     assert ours.sequence == ["full", "stub", "full", "pointer", "diff", "stub", "full", "full"], ours.sequence
     assert ours.reads_by[("claude", "builtin")] == 2 and ours.reads_by[("claude", "shell")] == 4
+
+
+@pytest.mark.parametrize("reader", [None, "builtin", "tail"])
+@pytest.mark.parametrize("edit", ["same_mtime", "line"])
+def test_found_by_the_property_a_crash_brought_back_a_version_a_newer_read_had_replaced(fast_tokens, reader, edit) -> None:  # noqa: ANN001
+    """Once found (through a shell read, then with ctx_read alone): a file read whole and saved in
+    the index, changed, read again in part (the holding now names the new version), the daemon
+    killed before its next save, the file changed back: the reloaded index named the old version
+    as held, and the re-read was a diff against a copy the model no longer held as its latest. A
+    holding replaced by another version (or dropped for a newer copy) is now saved before the
+    answer goes out."""
+    ops = [("read", 1, 2, 0, None, False, False, None), ("restart", True), ("edit", 0, edit, 211),
+           ("read", 1, 0, 0, (5, 10), False, False, reader), ("restart", False), ("edit", 0, "revert", 326),
+           ("read", 1, 2, 0, None, False, False, None)]
+    ours, oracle = run_ops(ops)
+    assert oracle.wrong == 0
+    assert ours.wrong == 0, (ours.sequence, ours.wrong_examples)
