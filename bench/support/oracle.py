@@ -173,6 +173,18 @@ class Truth:
         if self.last_whole.get((ctx, name)) not in (None, fp):
             del self.last_whole[(ctx, name)]
 
+    def received_other(self, ctx: str, name: str, keep_fp: str | None) -> None:
+        """The context received under `name` bytes that are not a version's lines (a built-in or
+        shell read's output cut, trimmed or stale): no version but `keep_fp` (the one those bytes
+        are part of, if any) is the latest copy it holds under that name any more."""
+        per = self.ctx.get(ctx, {}).get(name)
+        if per is None:
+            return
+        for old in [f for f in per if f != keep_fp]:
+            del per[old]
+        if self.last_whole.get((ctx, name)) not in (None, keep_fp):
+            del self.last_whole[(ctx, name)]
+
     def violation(self, ctx: str, real: str, result: dict, base_lines: int | None = None,
                   spoken: object = SAME_NAME) -> str | None:
         """Why `result` is wrong for `ctx` (it presumes bytes the context does not hold), or None.

@@ -755,6 +755,8 @@ class Engine:
                 if len(p.wrong_examples) < 5:
                     p.wrong_examples.append(f"event {self.events}: {why}" + (f" ({reader} read)" if call else ""))
             p.truth.apply(ctx, real, res, host.agent, res.get("reader", "ctx_read"))
+            if "other_bytes" in res:
+                p.truth.received_other(ctx, real, res["other_bytes"])
             if res["kind"] == "full":
                 p.truth.refused.pop((ctx, real), None)  # the content came: the next refusal is news
         if codex:
@@ -916,11 +918,16 @@ class Engine:
             response = {"stdout": trimmed, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False}
             seen = readers.shell_content(ask, trimmed) if trimmed else None
         raw = tokens.count(exact)
+        shown = content if ask.reader == "builtin" else trimmed  # what the model got, as text
         if seen is not None and e == len(lines) - 1 and seen == exact + "\n":
             seen = exact  # Claude Code's Read of a whole file counts its final newline as an empty line: the same bytes
         fp = fingerprint(text.encode("utf-8", "surrogatepass")) if seen == exact else None
         got = {"kind": "full", "text": seen or "", "path": ask.path, "lines": n, "fingerprint": fp, "window": [s, e],
                "tokens_raw": raw, "tokens_sent": tokens.count(seen) if seen and seen != exact else raw, "reader": ask.reader}
+        if fp is None and shown:
+            # other bytes under this name: no older version is the latest copy the context holds
+            # (the current one still is where they are part of its text: a cut or trimmed output)
+            got["other_bytes"] = fingerprint(text.encode("utf-8", "surrogatepass")) if (seen or shown) in text else None
         return got, response
 
     # names, links, several roots, carry and reconnections ----------------------------------------

@@ -502,6 +502,25 @@ class ReadCache:
                 self._dirty = True
                 self._note_replaced(conv, name)
 
+    def _received_other(self, scope: Scope, name: str, snap: FileSnap, delivered: object) -> None:
+        """A built-in reader handed the caller something other than the file's lines now (cut,
+        trimmed, stale): not credited, and what the caller's holding of `name` remembers is no
+        longer the latest copy it saw under that name. A holding of another version goes; one of
+        this version too when the output is not even part of its text (a stale one). An unknown
+        caller: every other version's holding goes, as for content credited to no one."""
+        with self._lock:
+            conv = self._convs.get(scope.key) if scope.key is not None else None
+            if conv is None:
+                self._supersede(name, snap.fp)
+                return
+            h = conv.held.get(name)
+            if h is None:
+                return
+            if h.fp != snap.fp or not (isinstance(delivered, str) and delivered and delivered in snap.text):
+                del conv.held[name]
+                self._dirty = True
+                self._note_replaced(conv, name)
+
     def _note_replaced(self, conv: _Conv, name: str) -> None:
         """The index must be written before the answer goes out (see _save_replaced)."""
         if conv.persist and self.state_dir:
@@ -868,6 +887,7 @@ class ReadCache:
         hint = stubs.FRESH if mode != "gate" else stubs.RUN_AGAIN if reader == "shell" else stubs.AGAIN
         again = False
         if mode == "credit" and not builtin_delivery_matches(snap.text, window, start_line, delivered):
+            self._received_other(scope, name, snap, delivered)
             return {"kind": "withheld", "text": "", "path": rel, "lines": n, "tokens_raw": 0, "tokens_sent": 0,
                     "tokenizer": tokens.name(), "fingerprint": snap.fp, "window": list(window) if window else None}
         tokens_raw = self._file_token_count(snap) if whole else tokens.count(raw_text)

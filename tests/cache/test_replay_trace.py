@@ -163,3 +163,27 @@ def test_an_ungated_shell_read_of_a_newer_version_makes_the_older_copy_no_base()
         Engine(base, [ours, oracle]).run(events)
     assert oracle.wrong == 0 and oracle.sequence[-1] == "full"  # it holds B, and C is not B
     assert ours.wrong == 0, (ours.sequence, ours.wrong_examples)
+
+
+@pytest.mark.parametrize("case", ["trimmed newer version", "stale output"])
+def test_an_output_not_credited_still_makes_the_older_copy_no_base(case) -> None:  # noqa: ANN001
+    """A shell output the host trims (a rewritten version ending in blank lines, too unlike the
+    held copy for a diff) or a stale one (asked again after a refusal; the file changed back
+    before the credit): not credited, yet the model's latest copy under that name is no longer
+    the one the holding remembers, so the re-read is the content, never a diff or a stub
+    against that older copy."""
+    text = code(80)
+    cat = {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", "reader": "shell", "command": "cat a.py"}
+    if case == "trimmed newer version":
+        middle = [{"op": "write", "path": "a.py", "text": code(80, "other") + "\n\n"}, cat,
+                  {"op": "write", "path": "a.py", "text": text.replace("b * 7\n", "b * 70\n")}]
+    else:
+        middle = [cat, dict(cat, delivered=text.replace("b * 7\n", "b * 70\n"))]
+    events = _claude([{"op": "write", "path": "a.py", "text": text}, {"op": "read", "host": "h1", "conv": "s1", "path": "a.py"},
+                      *middle, {"op": "read", "host": "h1", "conv": "s1", "path": "a.py"}])
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        Engine(base, [ours, oracle]).run(events)
+    assert oracle.wrong == 0
+    assert ours.wrong == 0, (ours.sequence, ours.wrong_examples)
+    assert ours.sequence[1:] == (["full", "full"] if case == "trimmed newer version" else ["stub", "full", "full"])
