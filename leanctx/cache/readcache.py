@@ -964,7 +964,7 @@ class ReadCache:
                         kind, text, claims, base_fp = "diff", t, [(1, h.lines)] if h.lines else [], h.fp
             refused = conv.gate_stubs.get(name) if mode == "gate" and kind != "full" and conv is not None else None
             if refused is not None and refused[0] == snap.fp and window is not None \
-                    and refused[1][0] <= window[0] and window[1] <= refused[1][1]:
+                    and refused[1][0] <= window[0] and window[1] <= refused[1][1] and refused[2] == scope.compactions:
                 # lines this context was just refused, asked for again (all or some of them) with
                 # the file unchanged since: the model wants the content (no loop). A file changed
                 # since (a diff) is news; a window reaching past them (paging on) is a new read
@@ -990,7 +990,8 @@ class ReadCache:
                 conv = self._conv(scope)
                 if mode == "gate":
                     conv.gate_stubs.pop(name, None)
-                    conv.gate_stubs[name] = (snap.fp, window or (1, 1))
+                    # (the compaction epoch: a refusal from before a compaction is not in the context any more)
+                    conv.gate_stubs[name] = (snap.fp, window or (1, 1), scope.compactions)
                     while len(conv.gate_stubs) > MAX_GATE_STUBS:
                         del conv.gate_stubs[next(iter(conv.gate_stubs))]
                 elif kind == "full" and conv.gate_stubs:

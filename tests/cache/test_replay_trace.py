@@ -187,3 +187,22 @@ def test_an_output_not_credited_still_makes_the_older_copy_no_base(case) -> None
     assert oracle.wrong == 0
     assert ours.wrong == 0, (ours.sequence, ours.wrong_examples)
     assert ours.sequence[1:] == (["full", "full"] if case == "trimmed newer version" else ["stub", "full", "full"])
+
+
+def test_a_refusal_before_a_compaction_is_not_asked_again_after_it() -> None:
+    """Read, its stub, a compaction that re-attaches the file, Read: the model asks after the
+    compaction, not right after the refusal (its context no longer holds that refusal), so the
+    re-attached copy gets its stub, as the oracle sends."""
+    events = _claude([{"op": "write", "path": "a.py", "text": code(80)},
+                      {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", "reader": "builtin"},
+                      {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", "reader": "builtin"},
+                      {"op": "tick", "s": 5}, {"op": "hook", "host": "h1", "event": "compact", "conv": "s1"},
+                      {"op": "tick", "s": 0.1}, {"op": "attach", "conv": "s1", "path": "a.py"}, {"op": "tick", "s": 0.1},
+                      {"op": "hook", "host": "h1", "event": "start", "conv": "s1", "source": "compact"},
+                      {"op": "hook", "host": "h1", "event": "prompt", "conv": "s1"},
+                      {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", "reader": "builtin"}])
+    with tempfile.TemporaryDirectory() as base:
+        ours, oracle = Ours(), Oracle()
+        Engine(base, [ours, oracle]).run(events)
+    assert oracle.sequence == ["full", "stub", "stub"]
+    assert ours.sequence == oracle.sequence and ours.wrong == 0
