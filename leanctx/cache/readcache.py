@@ -506,20 +506,19 @@ class ReadCache:
         """A built-in reader handed the caller something other than the file's lines now (cut,
         trimmed, stale): not credited, and what the caller's holding of `name` remembers is no
         longer the latest copy it saw under that name. A holding of another version goes; one of
-        this version too when the output is not even part of its text (a stale one). An unknown
-        caller: every other version's holding goes, as for content credited to no one."""
+        this version too when the output is not even part of its text (a stale one). A caller not
+        named for sure (unknown, or stubs withheld): so in every conversation, as for content
+        credited to no one."""
+        part = isinstance(delivered, str) and bool(delivered) and delivered in snap.text
         with self._lock:
-            conv = self._convs.get(scope.key) if scope.key is not None else None
-            if conv is None:
-                self._supersede(name, snap.fp)
-                return
-            h = conv.held.get(name)
-            if h is None:
-                return
-            if h.fp != snap.fp or not (isinstance(delivered, str) and delivered and delivered in snap.text):
-                del conv.held[name]
-                self._dirty = True
-                self._note_replaced(conv, name)
+            conv = self._convs.get(scope.key) if scope.key is not None and scope.stub_ok else None
+            # a caller not named for sure: whichever context got it, as for content credited to no one
+            for c in [conv] if conv is not None else list(self._convs.values()):
+                h = c.held.get(name)
+                if h is not None and (h.fp != snap.fp or not part):
+                    del c.held[name]
+                    self._dirty = True
+                    self._note_replaced(c, name)
 
     def _note_replaced(self, conv: _Conv, name: str) -> None:
         """The index must be written before the answer goes out (see _save_replaced)."""

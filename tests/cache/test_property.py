@@ -305,3 +305,15 @@ def test_found_by_the_property_a_crash_brought_back_a_version_a_newer_read_had_r
     ours, oracle = run_ops(ops)
     assert oracle.wrong == 0
     assert ours.wrong == 0, (ours.sequence, ours.wrong_examples)
+
+
+def test_found_by_the_property_an_output_not_credited_to_a_caller_not_named_for_sure(fast_tokens) -> None:
+    """Once found: a file read whole, then a shell read whose gate note was lost (its stubs
+    withheld) delivered an output that is no part of the file: the holding stayed, and a range
+    of it got a stub. An output not credited to a caller not named for sure now ends the
+    holdings of that name in every conversation."""
+    ops = [("read", 1, 2, 3, None, False, False, "builtin"), ("read", 1, 1, 3, None, False, True, "cut"),
+           ("read", 1, 1, 3, (63, 14), False, False, None)]
+    ours, oracle = run_ops(ops)
+    assert oracle.wrong == 0
+    assert ours.wrong == 0, (ours.sequence, ours.wrong_examples)
