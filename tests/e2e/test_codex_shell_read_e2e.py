@@ -137,10 +137,12 @@ def test_shell_only_model_stub_edit_right_after_ask_again_changes_and_a_new_sess
         out = outputs(bodies)
         assert is_content(got(out, calls["first"])) and got(out, calls["first"]) == source()
         stub = got(out, calls["stub"])
-        assert stub.startswith(f"[unchanged] big.py {LINES} lines"), stub[:300]
+        assert stub.startswith(f"[unchanged] big.py {LINES} lines") and "run the same command again" in stub, stub[:300]
+        assert "\n" not in stub  # one line: nothing for Codex's ". Command: …" to run into
         assert "Success" in got(out, edit), "apply_patch right after a refused re-read failed"
         diff = got(out, calls["diff"])
         assert diff.startswith("[changed] big.py") and "+    return x * 70" in diff, diff[:400]
+        assert diff.endswith("\n[end]"), "Codex's '. Command: …' glued onto the diff's last line"
         again = got(out, calls["again"])
         assert is_content(again) and "x * 70\n" in again, "asking again right after a diff gave no content"
         assert got(out, calls["range"]).startswith(f"[unchanged] big.py L100-129 of {LINES} lines"), got(out, calls["range"])[:200]
@@ -150,7 +152,7 @@ def test_shell_only_model_stub_edit_right_after_ask_again_changes_and_a_new_sess
         after = got(out, calls["after_change"])
         assert is_content(after) and "x * 9 + 0\n" in after
         numbered = got(out, calls["numbered"])
-        assert numbered.startswith("[unchanged] big.py") or numbered.startswith("     1\tdef function_0(x):"), numbered[:200]
+        assert numbered.startswith(f"[unchanged] big.py {LINES} lines"), numbered[:200]  # same lines, numbered
         lean.assert_no_hook_errors()
         notes = lean.only_record("codex")["read_calls"]
         assert {c["call_id"] for c in calls.values()} <= set(notes), sorted(notes)
@@ -205,8 +207,18 @@ def test_doctor_checks_the_shell_entry_and_uninstall_gives_the_config_back(codex
     assert len(post) == 1 and post[0]["matcher"] == "Bash", hooks.get("PostToolUse")
     rc, report = lean.doctor("codex")
     checks = report["agents"][0]["checks"]
-    gate = [c for c in checks if "built-in" in c["detail"]]
-    assert gate and gate[0]["status"] == "ok" and "gated" in gate[0]["detail"], json.dumps(checks, indent=1)
+    gate = [c for c in checks if c["name"] == "built-in reader gate"]
+    assert gate and "Bash gated like ctx_read" in gate[0]["detail"], json.dumps(checks, indent=1)
+    wired = [c for c in checks if "PostToolUse" in c["name"] or "PreToolUse" in c["name"]]
+    assert wired and all(c["status"] == "ok" for c in wired), json.dumps(checks, indent=1)
+    # an entry removed by hand is reported
+    doc = json.loads((hh.codex_home / "hooks.json").read_text())
+    doc["hooks"]["PostToolUse"] = [g for g in doc["hooks"]["PostToolUse"] if "--builtin-read" not in json.dumps(g)]
+    (hh.codex_home / "hooks.json").write_text(json.dumps(doc, indent=2) + "\n")
+    rc, report = lean.doctor("codex")
+    bad = [c for c in report["agents"][0]["checks"] if "PostToolUse" in c["name"] and c["status"] == "fail"]
+    assert rc != 0 and bad, json.dumps(report["agents"][0]["checks"], indent=1)
+    lean.run("init", "--agent", "codex", "--trust")  # puts it back
     lean.run("uninstall", "--agent", "codex")
     assert config.read_bytes() == original, "uninstall did not give config.toml back byte for byte"
     assert not (hh.codex_home / "hooks.json").exists()
