@@ -425,7 +425,7 @@ def test_trust_writes_only_our_keys_and_uninstall_restores(home: Path, data_dir:
 
     hooks_path = home / ".codex" / "hooks.json"
     report = trust_report(agents.get("codex"), home, hooks_path, hooks_path.read_text())
-    assert {r["status"] for r in report} == {"trusted"} and len(report) == len(agents.get("codex").events) + 1  # + the read gate
+    assert {r["status"] for r in report} == {"trusted"} and len(report) == len(agents.get("codex").events) + 2  # + the read gate, the shell-read credit
     assert all(r["key"].startswith(f"{hooks_path}:") for r in report)
     assert codex_trust.event_label("UserPromptSubmit") == "user_prompt_submit"
     # init --trust twice changes nothing
