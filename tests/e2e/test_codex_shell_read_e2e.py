@@ -113,6 +113,7 @@ def test_shell_only_model_stub_edit_right_after_ask_again_changes_and_a_new_sess
         "diff": shell("cat big.py"),
         "again": shell("cat big.py"),
         "range": shell("sed -n '100,129p' big.py"),
+        "range_again": shell("sed -n '100,129p' big.py"),
         "abs": shell(f"cat {big}"),
         "changed": shell("cat big.py"),
         "after_change": shell("cat big.py"),
@@ -126,6 +127,7 @@ def test_shell_only_model_stub_edit_right_after_ask_again_changes_and_a_new_sess
         calls["diff"],                 # after the model's own edit: a diff, never [unchanged]
         calls["again"],                # asked again right after: the content
         calls["range"],                # a held range: its stub
+        calls["range_again"],          # asked again right after the stub: the content
         calls["abs"],                  # the same file by its absolute path: the stub
         change_by_another_program,     # changed by another program: never [unchanged]
         calls["after_change"],         # asked again right after: the content
@@ -146,6 +148,8 @@ def test_shell_only_model_stub_edit_right_after_ask_again_changes_and_a_new_sess
         again = got(out, calls["again"])
         assert is_content(again) and "x * 70\n" in again, "asking again right after a diff gave no content"
         assert got(out, calls["range"]).startswith(f"[unchanged] big.py L100-129 of {LINES} lines"), got(out, calls["range"])[:200]
+        range_again = got(out, calls["range_again"])
+        assert range_again.startswith("def function_33(x):") and range_again.count("\n") == 30, range_again[:200]
         assert got(out, calls["abs"]).startswith(f"[unchanged] big.py {LINES} lines"), got(out, calls["abs"])[:200]
         changed = got(out, calls["changed"])
         assert changed.startswith("[changed] big.py") and "+    return x * 9 + 0" in changed, changed[:300]
