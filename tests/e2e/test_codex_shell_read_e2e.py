@@ -21,7 +21,7 @@ import sys
 import pytest
 
 from tests.e2e import hostcli
-from tests.e2e.fake_openai import FakeOpenAI, function_call
+from tests.e2e.fake_openai import FakeOpenAI, function_call, is_subagent
 
 pytestmark = pytest.mark.e2e
 
@@ -226,3 +226,63 @@ def test_doctor_checks_the_shell_entry_and_uninstall_gives_the_config_back(codex
     lean.run("uninstall", "--agent", "codex")
     assert config.read_bytes() == original, "uninstall did not give config.toml back byte for byte"
     assert not (hh.codex_home / "hooks.json").exists()
+
+
+def test_a_subagent_gets_no_stub_for_its_parents_shell_read_but_keeps_its_own(codex_cli, wired, lean, run_host):
+    """`multi_agent_v1.spawn_agent` (offered to gpt-5, a model Codex has no metadata for): the
+    subagent's shell calls carry its agent id in the hooks and land in its own rollout; what only
+    its parent read is content for it, what it read itself is its stub, and the parent keeps its own."""
+    hh = wired
+    p_first, p_last = shell("cat big.py"), shell("cat big.py")
+    s_first, s_second = shell("cat big.py"), shell("cat big.py")
+    spawn = function_call("spawn_agent", {"message": "Read big.py with cat, twice."}, namespace="multi_agent_v1")
+    sub_script = [s_first, s_second, "sub: done"]
+    state = {"parent": 0, "sub": 0}
+
+    def agent_id(body: dict) -> str:
+        for item in body.get("input") or []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output" and item["call_id"] == spawn["call_id"]:
+                text = item["output"] if isinstance(item["output"], str) else json.dumps(item["output"])
+                try:
+                    data = json.loads(text)
+                except ValueError:
+                    return text.strip()
+                return str(data.get("agent_id") or data.get("id") or data.get("target") or text)
+        raise AssertionError("no spawn_agent output in the parent's request")
+
+    def route(body: dict):  # noqa: ANN202
+        if is_subagent(body):
+            i = state["sub"]
+            state["sub"] += 1
+            return sub_script[i] if i < len(sub_script) else "sub: done"
+        i = state["parent"]
+        state["parent"] += 1
+        if i == 0:
+            return p_first
+        if i == 1:
+            return spawn
+        if i == 2:
+            return function_call("wait_agent", {"targets": [agent_id(body)], "timeout_ms": 60000}, namespace="multi_agent_v1")
+        if i == 3:
+            return p_last
+        return "done"
+
+    try:
+        with FakeOpenAI(script=[route] * 12) as srv:
+            hostcli.write_codex_config(hh.home, srv.base_url, model="gpt-5")
+            lean.run("init", "--agent", "codex", "--trust")
+            lean.run("serve", "--detach")
+            cp, _ = run_host([codex_cli, "exec", "--skip-git-repo-check", "read big.py"], cwd=hh.proj,
+                             env=hostcli.codex_env(hh.home, lean.host_env))
+            assert cp.returncode == 0, cp.stderr
+            out = outputs(srv.requests)
+        assert state["sub"] >= 3, f"the subagent did not run its script: {state}\n{cp.stderr[-2000:]}"
+        assert is_content(got(out, p_first))
+        assert is_content(got(out, s_first)), "the subagent got a stub for bytes only its parent holds"
+        assert got(out, s_second).startswith(f"[unchanged] big.py {LINES} lines"), got(out, s_second)[:200]
+        assert got(out, p_last).startswith(f"[unchanged] big.py {LINES} lines"), got(out, p_last)[:200]
+        notes = lean.only_record("codex")["read_calls"]
+        assert notes[p_first["call_id"]]["agent_id"] is None and notes[s_first["call_id"]]["agent_id"], notes
+        lean.assert_no_hook_errors()
+    finally:
+        stop_daemon(lean)
