@@ -80,7 +80,7 @@ def test_init_keeps_user_entries_comments_and_order(home: Path, data_dir: Path) 
     assert gate[0]["matcher"] == "mcp__leanctx__ctx_read|Read|Bash"
     # and the post-tool entry that credits what Read delivered, narrowed to Read and Bash
     assert wired["PostToolUse"] == [wrapper.command(wrapper_file, "claude", "PostToolUse", ("--builtin-read",))]
-    assert [g["matcher"] for g in value["hooks"]["PostToolUse"]] == ["Read"]
+    assert [g["matcher"] for g in value["hooks"]["PostToolUse"]] == ["Read|Bash"]
     assert not (data_dir / "read_gate.json").exists()
     # our group comes after the user's in an existing event list
     assert "notify-send" in json.dumps(value["hooks"]["Stop"][0]) and "leanctx-hook" in json.dumps(value["hooks"]["Stop"][1])
