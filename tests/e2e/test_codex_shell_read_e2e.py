@@ -160,6 +160,12 @@ def test_shell_only_model_stub_edit_right_after_ask_again_changes_and_a_new_sess
         lean.assert_no_hook_errors()
         notes = lean.only_record("codex")["read_calls"]
         assert {c["call_id"] for c in calls.values()} <= set(notes), sorted(notes)
+        # `leanctx stats` counts them as the shell's: 4 stubs (cat, sed -n, the absolute path,
+        # cat -n) and 2 diffs; nothing went through ctx_read; one context
+        st = json.loads(lean.run("stats", "--json").stdout)
+        shell_stats = st["by_reader"]["shell"]
+        assert (shell_stats["stubs"], shell_stats["diffs"]) == (4, 2) and "ctx_read" not in st["by_reader"], st["by_reader"]
+        assert st["contexts"] == 1 and st["by_agent"]["codex"]["contexts"] == 1, st
 
         # a new `codex exec` is a new session: content again
         fresh = shell("cat big.py")
