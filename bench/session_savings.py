@@ -1,0 +1,967 @@
+"""Session savings: one scripted coding session through each real host CLI, four ways.
+
+A scripted model (the repo's fake model servers, tests/e2e/fake_*.py) drives the real host CLI
+offline through one realistic session: whole and ranged reads through the host's built-in reader,
+shell reads (`cat`, `sed -n`, `head`), greps, edits and re-reads after them, a file changed by
+another program, one compaction and one subagent (where the host has them); about 40% of the reads
+ask again for text the conversation already holds. The model adapts as a real one must: an edit the
+host refuses ("read it first", "modified since read") is followed by a read and the edit again; a
+stub it cannot use is asked again.
+
+Each host runs the session four ways, in the same run:
+  (a) host alone          no leanctx at all
+  (b) ctx_read only       `leanctx init`, the built-in reader gate off (LEANCTX_BUILTIN_GATE=0);
+                          the model never calls ctx_read
+  (c) gate                `leanctx init` as installed; the model never calls ctx_read
+  (d) gate + ctx_read     as (c), and the model follows the read rule (every read is ctx_read)
+A host whose built-in readers have no gate yet runs (a), (b), (d) and shows (c) as "not gated".
+
+Figures, all taken from what the fake model server received (the request bodies), never from
+leanctx's own counters:
+  tool results   tokens (leanctx.cache.tokens: cl100k_base unless o200k is cached) of every tool
+                 result the model received, each counted once, stubs included
+  overhead       what leanctx adds to every request: tool definitions (the `tools` of the first
+                 request of (b) minus that of (a)) and the rule text (the rest of the first
+                 request's difference); counted against us, per request and over the session
+  wrong stubs    a stub (`[unchanged]`, `[partly unchanged]`, byte-identical) for file lines whose
+                 current bytes are not in the text the model received earlier in the same
+                 request (the same conversation: compaction and subagents included)
+  hook ms        the time the host waited for each pre/post tool hook of a gated call, timed by a
+                 shell around the installed command, beside `python -I -S -c pass` (the floor of
+                 bench/hook_latency.py) timed the same way in the same run
+
+Targets: 0 wrong stubs; (c) at least 35% fewer tool-result tokens than host alone on a host without
+native dedup; no way above host alone + the one-time overhead.
+
+    python bench/session_savings.py [--hosts claude,codex] [--quick] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from leanctx.cache import tokens  # noqa: E402
+from tests.e2e import hostcli  # noqa: E402
+
+MODES = ("a", "b", "c", "d")
+MODE_NAMES = {"a": "host alone", "b": "ctx_read only", "c": "gate", "d": "gate + ctx_read"}
+HOST_TIMEOUT = 240.0
+MIN_SAVING = 0.35
+
+# --------------------------------------------------------------------------------------------
+# the project the session works on
+# --------------------------------------------------------------------------------------------
+
+
+def _module(name: str, n: int, seed: int) -> str:
+    out = [f'"""{name}: generated for the session benchmark."""', "from __future__ import annotations", "",
+           "import json", "import os", "from dataclasses import dataclass", ""]
+    for i in range(n):
+        k = (i * 7 + seed) % 13
+        out += [
+            "", f"def handle_{name}_{i}(request: dict, limit: int = {k + 3}) -> dict:",
+            f'    """Answer request kind {i} of {name} (limit {k + 3})."""',
+            f"    items = [x for x in request.get('items', []) if x.get('kind') == {i}]",
+            f"    if len(items) > limit:",
+            f"        raise ValueError('too many items for handler {i}: %d' % len(items))",
+            f"    total = sum(int(x.get('value', 0)) * {k + 1} for x in items)",
+            f"    return {{'handler': {i}, 'total': total, 'count': len(items)}}",
+        ]
+    out += ["", "", "@dataclass", f"class {name.title()}Config:", "    path: str = os.getcwd()", "    verbose: bool = False", ""]
+    return "\n".join(out) + "\n"
+
+
+def project_files() -> dict[str, str]:
+    readme = "# demo service\n\n" + "".join(f"* step {i}: run `make target{i}` and check the output of handler {i}\n"
+                                             for i in range(70))
+    tests_src = "import pytest\n\nfrom src import app\n\n" + "".join(
+        f"\ndef test_handler_{i}():\n    assert app.handle_app_{i}({{'items': []}})['count'] == 0\n" for i in range(45))
+    return {
+        "src/app.py": _module("app", 48, 1),      # ~440 lines
+        "src/util.py": _module("util", 28, 5),    # ~260 lines
+        "src/models.py": _module("models", 34, 9),
+        "README.md": readme,
+        "tests/test_app.py": tests_src,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# the session: host-neutral steps, and the model that plays them
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Act:
+    """One thing the model does. kind: read (the host's built-in reader; start/end None: whole),
+    shell (command; path/start/end: what it reads, None for a grep), ctx_read, edit (old -> new),
+    subagent (steps), compact."""
+    kind: str
+    path: str = ""
+    start: Optional[int] = None
+    end: Optional[int] = None
+    command: str = ""
+    old: str = ""
+    new: str = ""
+    steps: list = field(default_factory=list)
+    redundant: bool = False  # asks again for text this conversation holds unchanged
+
+    @property
+    def is_read(self) -> bool:
+        return self.kind in ("read", "ctx_read") or (self.kind == "shell" and bool(self.path))
+
+
+def R(path, start=None, end=None, again=False):  # noqa: ANN001, ANN201, N802 - the session's short words
+    return ("read", path, start, end, again)
+
+
+def CAT(path, again=False):  # noqa: ANN001, ANN201, N802
+    return ("cat", path, None, None, again)
+
+
+def SED(path, start, end, again=False):  # noqa: ANN001, ANN201, N802
+    return ("sed", path, start, end, again)
+
+
+def HEAD(path, n, again=False):  # noqa: ANN001, ANN201, N802
+    return ("head", path, 1, n, again)
+
+
+def GREP(pattern):  # noqa: ANN001, ANN201, N802
+    return ("grep", pattern)
+
+
+def EDIT(path, old, new):  # noqa: ANN001, ANN201, N802
+    return ("edit", path, old, new)
+
+
+def OTHER(path, old, new):  # noqa: ANN001, ANN201, N802
+    """Another program changes the file between two turns (no tool call)."""
+    return ("other", path, old, new)
+
+
+def session(quick: bool) -> list:
+    if quick:
+        return [
+            R("src/app.py"), CAT("src/util.py"), R("src/app.py", 100, 160, again=True), HEAD("src/util.py", 40, again=True),
+            GREP("def handle_app_1"), EDIT("src/app.py", "'handler': 7, ", "'handler': 7, 'edited': 1, "), R("src/app.py"),
+            R("src/app.py", again=True), CAT("src/util.py", again=True), SED("src/models.py", 1, 60),
+            SED("src/models.py", 20, 50, again=True),
+        ]
+    sub = [R("src/app.py"), CAT("src/util.py"), GREP("class "), R("src/app.py", 200, 260, again=True),
+           CAT("tests/test_app.py"), HEAD("src/util.py", 50, again=True)]
+    return [
+        GREP("def handle_app_1"), R("src/app.py"), R("src/util.py"), R("src/app.py", 100, 160, again=True),
+        CAT("README.md"), SED("src/models.py", 1, 60), R("src/models.py"), HEAD("src/util.py", 40, again=True),
+        GREP("class "), R("src/app.py", again=True),
+        EDIT("src/app.py", "'handler': 7, ", "'handler': 7, 'edited': 1, "), R("src/app.py"), R("src/app.py", 1, 50, again=True),
+        CAT("src/util.py", again=True), R("tests/test_app.py"),
+        OTHER("src/util.py", "'handler': 8, ", "'handler': 8, 'changed': 1, "), R("src/util.py"),
+        SED("src/models.py", 200, 260, again=True), GREP("import "),
+        EDIT("src/models.py", "'handler': 12, ", "'handler': 12, 'edited': 1, "), SED("src/models.py", 1, 80),
+        R("README.md", again=True), ("subagent", sub), R("src/app.py", again=True),
+        ("compact",),
+        R("src/app.py"), R("src/app.py", again=True), CAT("src/util.py"), HEAD("src/util.py", 30, again=True),
+        EDIT("src/util.py", "'handler': 9, ", "'handler': 9, 'edited': 1, "), CAT("src/util.py"), R("src/models.py", 100, 200),
+        SED("src/models.py", 120, 180, again=True), GREP("return "), R("tests/test_app.py"),
+        EDIT("tests/test_app.py", "test_handler_3()", "test_handler_three()"), R("tests/test_app.py"),
+        R("tests/test_app.py", again=True), CAT("README.md"), R("README.md", again=True), R("src/util.py", again=True),
+        R("src/app.py", 300, 400, again=True), SED("src/app.py", 1, 40, again=True),
+    ]
+
+
+REFUSED_EDIT = re.compile(r"has not been read|read it first|modified since read|has been modified since", re.I)
+
+
+def play(steps: list, proj: Path, use_ctx: bool) -> Iterator[Act]:
+    """The model: yields each act, receives the text the host gave it for that act."""
+    for step in steps:
+        kind = step[0]
+        if kind == "other":
+            p = proj / step[1]
+            p.write_text(p.read_text().replace(step[2], step[3], 1))
+            continue
+        if kind == "compact":
+            yield Act("compact")
+            continue
+        if kind == "subagent":
+            yield Act("subagent", steps=step[1])
+            continue
+        if kind == "grep":
+            yield Act("shell", command=f"grep -rn {shlex.quote(step[1])} src tests")
+            continue
+        if kind == "edit":
+            _, path, old, new = step
+            act = Act("edit", path=path, old=old, new=new)
+            got = yield act
+            if got is not None and REFUSED_EDIT.search(got):  # the host wants a fresh read first
+                got = yield Act("read", path=path)
+                if got.startswith("["):  # a stub or a diff: asked again right away, the content
+                    yield Act("read", path=path)
+                yield act
+            continue
+        _, path, start, end, again = step
+        if use_ctx:
+            yield Act("ctx_read", path=path, start=start, end=end, redundant=again)
+        elif kind == "read":
+            yield Act("read", path=path, start=start, end=end, redundant=again)
+        else:
+            command = {"cat": f"cat {path}", "sed": f"sed -n '{start},{end}p' {path}",
+                       "head": f"head -n {end} {path}"}[kind]
+            yield Act("shell", path=path, start=start, end=end, command=command, redundant=again)
+
+
+# --------------------------------------------------------------------------------------------
+# what the model received
+# --------------------------------------------------------------------------------------------
+NUMBERED = re.compile(r"^ *\d+(?:→|\t)", re.M)
+SPAN = re.compile(r"L(\d+)-(\d+)")
+
+
+def strings(value) -> Iterator[str]:  # noqa: ANN001
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)
+
+
+def stub_regions(text: str, nlines: int) -> Optional[list[tuple[int, int]]]:
+    """The line spans a stub says the conversation holds unchanged; None: not a stub."""
+    head = text.split("\n", 1)[0]
+    if head.startswith("[unchanged]"):
+        m = re.match(r"\[unchanged\] .*? L(\d+)-(\d+) of ", head)
+        return [(int(m[1]), int(m[2]))] if m else [(1, nlines)]
+    if head.startswith("[partly unchanged]"):
+        claimed = head.split(": ", 1)[1] if ": " in head else ""
+        claimed = re.split(r" (?:was|were) already", claimed)[0]
+        return [(int(a), int(b)) for a, b in SPAN.findall(claimed)]
+    if "byte-identical to that copy" in head:
+        return [(1, nlines)]
+    return None
+
+
+HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+
+
+def apply_diff(old: str, diff: str) -> Optional[str]:
+    """`old` with a unified diff applied, or None when the diff does not fit `old` exactly."""
+    a = old.splitlines(keepends=True)
+    if a and not a[-1].endswith("\n"):
+        a[-1] += "\n"
+    out: list[str] = []
+    pos = 0
+    lines = diff.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and not lines[i].startswith("@@"):
+        i += 1
+    if i == len(lines):
+        return None
+    while i < len(lines):
+        m = HUNK.match(lines[i])
+        if not m:
+            return None
+        start = int(m[1]) - (0 if m[2] == "0" else 1)
+        if start < pos:
+            return None
+        out += a[pos:start]
+        pos = start
+        i += 1
+        while i < len(lines) and not lines[i].startswith("@@"):
+            line = lines[i]
+            tag, text = line[:1], line[1:]
+            if tag in (" ", "-"):
+                if pos >= len(a) or a[pos] != text:
+                    return None
+                if tag == " ":
+                    out.append(text)
+                pos += 1
+            elif tag == "+":
+                out.append(text)
+            i += 1
+    return "".join(out + a[pos:])
+
+
+def received_texts(body: dict, leave_out: str) -> list[str]:
+    """Every text the model received in this request (its conversation), line numbers stripped,
+    plus each file text a `[changed]` diff in it makes of a text it held (diffs applied in turn)."""
+    raw = [s for s in strings(body.get("messages") or body.get("input") or body.get("contents")) if s != leave_out]
+    pool = []
+    for s in raw:
+        t = NUMBERED.sub("", s)
+        pool.append(t)
+        if "\nOutput:\n" in t:  # Codex's shell output: the command's output follows its header
+            pool.append(t.split("\nOutput:\n", 1)[1])
+    for s in raw:
+        if s.startswith("[changed]") and "\n@@ " in s:
+            for old in list(pool):
+                new = apply_diff(old, s)
+                if new is not None:
+                    pool.append(new)
+    return pool
+
+
+@dataclass
+class Call:
+    conv: str
+    act: Act
+    call_id: str
+    text: Optional[str] = None
+    wrong: bool = False
+
+
+@dataclass
+class Run:
+    host: str
+    mode: str
+    calls: list = field(default_factory=list)
+    bodies: list = field(default_factory=list)
+    first_body: Optional[dict] = None
+    hook_ms: dict = field(default_factory=dict)
+    error: str = ""
+
+    def check(self, proj: Path, call: Call, body: dict) -> None:
+        """Is a stub in `body` (the request that carries it) for lines the model holds?"""
+        rel = call.act.path
+        if not call.text or not rel:
+            return
+        path = proj / rel
+        lines = path.read_text().split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        regions = stub_regions(call.text, len(lines))
+        if regions is None:
+            return
+        held = "\n".join(received_texts(body, call.text))
+        for a, b in regions:
+            want = "\n".join(lines[a - 1:b])
+            if not want or want not in held:
+                call.wrong = True
+
+
+# --------------------------------------------------------------------------------------------
+# hosts
+# --------------------------------------------------------------------------------------------
+TIMER = ('in=$(cat); t0=$(date +%s%N); printf "%s" "$in" | {cmd}; rc=$?; t1=$(date +%s%N); '
+         'tool=$(printf "%s" "$in" | sed -n \'s/.*"tool_name" *: *"\\([^"]*\\)".*/\\1/p\' | head -n 1); '
+         'echo "{event} $tool $t0 $t1" >> {log}; exit $rc')
+
+
+def time_hooks(groups: dict, log: Path) -> None:
+    """Wrap each PreToolUse/PostToolUse command in a shell that times it (the hook's parent is
+    still a shell under the host, as leanctx's process walk expects)."""
+    for event in ("PreToolUse", "PostToolUse"):
+        for group in groups.get(event, []):
+            for hook in group.get("hooks", []):
+                hook["command"] = TIMER.format(cmd=hook["command"], event=event, log=shlex.quote(str(log)))
+
+
+def read_hook_log(log: Path) -> dict:
+    out: dict = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 4:
+                event, tool, t0, t1 = parts
+                out.setdefault(f"{event} {tool}", []).append((int(t1) - int(t0)) / 1e6)
+    return out
+
+
+class Host:
+    """One host CLI. A new host: a subclass with its CLI name, how it calls a tool and reads back
+    the result, and how it runs a session; `hosts()` lists it."""
+    name = ""
+    agent = ""
+    cli = ""
+    native_dedup = False
+    has_subagent = True
+
+    def gated(self) -> bool:
+        from leanctx import agents
+
+        host = agents.get(self.agent)
+        return bool(getattr(host, "builtin_read_tools", ()) or getattr(host, "builtin_read_tool", None))
+
+    def version(self) -> str:
+        return hostcli.cli_version(self.cli) or "?"
+
+    # per host
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        raise NotImplementedError
+
+    def result(self, body: dict, call_id: str) -> Optional[str]:
+        raise NotImplementedError
+
+    def is_sub(self, body: dict) -> bool:
+        raise NotImplementedError
+
+    def compact(self, model: "Model", conv: dict, body: dict):  # noqa: ANN201
+        raise NotImplementedError
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: "Model", log: Optional[Path]) -> None:
+        """Configure the host for the fake model server (and leanctx when `log`: the hook timing
+        log), run the whole session, leave every request body in run.bodies."""
+        raise NotImplementedError
+
+
+class Model:
+    """Routes each request to its conversation's player (the parent's, or a subagent's), hands
+    the player the result of its last call, and answers with its next act."""
+
+    def __init__(self, host: Host, run: Run, proj: Path, steps: list, use_ctx: bool) -> None:
+        self.host, self.run, self.proj, self.use_ctx = host, run, proj, use_ctx
+        self.convs: dict = {"main": {"gen": play(steps, proj, use_ctx), "pending": None, "done": False, "started": False}}
+        self.lock = threading.Lock()
+        self.compacted = False
+        self.paused = False  # the parent asked for a compaction (hosts that compact between runs)
+        self.sub_steps: Optional[list] = None
+
+    def answer(self, body: dict):  # noqa: ANN201
+        with self.lock:
+            self.run.bodies.append(body)
+            if self.run.first_body is None:
+                self.run.first_body = body
+            name = "sub" if self.host.is_sub(body) else "main"
+            if name == "sub" and "sub" not in self.convs:
+                self.convs["sub"] = {"gen": play(self.sub_steps or [], self.proj, self.use_ctx), "pending": None,
+                                     "done": False, "started": False}
+            conv = self.convs[name]
+            got = None
+            pending = conv["pending"]
+            if pending is not None:
+                got = self.host.result(body, pending.call_id)
+                pending.text = got
+                self.run.check(self.proj, pending, body)
+                conv["pending"] = None
+            if conv["done"]:
+                return "done"
+            try:
+                act = conv["gen"].send(got or "") if conv["started"] else next(conv["gen"])
+                conv["started"] = True
+            except StopIteration:
+                conv["done"] = True
+                return "subagent finished" if name == "sub" else "done"
+            if act.kind == "compact":
+                self.compacted = True
+                return self.host.compact(self, conv, body)
+            if act.kind == "subagent":
+                self.sub_steps = act.steps
+            call_id, item = self.host.call(act, body)
+            call = Call(name, act, call_id)
+            self.run.calls.append(call)
+            conv["pending"] = call
+            return item
+
+    def next_after(self, conv: dict, body: dict):  # noqa: ANN201
+        """The act after a compaction request was noted (hosts that compact within a run)."""
+        try:
+            act = conv["gen"].send("")
+        except StopIteration:
+            conv["done"] = True
+            return "done"
+        call_id, item = self.host.call(act, body)
+        call = Call("main", act, call_id)
+        self.run.calls.append(call)
+        conv["pending"] = call
+        return item
+
+
+def claude_text(block: dict) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(c.get("text", "") for c in content if isinstance(c, dict))
+    return str(content)
+
+
+class Claude(Host):
+    name, agent, cli = "Claude Code", "claude", "claude"
+    native_dedup = True  # Read of an unchanged file: "File unchanged since last read"
+    TOOLS = "Read,Edit,Bash,Agent,mcp__leanctx__ctx_read"
+
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        from tests.e2e.fake_anthropic import tool_use
+
+        p = str(self.proj / act.path) if act.path else ""
+        if act.kind == "read":
+            args: dict = {"file_path": p}
+            if act.start is not None:
+                args.update(offset=act.start, limit=act.end - act.start + 1)
+            item = tool_use("Read", args)
+        elif act.kind == "shell":
+            item = tool_use("Bash", {"command": act.command, "description": "look at the code"})
+        elif act.kind == "ctx_read":
+            args = {"path": act.path}
+            if act.start is not None:
+                args.update(start_line=act.start, end_line=act.end)
+            item = tool_use("mcp__leanctx__ctx_read", args)
+        elif act.kind == "edit":
+            item = tool_use("Edit", {"file_path": p, "old_string": act.old, "new_string": act.new})
+        elif act.kind == "subagent":
+            what = "Read src/app.py and src/util.py and list the handlers."
+            item = tool_use("Agent", {"description": "list handlers", "prompt": what, "subagent_type": "general-purpose"})
+        else:
+            raise ValueError(act.kind)
+        return item["id"], item
+
+    def result(self, body: dict, call_id: str) -> Optional[str]:
+        for message in reversed(body.get("messages") or []):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == call_id:
+                    return claude_text(block).removeprefix("PreToolUse:Read hook error: ")
+        return None
+
+    def is_sub(self, body: dict) -> bool:
+        from tests.e2e.fake_anthropic import is_subagent
+
+        return is_subagent(body)
+
+    def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        model.paused = True  # this run ends here; /compact, then the session goes on
+        return "pausing for a compaction"
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
+        from tests.e2e.fake_anthropic import FakeAnthropic
+
+        self.proj = hh.proj
+        if log is not None:
+            lean.run("init", "--agent", "claude")
+            settings = hh.home / ".claude" / "settings.json"
+            data = json.loads(settings.read_text())
+            time_hooks(data["hooks"], log)
+            settings.write_text(json.dumps(data, indent=2))
+            lean.run("serve", "--detach")  # up before the fake model's instant first call
+        with FakeAnthropic(script=[model.answer] * 400) as srv:
+            cenv = hostcli.claude_env(hh.home, srv.base_url, env)
+            argv = [hostcli.find_cli(self.cli), "--allowedTools", self.TOOLS, "--permission-mode", "acceptEdits"]
+            prompt, extra = "work on the handlers", []
+            while True:
+                cp = hostcli.run_cli([argv[0], "-p", prompt, *argv[1:], *extra], cwd=hh.proj, env=cenv, timeout=HOST_TIMEOUT)
+                if cp.returncode != 0:
+                    run.error = f"claude exited {cp.returncode}: {cp.stderr[-400:]}"
+                    return
+                if not model.paused:
+                    break
+                model.paused = False
+                cp = hostcli.run_cli([argv[0], "-p", "/compact", *argv[1:], "--continue"], cwd=hh.proj, env=cenv,
+                                     timeout=HOST_TIMEOUT)
+                if cp.returncode != 0 or not srv.compaction_requests:
+                    run.error = f"/compact failed ({cp.returncode}): {cp.stderr[-400:]}"
+                    return
+                prompt, extra = "go on with the handlers", ["--continue"]
+            run.bodies[:] = srv.requests  # every request, compaction included
+
+
+class Codex(Host):
+    name, agent, cli = "Codex", "codex", "codex"
+    NS = "mcp__leanctx"
+    OVER = {"input_tokens": 50000, "total_tokens": 50005}
+
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        from tests.e2e.fake_openai import function_call, shell_call
+
+        if act.kind == "read":  # no built-in file reader: the model reads with its shell
+            act.command = f"cat {act.path}" if act.start is None else f"sed -n '{act.start},{act.end}p' {act.path}"
+            act.kind = "shell"
+        if act.kind == "shell":
+            item = shell_call(act.command)(body)
+        elif act.kind == "ctx_read":
+            args: dict = {"path": act.path}
+            if act.start is not None:
+                args.update(start_line=act.start, end_line=act.end)
+            item = function_call("ctx_read", args, namespace=self.NS)
+        elif act.kind == "edit":
+            script = (f"import pathlib; p = pathlib.Path({act.path!r}); "
+                      f"p.write_text(p.read_text().replace({act.old!r}, {act.new!r}, 1))")
+            item = shell_call(f"python3 -c {shlex.quote(script)}")(body)
+        elif act.kind == "subagent":
+            item = function_call("spawn_agent", {"message": "Read src/app.py and src/util.py and list the handlers."},
+                                 namespace="multi_agent_v1")
+        elif act.kind == "wait":
+            item = function_call("wait_agent", {"targets": [act.command], "timeout_ms": 120000}, namespace="multi_agent_v1")
+        else:
+            raise ValueError(act.kind)
+        return item["call_id"], item
+
+    def result(self, body: dict, call_id: str) -> Optional[str]:
+        from tests.e2e.fake_openai import function_outputs
+
+        for item in function_outputs(body):
+            if item.get("call_id") == call_id:
+                out = item.get("output")
+                if isinstance(out, list):
+                    parts = [c.get("text", "") for c in out if isinstance(c, dict)]
+                    if parts and parts[0].startswith("Wall time:"):
+                        parts = parts[1:]
+                    return "".join(parts)
+                return str(out)
+        return None
+
+    def is_sub(self, body: dict) -> bool:
+        from tests.e2e.fake_openai import is_subagent
+
+        return is_subagent(body)
+
+    def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        self.srv.usage = self.OVER  # this answer reports a full window: Codex compacts before the next turn
+        self.reset_usage = True
+        return model.next_after(conv, body)
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
+        from tests.e2e.fake_openai import FakeOpenAI
+
+        self.proj = hh.proj
+        self.reset_usage = False
+        waits: dict = {}
+
+        def answer(body: dict):  # noqa: ANN202
+            if self.reset_usage and not self.is_sub(body):
+                self.srv.usage, self.reset_usage = None, False
+            with model.lock:  # a spawn's result: the parent waits for its subagent before going on
+                pending = model.convs["main"]["pending"]
+                out = self.result(body, pending.call_id) if pending is not None and pending.act.kind == "subagent" else None
+                if out is not None and pending.call_id not in waits:
+                    try:
+                        data = json.loads(out)
+                        agent = str(data.get("agent_id") or data.get("id") or data.get("target") or out)
+                    except ValueError:
+                        agent = out.strip()
+                    waits[pending.call_id] = agent
+                    pending.text = out
+                    run.bodies.append(body)
+                    call_id, item = self.call(Act("wait", command=agent), body)
+                    wait = Call("main", Act("wait"), call_id)
+                    run.calls.append(wait)
+                    model.convs["main"]["pending"] = wait
+                    return item
+            return model.answer(body)
+
+        with FakeOpenAI(script=[answer] * 400) as srv:
+            self.srv = srv
+            hostcli.write_codex_config(hh.home, srv.base_url, top_level="model_auto_compact_token_limit = 20000")
+            if log is not None:
+                lean.run("init", "--agent", "codex", "--trust")
+                hooks = hh.codex_home / "hooks.json"
+                data = json.loads(hooks.read_text())
+                time_hooks(data["hooks"], log)
+                hooks.write_text(json.dumps(data, indent=2))
+                lean.run("serve", "--detach")
+            cp = hostcli.run_cli([hostcli.find_cli(self.cli), "exec", "--skip-git-repo-check",
+                                  "--dangerously-bypass-hook-trust", "work on the handlers"], cwd=hh.proj,
+                                 env=hostcli.codex_env(hh.home, env), timeout=HOST_TIMEOUT)
+            if cp.returncode != 0:
+                run.error = f"codex exited {cp.returncode}: {cp.stderr[-400:]}"
+            elif model.compacted and not srv.compaction_requests:
+                run.error = "Codex did not compact"
+            run.bodies[:] = srv.requests
+
+
+HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex}
+
+
+def hosts() -> dict[str, Host]:
+    """Every host the bench can drive; a host whose gate lands later needs no change here
+    (`Host.gated` asks its agent module)."""
+    return {key: make() for key, make in HOSTS.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# running
+# --------------------------------------------------------------------------------------------
+class Lean:
+    """The real `leanctx` command with HOME and its data dir inside the session's temp home."""
+
+    def __init__(self, hh: hostcli.HostHome) -> None:
+        self.hh = hh
+        self.data = hh.home / "leanctx-data"
+        self.host_env = {"LEANCTX_HOME": str(self.data)}
+
+    def run(self, *args: str) -> None:
+        env = hostcli.base_env(self.hh.home, self.host_env)
+        cp = subprocess.run([sys.executable, "-m", "leanctx", *args], env=env, cwd=str(self.hh.proj),
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        if cp.returncode != 0:
+            raise RuntimeError(f"leanctx {' '.join(args)} -> {cp.returncode}\n{cp.stdout}\n{cp.stderr}")
+
+    def stop(self) -> None:
+        env = hostcli.base_env(self.hh.home, self.host_env)
+        subprocess.run([sys.executable, "-m", "leanctx", "stop", "--force"], env=env, capture_output=True, timeout=60)
+
+    def hook_errors(self) -> str:
+        log = self.data / "logs" / "hooks.log"
+        return log.read_text() if log.exists() else ""
+
+
+def run_mode(host: Host, mode: str, steps: list, root: Path) -> tuple[Run, Path]:
+    """One session, one way. Every mode uses the same paths (the folder is made anew), so the
+    request bodies differ only by what leanctx adds."""
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+    hh = hostcli.make_home(root, project_files())
+    lean = Lean(hh)
+    run = Run(host.name, mode)
+    model = Model(host, run, hh.proj, steps, use_ctx=mode == "d")
+    env = dict(lean.host_env)
+    if mode == "b":
+        env["LEANCTX_BUILTIN_GATE"] = "0"
+    log = root / "hook-times.log" if mode != "a" else None
+    try:
+        host.run(run, hh, lean, env, model, log)
+    except Exception as exc:  # a host that hangs or fails: the row says so
+        run.error = f"{type(exc).__name__}: {str(exc)[-300:]}"
+    finally:
+        if mode != "a":
+            lean.stop()
+    if log is not None:
+        run.hook_ms = read_hook_log(log)
+        errors = lean.hook_errors()
+        if errors:
+            run.error = run.error or f"hook errors: {errors[-300:]}"
+    return run, hh.proj
+
+
+def floor_ms(root: Path, n: int) -> list[float]:
+    """`python -I -S -c pass` (bench/hook_latency.py's floor), timed by the same shell."""
+    log = root / "floor.log"
+    log.unlink(missing_ok=True)
+    cmd = TIMER.format(cmd=f"{shlex.quote(sys.executable)} -I -S -c pass", event="floor", log=shlex.quote(str(log)))
+    for _ in range(n):
+        subprocess.run(["/bin/sh", "-c", cmd], input=b'{"tool_name": "python"}', capture_output=True, check=True)
+    return read_hook_log(log).get("floor python", [])
+
+
+# --------------------------------------------------------------------------------------------
+# figures
+# --------------------------------------------------------------------------------------------
+NATIVE_UNCHANGED = re.compile(r"file unchanged since", re.I)  # Claude Code's own answer to a Read it dedups
+
+
+def count(text: str) -> int:
+    return tokens.count(text)
+
+
+def body_parts(body: Optional[dict]) -> tuple[int, int]:
+    """(tokens of the tool definitions, tokens of the rest a model reads: system and messages)."""
+    if not body:
+        return 0, 0
+    tools_part = count(json.dumps(body.get("tools") or [], ensure_ascii=False, sort_keys=True))
+    rest = {k: body.get(k) for k in ("system", "instructions", "messages", "input") if k in body}
+    return tools_part, count(json.dumps(rest, ensure_ascii=False, sort_keys=True))
+
+
+def figures(run: Run, base: Optional[Run]) -> dict:
+    calls = [c for c in run.calls if c.act.kind != "wait"]
+    received = [c for c in calls if c.text is not None]
+    result_tokens = sum(count(c.text) for c in received)
+    stubs = [c for c in received if stub_regions(c.text, 10**6) is not None]
+    diffs = [c for c in received if c.text.startswith("[changed]") and c not in stubs]
+    native = [c for c in received if NATIVE_UNCHANGED.search(c.text[:200])]
+    requests = [b for b in run.bodies if isinstance(b, dict) and b.get("tools")]
+    tools_t, rest_t = body_parts(run.first_body)
+    out = {
+        "mode": run.mode, "error": run.error, "tool_calls": len(calls), "answered": len(received),
+        "reads": sum(c.act.is_read for c in calls), "asked_again": sum(c.act.redundant for c in calls),
+        "ctx_read_calls": sum(c.act.kind == "ctx_read" for c in calls),
+        "result_tokens": result_tokens, "stub_tokens": sum(count(c.text) for c in stubs),
+        "stubs": len(stubs), "diffs": len(diffs), "host_unchanged_notes": len(native),
+        "wrong_stubs": sum(c.wrong for c in calls), "requests": len(requests),
+        "compactions": sum(1 for b in run.bodies if isinstance(b, dict) and _is_compaction(b)),
+        "subagent_requests": sum(1 for b in run.bodies if isinstance(b, dict) and b.get("tools") and _is_sub(b)),
+        "hook_ms": {k: round(statistics.median(v), 1) for k, v in sorted(run.hook_ms.items())},
+        "hook_calls": {k: len(v) for k, v in sorted(run.hook_ms.items())},
+        "_tools_tokens": tools_t, "_rest_tokens": rest_t,
+        "calls": [f"{c.conv:4} {c.act.kind:8} {c.act.path or c.act.command[:30]:18} {c.act.start or ''}-{c.act.end or ''}"
+                  f"{' again' if c.act.redundant else '      '} {count(c.text or ''):6} {'WRONG ' if c.wrong else ''}"
+                  f"{(c.text or '<none>')[:90]!r}" for c in calls],
+    }
+    if base is not None:
+        base_tools, base_rest = body_parts(base.first_body)
+        out["overhead_tools_per_request"] = tools_t - base_tools
+        out["overhead_rule_per_request"] = rest_t - base_rest
+    return out
+
+
+def _is_compaction(body: dict) -> bool:
+    from tests.e2e import fake_anthropic, fake_openai
+
+    return fake_anthropic.is_compaction(body) or fake_openai.is_compaction(body)
+
+
+def _is_sub(body: dict) -> bool:
+    from tests.e2e import fake_anthropic, fake_openai
+
+    return fake_anthropic.is_subagent(body) or ("input" in body and fake_openai.is_subagent(body))
+
+
+def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:
+    steps = session(quick)
+    if quick or not host.has_subagent:
+        steps = [s for s in steps if s[0] != "subagent"]
+    gated = host.gated()
+    runs: dict[str, Run] = {}
+    for mode in MODES:
+        if mode == "c" and not gated:
+            continue
+        runs[mode], _ = run_mode(host, mode, steps, root / host.agent)
+    base = runs["a"]
+    rows = {m: figures(r, base if m != "a" else None) for m, r in runs.items()}
+    a_tokens = rows["a"]["result_tokens"]
+    for m, row in rows.items():
+        row["vs_host_alone"] = (row["result_tokens"] - a_tokens) / a_tokens if a_tokens else 0.0
+        once = row.get("overhead_tools_per_request", 0) + row.get("overhead_rule_per_request", 0)
+        row["overhead_per_request"] = once
+        row["overhead_session"] = once * row["requests"]
+        row["within_host_alone_plus_overhead"] = row["result_tokens"] <= a_tokens + once
+    floor = floor_ms(root, floor_runs)
+    return {"host": host.name, "agent": host.agent, "version": host.version(), "gated": gated,
+            "native_dedup": host.native_dedup, "quick": quick, "modes": rows,
+            "floor_ms": round(statistics.median(floor), 1) if floor else None, "tokenizer": tokens.name()}
+
+
+# --------------------------------------------------------------------------------------------
+# tables
+# --------------------------------------------------------------------------------------------
+def _pct(x: float) -> str:
+    return f"{x * 100:+.0f}%"
+
+
+def gated_hook_ms(row: dict) -> Optional[float]:
+    """p50 ms the host waits per gated call: the pre-tool hook plus the post-tool one."""
+    ms = row["hook_ms"]
+    pre = [v for k, v in ms.items() if k.startswith("PreToolUse ")]
+    post = [v for k, v in ms.items() if k.startswith("PostToolUse ")]
+    if not pre:
+        return None
+    return round(max(pre) + (max(post) if post else 0.0), 1)
+
+
+def host_table(res: dict) -> str:
+    rows = res["modes"]
+    cols = [m for m in MODES]
+    head = f"{res['host']} {res['version']}" + (" (quick)" if res["quick"] else "")
+    a = rows["a"]
+    lines = [f"## {head}: {a['tool_calls']} tool calls, {a['reads']} reads ({a['asked_again']} asked again), "
+             f"{a['compactions']} compaction(s), {a['subagent_requests']} subagent requests; tokens: {res['tokenizer']}"]
+    widths = [34] + [16] * len(cols)
+
+    def line(label: str, cells: list[str]) -> str:
+        return f"| {label:<{widths[0]}} | " + " | ".join(f"{c:>{w}}" for c, w in zip(cells, widths[1:])) + " |"
+
+    def cell(m: str, fn) -> str:  # noqa: ANN001
+        if m not in rows:
+            return "not gated"
+        return fn(rows[m])
+
+    lines.append(line("", [f"({m}) {MODE_NAMES[m]}" for m in cols]))
+    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    lines.append(line("tool-result tokens", [cell(m, lambda r: f"{r['result_tokens']:,}") for m in cols]))
+    lines.append(line("vs host alone", [cell(m, lambda r: "-" if r["mode"] == "a" else _pct(r["vs_host_alone"])) for m in cols]))
+    lines.append(line("tool calls (ctx_read)", [cell(m, lambda r: f"{r['tool_calls']} ({r['ctx_read_calls']})") for m in cols]))
+    lines.append(line("our stubs / diffs", [cell(m, lambda r: f"{r['stubs']} / {r['diffs']}") for m in cols]))
+    lines.append(line("host's own unchanged notes", [cell(m, lambda r: str(r["host_unchanged_notes"])) for m in cols]))
+    lines.append(line("WRONG stubs", [cell(m, lambda r: str(r["wrong_stubs"])) for m in cols]))
+    lines.append(line("stub text tokens (ours)", [cell(m, lambda r: f"{r['stub_tokens']:,}") for m in cols]))
+    lines.append(line("overhead / request: tools + rule", [cell(m, lambda r: "-" if r["mode"] == "a" else
+                                                                 f"{r['overhead_tools_per_request']:,} + {r['overhead_rule_per_request']:,}") for m in cols]))
+    lines.append(line("requests (overhead x requests)", [cell(m, lambda r: f"{r['requests']}" + ("" if r["mode"] == "a" else f" ({r['overhead_session']:,})")) for m in cols]))
+    lines.append(line("<= host alone + overhead", [cell(m, lambda r: "-" if r["mode"] == "a" else ("yes" if r["within_host_alone_plus_overhead"] else "NO")) for m in cols]))
+    lines.append(line(f"hook p50 ms / gated call (floor {res['floor_ms']})",
+                      [cell(m, lambda r: "-" if gated_hook_ms(r) is None else f"{gated_hook_ms(r)}") for m in cols]))
+    errors = [f"({m}) {r['error']}" for m, r in rows.items() if r["error"]]
+    if errors:
+        lines.append("errors: " + "; ".join(errors))
+    return "\n".join(lines)
+
+
+def summary_table(results: list[dict]) -> str:
+    lines = ["## Summary: tool-result tokens the model received, per host (same run)",
+             "| host | host alone | ctx_read only | gate | gate + ctx_read | gate vs alone | wrong stubs | "
+             "overhead / request | hook p50 ms (floor) | targets |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for res in results:
+        rows = res["modes"]
+        val = lambda m: f"{rows[m]['result_tokens']:,}" if m in rows else "not gated"  # noqa: E731
+        c = rows.get("c")
+        wrong = sum(r["wrong_stubs"] for r in rows.values())
+        over = rows["b"]["overhead_per_request"] if "b" in rows else 0
+        hook = gated_hook_ms(c) if c else gated_hook_ms(rows.get("d", {"hook_ms": {}}))
+        ok = check(res)
+        lines.append(f"| {res['host']} {res['version']} | {val('a')} | {val('b')} | {val('c')} | {val('d')} | "
+                     f"{_pct(c['vs_host_alone']) if c else 'not gated'} | {wrong} | {over:,} | "
+                     f"{hook if hook is not None else '-'} ({res['floor_ms']}) | {'met' if not ok else '; '.join(ok)} |")
+    return "\n".join(lines)
+
+
+def check(res: dict) -> list[str]:
+    """The targets this host's figures miss (empty: all met)."""
+    missed = []
+    rows = res["modes"]
+    for m, r in rows.items():
+        if r["error"]:
+            missed.append(f"({m}) did not finish")
+        if r["wrong_stubs"]:
+            missed.append(f"({m}) {r['wrong_stubs']} wrong stubs")
+        if m != "a" and not r["within_host_alone_plus_overhead"]:
+            missed.append(f"({m}) above host alone + overhead")
+    c = rows.get("c")
+    if c and not res["native_dedup"] and c["vs_host_alone"] > -MIN_SAVING:
+        missed.append(f"(c) saves {-c['vs_host_alone'] * 100:.0f}% < {MIN_SAVING * 100:.0f}%")
+    return missed
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", default="claude,codex", help=f"comma-separated, of: {','.join(HOSTS)}")
+    parser.add_argument("--quick", action="store_true", help="a short session (no compaction, no subagent)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of tables")
+    parser.add_argument("--floor-runs", type=int, default=30)
+    parser.add_argument("--calls", action="store_true", help="also list every call and what the model got")
+    args = parser.parse_args(argv)
+    chosen = [h.strip() for h in args.hosts.split(",") if h.strip()]
+    unknown = [h for h in chosen if h not in HOSTS]
+    if unknown:
+        parser.error(f"unknown host(s): {', '.join(unknown)}")
+    all_hosts = hosts()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="leanctx-session-") as tmp:
+        for key in chosen:
+            host = all_hosts[key]
+            if not hostcli.find_cli(host.cli):
+                print(f"{host.name}: CLI {host.cli!r} not found, skipped", file=sys.stderr)
+                continue
+            results.append(bench_host(host, args.quick, Path(tmp), args.floor_runs))
+            if args.calls:
+                for m, row in results[-1]["modes"].items():
+                    print(f"--- {host.name} ({m})", file=sys.stderr)
+                    for c in row["calls"]:
+                        print(f"  {c}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for res in results:
+            print(host_table(res) + "\n")
+        print(summary_table(results))
+    return 1 if any(check(r) for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
