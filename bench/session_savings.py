@@ -93,9 +93,9 @@ def project_files() -> dict[str, str]:
     tests_src = "import pytest\n\nfrom src import app\n\n" + "".join(
         f"\ndef test_handler_{i}():\n    assert app.handle_app_{i}({{'items': []}})['count'] == 0\n" for i in range(45))
     return {
-        "src/app.py": _module("app", 48, 1),      # ~440 lines
-        "src/util.py": _module("util", 28, 5),    # ~260 lines
-        "src/models.py": _module("models", 34, 9),
+        "src/app.py": _module("app", 18, 1),      # ~160 lines, each file under Codex's cut (~10 KB)
+        "src/util.py": _module("util", 16, 5),
+        "src/models.py": _module("models", 18, 9),
         "README.md": readme,
         "tests/test_app.py": tests_src,
     }
@@ -158,30 +158,30 @@ def OTHER(path, old, new):  # noqa: ANN001, ANN201, N802
 def session(quick: bool) -> list:
     if quick:
         return [
-            R("src/app.py"), CAT("src/util.py"), R("src/app.py", 100, 160, again=True), HEAD("src/util.py", 40, again=True),
+            R("src/app.py"), CAT("src/util.py"), R("src/app.py", 60, 110, again=True), HEAD("src/util.py", 40, again=True),
             GREP("def handle_app_1"), EDIT("src/app.py", "'handler': 7, ", "'handler': 7, 'edited': 1, "), R("src/app.py"),
             R("src/app.py", again=True), CAT("src/util.py", again=True), SED("src/models.py", 1, 60),
             SED("src/models.py", 20, 50, again=True),
         ]
-    sub = [R("src/app.py"), CAT("src/util.py"), GREP("class "), R("src/app.py", 200, 260, again=True),
+    sub = [R("src/app.py"), CAT("src/util.py"), GREP("class "), R("src/app.py", 100, 140, again=True),
            CAT("tests/test_app.py"), HEAD("src/util.py", 50, again=True)]
     return [
-        GREP("def handle_app_1"), R("src/app.py"), R("src/util.py"), R("src/app.py", 100, 160, again=True),
+        GREP("def handle_app_1"), R("src/app.py"), R("src/util.py"), R("src/app.py", 60, 110, again=True),
         CAT("README.md"), SED("src/models.py", 1, 60), R("src/models.py"), HEAD("src/util.py", 40, again=True),
         GREP("class "), R("src/app.py", again=True),
         EDIT("src/app.py", "'handler': 7, ", "'handler': 7, 'edited': 1, "), R("src/app.py"), R("src/app.py", 1, 50, again=True),
         CAT("src/util.py", again=True), R("tests/test_app.py"),
         OTHER("src/util.py", "'handler': 8, ", "'handler': 8, 'changed': 1, "), R("src/util.py"),
-        SED("src/models.py", 200, 260, again=True), GREP("import "),
+        SED("src/models.py", 90, 130, again=True), GREP("import "),
         EDIT("src/models.py", "'handler': 12, ", "'handler': 12, 'edited': 1, "), SED("src/models.py", 1, 80),
         R("README.md", again=True), ("subagent", sub), R("src/app.py", again=True),
         ("compact",),
         R("src/app.py"), R("src/app.py", again=True), CAT("src/util.py"), HEAD("src/util.py", 30, again=True),
-        EDIT("src/util.py", "'handler': 9, ", "'handler': 9, 'edited': 1, "), CAT("src/util.py"), R("src/models.py", 100, 200),
-        SED("src/models.py", 120, 180, again=True), GREP("return "), R("tests/test_app.py"),
+        EDIT("src/util.py", "'handler': 9, ", "'handler': 9, 'edited': 1, "), CAT("src/util.py"), R("src/models.py", 60, 140),
+        SED("src/models.py", 80, 120, again=True), GREP("return "), R("tests/test_app.py"),
         EDIT("tests/test_app.py", "test_handler_3()", "test_handler_three()"), R("tests/test_app.py"),
         R("tests/test_app.py", again=True), CAT("README.md"), R("README.md", again=True), R("src/util.py", again=True),
-        R("src/app.py", 300, 400, again=True), SED("src/app.py", 1, 40, again=True),
+        R("src/app.py", 110, 150, again=True), SED("src/app.py", 1, 40, again=True),
     ]
 
 
@@ -665,7 +665,7 @@ class Codex(Host):
                 hooks.write_text(json.dumps(data, indent=2))
                 lean.run("serve", "--detach")
             cp = hostcli.run_cli([hostcli.find_cli(self.cli), "exec", "--skip-git-repo-check",
-                                  "--dangerously-bypass-hook-trust", "work on the handlers"], cwd=hh.proj,
+                                  "--dangerously-bypass-hook-trust", "--sandbox", "danger-full-access", "work on the handlers"], cwd=hh.proj,
                                  env=hostcli.codex_env(hh.home, env), timeout=HOST_TIMEOUT)
             if cp.returncode != 0:
                 run.error = f"codex exited {cp.returncode}: {cp.stderr[-400:]}"
