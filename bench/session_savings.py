@@ -470,19 +470,6 @@ class Model:
             conv["pending"] = call
             return item
 
-    def next_after(self, conv: dict, body: dict):  # noqa: ANN201
-        """The act after a compaction request was noted (hosts that compact within a run)."""
-        try:
-            act = conv["gen"].send("")
-        except StopIteration:
-            conv["done"] = True
-            return "done"
-        call_id, item = self.host.call(act, body)
-        call = Call("main", act, call_id)
-        self.run.calls.append(call)
-        conv["pending"] = call
-        return item
-
 
 def claude_text(block: dict) -> str:
     content = block.get("content")
@@ -621,9 +608,15 @@ class Codex(Host):
         return is_subagent(body)
 
     def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
-        self.srv.usage = self.OVER  # this answer reports a full window: Codex compacts before the next turn
+        # a look at the tree, answered as the window is full: Codex compacts before the next turn
+        self.srv.usage = self.OVER
         self.reset_usage = True
-        return model.next_after(conv, body)
+        act = Act("shell", command="ls src tests")
+        call_id, item = self.call(act, body)
+        call = Call("main", act, call_id)
+        model.run.calls.append(call)
+        conv["pending"] = call
+        return item
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
         from tests.e2e.fake_openai import FakeOpenAI
@@ -768,8 +761,14 @@ def body_parts(body: Optional[dict]) -> tuple[int, int]:
     return tools_part, count(json.dumps(rest, ensure_ascii=False, sort_keys=True))
 
 
-def figures(run: Run, base: Optional[Run]) -> dict:
+def figures(host: Host, run: Run, base: Optional[Run]) -> dict:
     calls = [c for c in run.calls if c.act.kind != "wait"]
+    for c in calls:  # a result that reached only the compaction request (Codex compacts mid-turn)
+        for body in run.bodies if c.text is None else ():
+            if isinstance(body, dict):
+                c.text = host.result(body, c.call_id)
+                if c.text is not None:
+                    break
     received = [c for c in calls if c.text is not None]
     result_tokens = sum(count(c.text) for c in received)
     stubs = [c for c in received if stub_regions(c.text, 10**6) is not None]
@@ -823,7 +822,7 @@ def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:
             continue
         runs[mode], _ = run_mode(host, mode, steps, root / host.agent)
     base = runs["a"]
-    rows = {m: figures(r, base if m != "a" else None) for m, r in runs.items()}
+    rows = {m: figures(host, r, base if m != "a" else None) for m, r in runs.items()}
     a_tokens = rows["a"]["result_tokens"]
     for m, row in rows.items():
         row["vs_host_alone"] = (row["result_tokens"] - a_tokens) / a_tokens if a_tokens else 0.0
