@@ -319,6 +319,26 @@ def received_texts(body: dict, leave_out: str) -> list[str]:
     return pool
 
 
+MIN_PIECE = 3
+
+
+def covered(want: list[str], held: str) -> bool:
+    """Are these lines, in order, in what the model received? Whole-line runs of at least
+    MIN_PIECE lines (or the rest, when shorter), each found line-aligned in `held`: one copy, or
+    several pieces (a range read and a `[partly unchanged]` answer's new lines)."""
+    if not want:
+        return False
+    i = 0
+    while i < len(want):
+        j = i
+        while j < len(want) and "\n" + "\n".join(want[i:j + 1]) + "\n" in held:
+            j += 1
+        if j == i or (j - i < MIN_PIECE and j < len(want)):
+            return False
+        i = j
+    return True
+
+
 @dataclass
 class Call:
     conv: str
@@ -350,10 +370,9 @@ class Run:
         regions = stub_regions(call.text, len(lines))
         if regions is None:
             return
-        held = "\n".join(received_texts(body, call.text))
+        held = "\n" + "\n".join(received_texts(body, call.text)) + "\n"
         for a, b in regions:
-            want = "\n".join(lines[a - 1:b])
-            if not want or want not in held:
+            if not covered(lines[a - 1:b], held):
                 call.wrong = True
 
 
@@ -401,7 +420,8 @@ class Host:
         return bool(getattr(host, "builtin_read_tools", ()) or getattr(host, "builtin_read_tool", None))
 
     def version(self) -> str:
-        return hostcli.cli_version(self.cli) or "?"
+        found = re.search(r"\d+\.\d+\.\d+", hostcli.cli_version(self.cli) or "")
+        return found[0] if found else "?"
 
     # per host
     def call(self, act: Act, body: dict) -> tuple[str, object]:
@@ -817,10 +837,12 @@ def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:
         steps = [s for s in steps if s[0] != "subagent"]
     gated = host.gated()
     runs: dict[str, Run] = {}
+    floor: list[float] = []
     for mode in MODES:
         if mode == "c" and not gated:
             continue
         runs[mode], _ = run_mode(host, mode, steps, root / host.agent)
+        floor += floor_ms(root, max(1, floor_runs // 4))  # between the sessions: the same machine load
     base = runs["a"]
     rows = {m: figures(host, r, base if m != "a" else None) for m, r in runs.items()}
     a_tokens = rows["a"]["result_tokens"]
@@ -830,7 +852,6 @@ def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:
         row["overhead_per_request"] = once
         row["overhead_session"] = once * row["requests"]
         row["within_host_alone_plus_overhead"] = row["result_tokens"] <= a_tokens + once
-    floor = floor_ms(root, floor_runs)
     return {"host": host.name, "agent": host.agent, "version": host.version(), "gated": gated,
             "native_dedup": host.native_dedup, "quick": quick, "modes": rows,
             "floor_ms": round(statistics.median(floor), 1) if floor else None, "tokenizer": tokens.name()}
@@ -843,14 +864,15 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.0f}%"
 
 
-def gated_hook_ms(row: dict) -> Optional[float]:
-    """p50 ms the host waits per gated call: the pre-tool hook plus the post-tool one."""
+def gated_hook_ms(row: dict) -> Optional[str]:
+    """p50 ms the host waited for each tool's hooks: `Read 77/68` (pre-tool / post-tool)."""
     ms = row["hook_ms"]
-    pre = [v for k, v in ms.items() if k.startswith("PreToolUse ")]
-    post = [v for k, v in ms.items() if k.startswith("PostToolUse ")]
-    if not pre:
+    tools = dict.fromkeys(k.split(" ", 1)[1] for k in ms)
+    if not tools:
         return None
-    return round(max(pre) + (max(post) if post else 0.0), 1)
+    short = lambda t: "ctx_read" if t.endswith("ctx_read") else t  # noqa: E731
+    return ", ".join(f"{short(t)} {ms.get('PreToolUse ' + t, 0):.0f}" + (f"/{ms['PostToolUse ' + t]:.0f}" if "PostToolUse " + t in ms else "")
+                     for t in tools)
 
 
 def host_table(res: dict) -> str:
@@ -883,8 +905,8 @@ def host_table(res: dict) -> str:
                                                                  f"{r['overhead_tools_per_request']:,} + {r['overhead_rule_per_request']:,}") for m in cols]))
     lines.append(line("requests (overhead x requests)", [cell(m, lambda r: f"{r['requests']}" + ("" if r["mode"] == "a" else f" ({r['overhead_session']:,})")) for m in cols]))
     lines.append(line("<= host alone + overhead", [cell(m, lambda r: "-" if r["mode"] == "a" else ("yes" if r["within_host_alone_plus_overhead"] else "NO")) for m in cols]))
-    lines.append(line(f"hook p50 ms / gated call (floor {res['floor_ms']})",
-                      [cell(m, lambda r: "-" if gated_hook_ms(r) is None else f"{gated_hook_ms(r)}") for m in cols]))
+    lines.append(line(f"hook p50 ms pre/post (floor {res['floor_ms']})",
+                      [cell(m, lambda r: gated_hook_ms(r) or "-") for m in cols]))
     errors = [f"({m}) {r['error']}" for m, r in rows.items() if r["error"]]
     if errors:
         lines.append("errors: " + "; ".join(errors))
@@ -894,7 +916,7 @@ def host_table(res: dict) -> str:
 def summary_table(results: list[dict]) -> str:
     lines = ["## Summary: tool-result tokens the model received, per host (same run)",
              "| host | host alone | ctx_read only | gate | gate + ctx_read | gate vs alone | wrong stubs | "
-             "overhead / request | hook p50 ms (floor) | targets |",
+             "overhead / request | hook p50 ms pre/post, gate (floor) | targets |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for res in results:
         rows = res["modes"]
@@ -906,7 +928,7 @@ def summary_table(results: list[dict]) -> str:
         ok = check(res)
         lines.append(f"| {res['host']} {res['version']} | {val('a')} | {val('b')} | {val('c')} | {val('d')} | "
                      f"{_pct(c['vs_host_alone']) if c else 'not gated'} | {wrong} | {over:,} | "
-                     f"{hook if hook is not None else '-'} ({res['floor_ms']}) | {'met' if not ok else '; '.join(ok)} |")
+                     f"{hook or '-'} ({res['floor_ms']}) | {'met' if not ok else '; '.join(ok)} |")
     return "\n".join(lines)
 
 
@@ -933,6 +955,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a short session (no compaction, no subagent)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of tables")
     parser.add_argument("--floor-runs", type=int, default=30)
+    parser.add_argument("--save", type=Path, help="also write the figures as JSON to this file")
     parser.add_argument("--calls", action="store_true", help="also list every call and what the model got")
     args = parser.parse_args(argv)
     chosen = [h.strip() for h in args.hosts.split(",") if h.strip()]
@@ -953,6 +976,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     print(f"--- {host.name} ({m})", file=sys.stderr)
                     for c in row["calls"]:
                         print(f"  {c}", file=sys.stderr)
+    if args.save:
+        args.save.write_text(json.dumps(results, indent=2) + "\n")
     if args.json:
         print(json.dumps(results, indent=2))
     else:
