@@ -211,7 +211,7 @@ def play(steps: list, proj: Path, use_ctx: bool) -> Iterator[Act]:
             got = yield act
             if got is not None and REFUSED_EDIT.search(got):  # the host wants a fresh read first
                 got = yield Act("read", path=path)
-                if got.startswith("["):  # a stub or a diff: asked again right away, the content
+                if unwrapped(got).startswith("["):  # a stub or a diff: asked again right away, the content
                     yield Act("read", path=path)
                 yield act
             continue
@@ -230,6 +230,7 @@ def play(steps: list, proj: Path, use_ctx: bool) -> Iterator[Act]:
 # what the model received
 # --------------------------------------------------------------------------------------------
 NUMBERED = re.compile(r"^ *\d+(?:→|\t)", re.M)
+OUTPUT = re.compile(r"^Output: ", re.M)  # Gemini CLI's shell output starts so
 SPAN = re.compile(r"L(\d+)-(\d+)")
 
 
@@ -244,9 +245,17 @@ def strings(value) -> Iterator[str]:  # noqa: ANN001
             yield from strings(v)
 
 
+WRAPPER = "<untrusted_context>\n"  # Gemini CLI puts this line before a tool's output
+
+
+def unwrapped(text: str) -> str:
+    """A tool result without the line a host puts before it."""
+    return text[len(WRAPPER):] if text.startswith(WRAPPER) else text
+
+
 def stub_regions(text: str, nlines: int) -> Optional[list[tuple[int, int]]]:
     """The line spans a stub says the conversation holds unchanged; None: not a stub."""
-    head = text.split("\n", 1)[0]
+    head = unwrapped(text).split("\n", 1)[0]
     if head.startswith("[unchanged]"):
         m = re.match(r"\[unchanged\] .*? L(\d+)-(\d+) of ", head)
         return [(int(m[1]), int(m[2]))] if m else [(1, nlines)]
@@ -306,11 +315,11 @@ def received_texts(body: dict, leave_out: str) -> list[str]:
     raw = [s for s in strings(body.get("messages") or body.get("input") or body.get("contents")) if s != leave_out]
     pool = []
     for s in raw:
-        t = NUMBERED.sub("", s)
+        t = NUMBERED.sub("", OUTPUT.sub("", unwrapped(s)))
         pool.append(t)
         if "\nOutput:\n" in t:  # Codex's shell output: the command's output follows its header
             pool.append(t.split("\nOutput:\n", 1)[1])
-    for s in raw:
+    for s in map(unwrapped, raw):
         if s.startswith("[changed]") and "\n@@ " in s:
             for old in list(pool):
                 new = apply_diff(old, s)
@@ -384,13 +393,23 @@ TIMER = ('in=$(cat); t0=$(date +%s%N); printf "%s" "$in" | {cmd}; rc=$?; t1=$(da
          'echo "{event} $tool $t0 $t1" >> {log}; exit $rc')
 
 
-def time_hooks(groups: dict, log: Path) -> None:
-    """Wrap each PreToolUse/PostToolUse command in a shell that times it (the hook's parent is
-    still a shell under the host, as leanctx's process walk expects)."""
-    for event in ("PreToolUse", "PostToolUse"):
+def time_hooks(groups: dict, log: Path, events: tuple = ("PreToolUse", "PostToolUse")) -> None:
+    """Wrap each pre/post tool hook command in a shell that times it (the hook's parent is
+    still a shell under the host, as leanctx's process walk expects); logged as PreToolUse /
+    PostToolUse whatever the host calls them."""
+    for event, name in zip(events, ("PreToolUse", "PostToolUse")):
         for group in groups.get(event, []):
             for hook in group.get("hooks", []):
-                hook["command"] = TIMER.format(cmd=hook["command"], event=event, log=shlex.quote(str(log)))
+                hook["command"] = TIMER.format(cmd=hook["command"], event=name, log=shlex.quote(str(log)))
+
+
+def time_settings_hooks(path: Path, log: Path, events: tuple) -> None:
+    """time_hooks on a JSON-with-comments settings file (Gemini CLI, Qwen Code)."""
+    from leanctx.installer import jsonc
+
+    data = jsonc.loads(path.read_text())
+    time_hooks(data["hooks"], log, events)
+    path.write_text(json.dumps(data, indent=2))
 
 
 def read_hook_log(log: Path) -> dict:
@@ -411,7 +430,8 @@ class Host:
     agent = ""
     cli = ""
     native_dedup = False
-    has_subagent = True
+    has_subagent = True  # the session's subagent step runs (the host has one the fake can drive)
+    compacts = True  # the session's compaction step runs
 
     def gated(self) -> bool:
         from leanctx import agents
@@ -687,7 +707,104 @@ class Codex(Host):
             run.bodies[:] = srv.requests
 
 
-HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex}
+class Gemini(Host):
+    """Gemini CLI: read_file (start_line/end_line), run_shell_command, replace; compresses on its
+    own once an answer reports a prompt over its threshold."""
+    name, agent, cli = "Gemini CLI", "gemini", "gemini"
+    # not driven here yet: its subagents (invoke_agent), and its compression, which a reported
+    # prompt over the threshold did not set off within one `-p` run (it does across a resume:
+    # tests/e2e/test_gemini_compression_e2e.py)
+    has_subagent = False
+    compacts = False
+    READ_TOOL, SHELL, EDIT, CTX = "read_file", "run_shell_command", "replace", "mcp_leanctx_ctx_read"
+    HOOK_EVENTS = ("BeforeTool", "AfterTool")
+    SETTINGS = ('{\n  // the user\'s own settings\n  "security": {"auth": {"selectedType": "gemini-api-key"}},\n'
+                '  "privacy": {"usageStatisticsEnabled": false}\n}\n')
+
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        from tests.e2e.fake_gemini_chat import call
+
+        p = str(self.proj / act.path) if act.path else ""
+        if act.kind == "read":
+            args: dict = {"file_path": p}
+            if act.start is not None:
+                args.update(start_line=act.start, end_line=act.end)
+            item = call(self.READ_TOOL, args)
+        elif act.kind == "shell":
+            item = call(self.SHELL, {"command": act.command})
+        elif act.kind == "ctx_read":
+            args = {"path": act.path}
+            if act.start is not None:
+                args.update(start_line=act.start, end_line=act.end)
+            item = call(self.CTX, args)
+        elif act.kind == "edit":
+            item = call(self.EDIT, {"file_path": p, "old_string": act.old, "new_string": act.new, "instruction": "edit"})
+        else:
+            raise ValueError(act.kind)
+        self.last_id = item["id"]
+        return item["id"], item
+
+    def result(self, body: dict, call_id: str) -> Optional[str]:
+        """The tool result the request ends with: the answer to the model's one call of its last
+        turn (Gemini makes its own call ids)."""
+        from tests.e2e.fake_gemini_chat import gemini_tool_results
+
+        contents = body.get("contents") or []
+        if call_id != self.last_id or not contents:
+            return None
+        found = gemini_tool_results({"contents": contents[-1:]})
+        return found[-1][1] if found else None
+
+    def is_sub(self, body: dict) -> bool:
+        return False
+
+    def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        # a look at the tree, answered as if the prompt filled the window: the CLI compresses first
+        self.srv.prompt_tokens = [10] * (self.srv._next - 1) + [1_000_000]
+        act = Act("shell", command="ls src tests")
+        call_id, item = self.call(act, body)
+        call = Call("main", act, call_id)
+        model.run.calls.append(call)
+        conv["pending"] = call
+        return item
+
+    def env(self, hh: hostcli.HostHome, srv, env: dict) -> dict:  # noqa: ANN001
+        return hostcli.base_env(hh.home, {**env, "GEMINI_API_KEY": "fake-key", "GEMINI_CLI_TRUST_WORKSPACE": "true",
+                                          "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{srv.port}"})
+
+    def argv(self) -> list:
+        return ["-p", "work on the handlers", "--output-format", "json", "--approval-mode", "yolo"]
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
+        from tests.e2e.fake_gemini_chat import FakeGeminiChat
+
+        class Fake(FakeGeminiChat):
+            def answer_with_usage(self, body: dict) -> tuple:
+                # the CLI's loop check (a side request) hears "no loop": a scripted session repeats itself on purpose
+                if self._kind(body) == "side" and "Please analyze the conversation history" in json.dumps(body):
+                    answer = {"unproductive_state_analysis": "steady progress", "unproductive_state_confidence": 0}
+                    return "side", [{"text": json.dumps(answer)}], self.side_prompt_tokens
+                return super().answer_with_usage(body)
+
+        FakeGeminiChat = Fake  # noqa: N806
+        self.proj, self.last_id = hh.proj, None
+        settings = hh.home / f".{self.agent}" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(self.SETTINGS)
+        if log is not None:
+            lean.run("init", "--agent", self.agent)
+            time_settings_hooks(settings, log, self.HOOK_EVENTS)
+            lean.run("serve", "--detach")
+        with FakeGeminiChat([model.answer] * 400) as srv:
+            self.srv = srv
+            cp = hostcli.run_cli([hostcli.find_cli(self.cli), *self.argv()], cwd=hh.proj, env=self.env(hh, srv, env),
+                                 timeout=HOST_TIMEOUT)
+            if cp.returncode != 0:
+                run.error = f"{self.cli} exited {cp.returncode}: {cp.stderr[-400:]}"
+            run.bodies[:] = [r.body for r in srv.log if r.kind in ("main", "side")]
+
+
+HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini}
 
 
 def hosts() -> dict[str, Host]:
@@ -777,7 +894,8 @@ def body_parts(body: Optional[dict]) -> tuple[int, int]:
     if not body:
         return 0, 0
     tools_part = count(json.dumps(body.get("tools") or [], ensure_ascii=False, sort_keys=True))
-    rest = {k: body.get(k) for k in ("system", "instructions", "messages", "input") if k in body}
+    rest = {k: body.get(k) for k in ("system", "instructions", "messages", "input", "systemInstruction", "contents")
+            if k in body}
     return tools_part, count(json.dumps(rest, ensure_ascii=False, sort_keys=True))
 
 
@@ -792,7 +910,7 @@ def figures(host: Host, run: Run, base: Optional[Run]) -> dict:
     received = [c for c in calls if c.text is not None]
     result_tokens = sum(count(c.text) for c in received)
     stubs = [c for c in received if stub_regions(c.text, 10**6) is not None]
-    diffs = [c for c in received if c.text.startswith("[changed]") and c not in stubs]
+    diffs = [c for c in received if unwrapped(c.text).startswith("[changed]") and c not in stubs]
     native = [c for c in received if NATIVE_UNCHANGED.search(c.text[:200])]
     requests = [b for b in run.bodies if isinstance(b, dict) and b.get("tools")]
     tools_t, rest_t = body_parts(run.first_body)
@@ -835,6 +953,8 @@ def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:
     steps = session(quick)
     if quick or not host.has_subagent:
         steps = [s for s in steps if s[0] != "subagent"]
+    if not host.compacts:
+        steps = [s for s in steps if s[0] != "compact"]
     gated = host.gated()
     runs: dict[str, Run] = {}
     floor: list[float] = []
