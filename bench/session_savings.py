@@ -804,7 +804,62 @@ class Gemini(Host):
             run.bodies[:] = [r.body for r in srv.log if r.kind in ("main", "side")]
 
 
-HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini}
+class Qwen(Gemini):
+    """Qwen Code (a Gemini CLI fork on Chat Completions): read_file (offset from 0, limit),
+    run_shell_command, edit; MCP tools are deferred, so the model loads ctx_read with tool_search
+    first, as the installed read rule tells it."""
+    name, agent, cli = "Qwen Code", "qwen", "qwen"
+    native_dedup = True  # its FileReadCache answers an unchanged re-read of read_file
+    READ_TOOL, SHELL, EDIT, CTX = "read_file", "run_shell_command", "edit", "mcp__leanctx__ctx_read"
+    HOOK_EVENTS = ("PreToolUse", "PostToolUse")
+    SETTINGS = ('{\n  // the user\'s own settings\n  "security": {"auth": {"selectedType": "openai"}},\n'
+                '  "model": {"name": "fake-model"},\n  "privacy": {"usageStatisticsEnabled": false},\n  "$version": 4\n}\n')
+
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        from tests.e2e.fake_gemini_chat import call, offered_tools
+
+        if act.kind == "read" and act.start is not None:
+            item = call(self.READ_TOOL, {"file_path": str(self.proj / act.path), "offset": act.start - 1,
+                                         "limit": act.end - act.start + 1})
+            return item["id"], item
+        if act.kind == "ctx_read" and self.CTX not in offered_tools(body):
+            self.held = act  # loaded first; the read follows on the next request
+            item = call("tool_search", {"query": f"select:{self.CTX}"})
+            return item["id"], item
+        return super().call(act, body)
+
+    def result(self, body: dict, call_id: str) -> Optional[str]:
+        from tests.e2e.fake_gemini_chat import chat_tool_results
+
+        return chat_tool_results(body).get(call_id)
+
+    def env(self, hh: hostcli.HostHome, srv, env: dict) -> dict:  # noqa: ANN001
+        return hostcli.base_env(hh.home, {**env, "OPENAI_API_KEY": "sk-fake", "OPENAI_BASE_URL": srv.chat_url,
+                                          "OPENAI_MODEL": "fake-model"})
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
+        self.held = None
+        answer = model.answer
+
+        def loading(body: dict):  # noqa: ANN202
+            with model.lock:  # tool_search answered: the held ctx_read goes out now
+                pending = model.convs["main"]["pending"]
+                if self.held is not None and pending is not None and pending.act is self.held:
+                    act, self.held = pending.act, None
+                    pending.act, pending.text = Act("tool_search"), self.result(body, pending.call_id)
+                    run.bodies.append(body)
+                    call_id, item = self.call(act, body)
+                    call = Call("main", act, call_id)
+                    run.calls.append(call)
+                    model.convs["main"]["pending"] = call
+                    return item
+            return answer(body)
+
+        model.answer = loading
+        super().run(run, hh, lean, env, model, log)
+
+
+HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini, "qwen": Qwen}
 
 
 def hosts() -> dict[str, Host]:
@@ -882,7 +937,7 @@ def floor_ms(root: Path, n: int) -> list[float]:
 # --------------------------------------------------------------------------------------------
 # figures
 # --------------------------------------------------------------------------------------------
-NATIVE_UNCHANGED = re.compile(r"file unchanged since", re.I)  # Claude Code's own answer to a Read it dedups
+NATIVE_UNCHANGED = re.compile(r"file (?:\S+ )?unchanged since", re.I)  # Claude Code's own answer to a Read it dedups
 
 
 def count(text: str) -> int:
