@@ -185,7 +185,7 @@ def session(quick: bool) -> list:
     ]
 
 
-REFUSED_EDIT = re.compile(r"has not been read|read it first|modified since read|has been modified since", re.I)
+REFUSED_EDIT = re.compile(r"has not been read|read it first|must read|modified since read|has been modified since", re.I)
 
 
 def play(steps: list, proj: Path, use_ctx: bool) -> Iterator[Act]:
@@ -229,7 +229,7 @@ def play(steps: list, proj: Path, use_ctx: bool) -> Iterator[Act]:
 # --------------------------------------------------------------------------------------------
 # what the model received
 # --------------------------------------------------------------------------------------------
-NUMBERED = re.compile(r"^ *\d+(?:→|\t)", re.M)
+NUMBERED = re.compile(r"^ *\d+(?:→|\t|: )", re.M)  # Claude Code, cat -n, OpenCode
 OUTPUT = re.compile(r"^Output: ", re.M)  # Gemini CLI's shell output starts so
 SPAN = re.compile(r"L(\d+)-(\d+)")
 
@@ -859,7 +859,80 @@ class Qwen(Gemini):
         super().run(run, hh, lean, env, model, log)
 
 
-HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini, "qwen": Qwen}
+class OpenCode(Host):
+    """OpenCode (`opencode run`, Chat Completions): read (offset, limit), bash, edit; leanctx is a
+    plugin there, not command hooks, so no hook time is taken."""
+    name, agent, cli = "OpenCode", "opencode", "opencode"
+    has_subagent = False
+    compacts = False
+    CTX = "leanctx_ctx_read"
+    CONFIG = """{
+  // the user's own settings
+  "$schema": "https://opencode.ai/config.json",
+  "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+                        "options": {"baseURL": "@URL@", "apiKey": "sk-fake"},
+                        "models": {"fake-model": {"name": "Fake Model", "tool_call": true}}}},
+  "model": "fake/fake-model",
+  "autoupdate": false,
+  "share": "disabled",
+  "permission": {"*": "allow"}
+}
+"""
+
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        from tests.e2e.fake_openai import function_call
+
+        p = str(self.proj / act.path) if act.path else ""
+        if act.kind == "read":
+            args: dict = {"filePath": p}
+            if act.start is not None:
+                args.update(offset=act.start, limit=act.end - act.start + 1)
+            item = function_call("read", args)
+        elif act.kind == "shell":
+            item = function_call("bash", {"command": act.command, "description": "look at the code"})
+        elif act.kind == "ctx_read":
+            args = {"path": act.path}
+            if act.start is not None:
+                args.update(start_line=act.start, end_line=act.end)
+            item = function_call(self.CTX, args)
+        elif act.kind == "edit":
+            item = function_call("edit", {"filePath": p, "oldString": act.old, "newString": act.new})
+        else:
+            raise ValueError(act.kind)
+        return item["call_id"], item
+
+    def result(self, body: dict, call_id: str) -> Optional[str]:
+        from tests.e2e.fake_openai import chat_tool_outputs
+
+        return chat_tool_outputs(body).get(call_id)
+
+    def is_sub(self, body: dict) -> bool:
+        return False
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
+        from tests.e2e.fake_openai import FakeOpenAI
+
+        self.proj = hh.proj
+        with FakeOpenAI(script=[model.answer] * 400, model="fake-model") as srv:
+            config = hh.home / ".config" / "opencode" / "opencode.json"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(self.CONFIG.replace("@URL@", srv.base_url))
+            if log is not None:
+                lean.run("init", "--agent", self.agent)
+                lean.run("serve", "--detach")
+            oc_env = hostcli.base_env(hh.home, {
+                **env, "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                # its background npm install of the plugin package fails at once, offline
+                "npm_config_registry": "http://127.0.0.1:9/", "npm_config_offline": "true"})
+            cp = hostcli.run_cli([hostcli.find_cli(self.cli), "run", "work on the handlers", "--format", "json"],
+                                 cwd=hh.proj, env=oc_env, timeout=HOST_TIMEOUT)
+            if cp.returncode != 0:
+                run.error = f"opencode exited {cp.returncode}: {cp.stderr[-400:]}"
+            run.bodies[:] = srv.requests
+
+
+HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini, "qwen": Qwen, "opencode": OpenCode}
 
 
 def hosts() -> dict[str, Host]:
