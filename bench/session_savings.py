@@ -389,8 +389,8 @@ class Run:
 # hosts
 # --------------------------------------------------------------------------------------------
 TIMER = ('in=$(cat); t0=$(date +%s%N); printf "%s" "$in" | {cmd}; rc=$?; t1=$(date +%s%N); '
-         'tool=$(printf "%s" "$in" | sed -n \'s/.*"tool_name" *: *"\\([^"]*\\)".*/\\1/p\' | head -n 1); '
-         'echo "{event} $tool $t0 $t1" >> {log}; exit $rc')
+         'tool=$(printf "%s" "$in" | sed -n \'s/.*"tool_\\?[nN]ame" *: *"\\([^"]*\\)".*/\\1/p\' | head -n 1); '
+         'echo "{event} ${{tool:-?}} $t0 $t1" >> {log}; exit $rc')
 
 
 def time_hooks(groups: dict, log: Path, events: tuple = ("PreToolUse", "PostToolUse")) -> None:
@@ -932,7 +932,70 @@ class OpenCode(Host):
             run.bodies[:] = srv.requests
 
 
-HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini, "qwen": Qwen, "opencode": OpenCode}
+class Copilot(Codex):
+    """GitHub Copilot CLI (`copilot -p`, Responses API): view (view_range), bash, edit; a `task`
+    subagent runs in the same process, its requests known by the task prompt they start with."""
+    name, agent, cli = "Copilot CLI", "copilot", "copilot"
+    compacts = False
+    CTX = "leanctx-ctx_read"
+    SUB_MARK = "SUBAGENT-TASK: read src/app.py and src/util.py and list the handlers."
+
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        from tests.e2e.fake_openai import function_call
+
+        p = str(self.proj / act.path) if act.path else ""
+        if act.kind == "read":
+            args: dict = {"path": p}
+            if act.start is not None:
+                args["view_range"] = [act.start, act.end]
+            item = function_call("view", args)
+        elif act.kind == "shell":
+            item = function_call("bash", {"command": act.command, "description": "look at the code"})
+        elif act.kind == "ctx_read":
+            args = {"path": act.path}
+            if act.start is not None:
+                args.update(start_line=act.start, end_line=act.end)
+            item = function_call(self.CTX, args)
+        elif act.kind == "edit":
+            item = function_call("edit", {"path": p, "old_str": act.old, "new_str": act.new})
+        elif act.kind == "subagent":
+            item = function_call("task", {"name": "reader", "description": "list handlers", "agent_type": "general-purpose",
+                                          "prompt": self.SUB_MARK, "mode": "sync"})
+        else:
+            raise ValueError(act.kind)
+        return item["call_id"], item
+
+    def is_sub(self, body: dict) -> bool:
+        return any(isinstance(i, dict) and i.get("role") == "user" and self.SUB_MARK in json.dumps(i)
+                   for i in body.get("input") or [])
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
+        from tests.e2e.fake_openai import FakeOpenAI
+
+        self.proj = hh.proj
+        with FakeOpenAI(script=[model.answer] * 400) as srv:
+            if log is not None:
+                lean.run("init", "--agent", self.agent)
+                hooks = hh.home / ".copilot" / "hooks" / "leanctx.json"
+                data = json.loads(hooks.read_text())
+                for event, entries in data["hooks"].items():
+                    name = {"preToolUse": "PreToolUse", "preMcpToolCall": "PreToolUse", "postToolUse": "PostToolUse"}.get(event)
+                    for entry in entries if name else ():
+                        entry["bash"] = TIMER.format(cmd=entry["bash"], event=name, log=shlex.quote(str(log)))
+                hooks.write_text(json.dumps(data, indent=2))
+                lean.run("serve", "--detach")
+            cenv = hostcli.base_env(hh.home, {**env, "COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": srv.base_url,
+                                               "COPILOT_PROVIDER_API_KEY": "sk-fake", "COPILOT_PROVIDER_WIRE_API": "responses",
+                                               "COPILOT_MODEL": "gpt-4.1"})
+            cp = hostcli.run_cli([hostcli.find_cli(self.cli), "-p", "work on the handlers", "--allow-all-tools",
+                                  "--allow-all-paths", "--disable-client-telemetry"], cwd=hh.proj, env=cenv, timeout=HOST_TIMEOUT)
+            if cp.returncode != 0:
+                run.error = f"copilot exited {cp.returncode}: {(cp.stdout + cp.stderr)[-400:]}"
+            run.bodies[:] = srv.requests
+
+
+HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini, "qwen": Qwen, "opencode": OpenCode,
+                                        "copilot": Copilot}
 
 
 def hosts() -> dict[str, Host]:
@@ -1050,7 +1113,7 @@ def figures(host: Host, run: Run, base: Optional[Run]) -> dict:
         "stubs": len(stubs), "diffs": len(diffs), "host_unchanged_notes": len(native),
         "wrong_stubs": sum(c.wrong for c in calls), "requests": len(requests),
         "compactions": sum(1 for b in run.bodies if isinstance(b, dict) and _is_compaction(b)),
-        "subagent_requests": sum(1 for b in run.bodies if isinstance(b, dict) and b.get("tools") and _is_sub(b)),
+        "subagent_requests": sum(1 for b in run.bodies if isinstance(b, dict) and b.get("tools") and host.is_sub(b)),
         "hook_ms": {k: round(statistics.median(v), 1) for k, v in sorted(run.hook_ms.items())},
         "hook_calls": {k: len(v) for k, v in sorted(run.hook_ms.items())},
         "_tools_tokens": tools_t, "_rest_tokens": rest_t,
@@ -1069,12 +1132,6 @@ def _is_compaction(body: dict) -> bool:
     from tests.e2e import fake_anthropic, fake_openai
 
     return fake_anthropic.is_compaction(body) or fake_openai.is_compaction(body)
-
-
-def _is_sub(body: dict) -> bool:
-    from tests.e2e import fake_anthropic, fake_openai
-
-    return fake_anthropic.is_subagent(body) or ("input" in body and fake_openai.is_subagent(body))
 
 
 def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:
