@@ -994,8 +994,71 @@ class Copilot(Codex):
             run.bodies[:] = srv.requests
 
 
+class CodeBuddy(Host):
+    """CodeBuddy Code (`codebuddy -p`, Chat Completions): Claude Code's tool names (Read, Bash,
+    Edit); its MCP tools are deferred and called through DeferExecuteTool, as the read rule says."""
+    name, agent, cli = "CodeBuddy", "codebuddy", "codebuddy"
+    has_subagent = False
+    compacts = False
+
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        from tests.e2e.fake_chat import tool_call
+
+        p = str(self.proj / act.path) if act.path else ""
+        if act.kind == "read":
+            args: dict = {"file_path": p}
+            if act.start is not None:
+                args.update(offset=act.start, limit=act.end - act.start + 1)
+            item = tool_call("Read", args)
+        elif act.kind == "shell":
+            item = tool_call("Bash", {"command": act.command, "description": "look at the code"})
+        elif act.kind == "ctx_read":
+            args = {"path": act.path}
+            if act.start is not None:
+                args.update(start_line=act.start, end_line=act.end)
+            item = tool_call("DeferExecuteTool", {"toolName": "mcp__leanctx__ctx_read", "params": args})
+        elif act.kind == "edit":
+            item = tool_call("Edit", {"file_path": p, "old_string": act.old, "new_string": act.new})
+        else:
+            raise ValueError(act.kind)
+        return item["id"], item
+
+    def result(self, body: dict, call_id: str) -> Optional[str]:
+        from tests.e2e.fake_openai import chat_tool_outputs
+
+        return chat_tool_outputs(body).get(call_id)
+
+    def is_sub(self, body: dict) -> bool:
+        return False
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
+        from tests.e2e.fake_chat import FakeChat
+
+        self.proj = hh.proj
+        cb = hh.home / ".codebuddy"
+        cb.mkdir(parents=True, exist_ok=True)
+        settings = cb / "settings.json"
+        settings.write_text(json.dumps({"model": "default-model"}, indent=4))
+        if log is not None:
+            lean.run("init", "--agent", self.agent)
+            data = json.loads(settings.read_text())
+            time_hooks(data["hooks"], log)
+            settings.write_text(json.dumps(data, indent=4))
+            lean.run("serve", "--detach")
+        with FakeChat(script=[model.answer] * 400) as srv:
+            cenv = hostcli.base_env(hh.home, {
+                **env, "CODEBUDDY_API_KEY": "sk-fake", "CODEBUDDY_BASE_URL": srv.base_url,
+                "CODEBUDDY_SKIP_BUILTIN_MARKETPLACE": "1", "GIT_ALLOW_PROTOCOL": "file",
+                "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"})
+            cp = hostcli.run_cli(["node", hostcli.find_cli(self.cli), "-p", "work on the handlers",
+                                  "--dangerously-skip-permissions"], cwd=hh.proj, env=cenv, timeout=HOST_TIMEOUT)
+            if cp.returncode != 0:
+                run.error = f"codebuddy exited {cp.returncode}: {cp.stderr[-400:]}"
+            run.bodies[:] = srv.requests
+
+
 HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini, "qwen": Qwen, "opencode": OpenCode,
-                                        "copilot": Copilot}
+                                        "copilot": Copilot, "codebuddy": CodeBuddy}
 
 
 def hosts() -> dict[str, Host]:
@@ -1090,6 +1153,26 @@ def body_parts(body: Optional[dict]) -> tuple[int, int]:
     return tools_part, count(json.dumps(rest, ensure_ascii=False, sort_keys=True))
 
 
+def tool_sizes(body: Optional[dict]) -> dict:
+    """Tool name -> tokens of its definition in a request (a namespace or a Gemini declaration
+    list counts as one entry per tool it holds)."""
+    sizes: dict = {}
+    for t in (body or {}).get("tools") or []:
+        if not isinstance(t, dict):
+            continue
+        inner = t.get("functionDeclarations") or (t.get("tools") if t.get("type") == "namespace" else None)
+        if inner:
+            for d in inner:
+                sizes[f"{t.get('name', '')}.{d.get('name')}".lstrip(".")] = count(json.dumps(d, sort_keys=True))
+        else:
+            sizes[t.get("name") or (t.get("function") or {}).get("name")] = count(json.dumps(t, sort_keys=True))
+    return sizes
+
+
+def tool_names(body: Optional[dict]) -> set:
+    return set(tool_sizes(body))
+
+
 def figures(host: Host, run: Run, base: Optional[Run]) -> dict:
     calls = [c for c in run.calls if c.act.kind != "wait"]
     for c in calls:  # a result that reached only the compaction request (Codex compacts mid-turn)
@@ -1122,6 +1205,11 @@ def figures(host: Host, run: Run, base: Optional[Run]) -> dict:
                   f"{(c.text or '<none>')[:90]!r}" for c in calls],
     }
     if base is not None:
+        mine, theirs = tool_names(run.first_body), tool_names(base.first_body)
+        out["tools_added"], out["tools_removed"] = sorted(mine - theirs), sorted(theirs - mine)
+        ours, host_alone = tool_sizes(run.first_body), tool_sizes(base.first_body)
+        out["tool_tokens_changed"] = {k: ours.get(k, 0) - host_alone.get(k, 0) for k in sorted(set(ours) | set(host_alone))
+                                      if ours.get(k, 0) != host_alone.get(k, 0)}
         base_tools, base_rest = body_parts(base.first_body)
         out["overhead_tools_per_request"] = tools_t - base_tools
         out["overhead_rule_per_request"] = rest_t - base_rest
@@ -1156,7 +1244,7 @@ def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:
         once = row.get("overhead_tools_per_request", 0) + row.get("overhead_rule_per_request", 0)
         row["overhead_per_request"] = once
         row["overhead_session"] = once * row["requests"]
-        row["within_host_alone_plus_overhead"] = row["result_tokens"] <= a_tokens + once
+        row["within_host_alone_plus_overhead"] = row["result_tokens"] <= a_tokens + max(once, 0)
     return {"host": host.name, "agent": host.agent, "version": host.version(), "gated": gated,
             "native_dedup": host.native_dedup, "quick": quick, "modes": rows,
             "floor_ms": round(statistics.median(floor), 1) if floor else None, "tokenizer": tokens.name()}
