@@ -98,6 +98,8 @@ def project_files() -> dict[str, str]:
         "src/models.py": _module("models", 18, 9),
         "README.md": readme,
         "tests/test_app.py": tests_src,
+        "src/api.py": _module("api", 12, 3),
+        "docs/notes.md": "# notes\n\n" + "".join(f"- handler {i}: returns its total and count; limit {i % 5 + 3}\n" for i in range(60)),
     }
 
 
@@ -163,7 +165,7 @@ def session(quick: bool) -> list:
             R("src/app.py", again=True), CAT("src/util.py", again=True), SED("src/models.py", 1, 60),
             SED("src/models.py", 20, 50, again=True),
         ]
-    sub = [R("src/app.py"), CAT("src/util.py"), GREP("class "), R("src/app.py", 100, 140, again=True),
+    sub = [R("src/app.py"), CAT("src/util.py"), GREP("class "), R("src/app.py", 100, 140, again=True), R("src/models.py"),
            CAT("tests/test_app.py"), HEAD("src/util.py", 50, again=True)]
     return [
         GREP("def handle_app_1"), R("src/app.py"), R("src/util.py"), R("src/app.py", 60, 110, again=True),
@@ -174,13 +176,14 @@ def session(quick: bool) -> list:
         OTHER("src/util.py", "'handler': 8, ", "'handler': 8, 'changed': 1, "), R("src/util.py"),
         SED("src/models.py", 90, 130, again=True), GREP("import "),
         EDIT("src/models.py", "'handler': 12, ", "'handler': 12, 'edited': 1, "), SED("src/models.py", 1, 80),
-        R("README.md", again=True), ("subagent", sub), R("src/app.py", again=True),
+        R("README.md", again=True), R("src/api.py"), CAT("docs/notes.md"), ("subagent", sub), R("src/app.py", again=True),
         ("compact",),
         R("src/app.py"), R("src/app.py", again=True), CAT("src/util.py"), HEAD("src/util.py", 30, again=True),
         EDIT("src/util.py", "'handler': 9, ", "'handler': 9, 'edited': 1, "), CAT("src/util.py"), R("src/models.py", 60, 140),
         SED("src/models.py", 80, 120, again=True), GREP("return "), R("tests/test_app.py"),
         EDIT("tests/test_app.py", "test_handler_3()", "test_handler_three()"), R("tests/test_app.py"),
         R("tests/test_app.py", again=True), CAT("README.md"), R("README.md", again=True), R("src/util.py", again=True),
+        SED("src/api.py", 1, 50), R("docs/notes.md"),
         R("src/app.py", 110, 150, again=True), SED("src/app.py", 1, 40, again=True),
     ]
 
@@ -1165,7 +1168,8 @@ def tool_sizes(body: Optional[dict]) -> dict:
             for d in inner:
                 sizes[f"{t.get('name', '')}.{d.get('name')}".lstrip(".")] = count(json.dumps(d, sort_keys=True))
         else:
-            sizes[t.get("name") or (t.get("function") or {}).get("name")] = count(json.dumps(t, sort_keys=True))
+            name = t.get("name") or (t.get("function") or {}).get("name") or t.get("type") or "?"
+            sizes[name] = count(json.dumps(t, sort_keys=True))
     return sizes
 
 
