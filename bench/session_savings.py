@@ -1267,7 +1267,7 @@ def gated_hook_ms(row: dict) -> Optional[str]:
     tools = dict.fromkeys(k.split(" ", 1)[1] for k in ms)
     if not tools:
         return None
-    short = lambda t: "ctx_read" if t.endswith("ctx_read") else t  # noqa: E731
+    short = lambda t: "ctx_read" if t.endswith("ctx_read") else "gated call" if t == "?" else t  # noqa: E731
     return ", ".join(f"{short(t)} {ms.get('PreToolUse ' + t, 0):.0f}" + (f"/{ms['PostToolUse ' + t]:.0f}" if "PostToolUse " + t in ms else "")
                      for t in tools)
 
