@@ -55,8 +55,14 @@ class Droid(ClaudeShapeAgent):
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         ev = super().normalize(event, payload)
-        if ev.kind in (PRE_TOOL, POST_TOOL) and ev.tool_use_id is None and ev.tool_name in self.builtin_read_tools:
-            ev.tool_use_id = call_id_from_transcript(ev.transcript_path, ev.session_id, ev.tool_name, ev.tool_input)
+        if ev.kind in (PRE_TOOL, POST_TOOL) and ev.tool_use_id is None and ev.tool_name in self.builtin_read_tools \
+                and self.builtin_read_ask(ev) is not None:
+            # Droid writes the model's call to the transcript about when it runs the pre-tool hook,
+            # not always before: a read waits a little for it. After the call its result may be
+            # written already: the post-tool hook takes the call of the latest message, answered or not
+            pre = ev.kind == PRE_TOOL
+            ev.tool_use_id = call_id_from_transcript(ev.transcript_path, ev.session_id, ev.tool_name, ev.tool_input,
+                                                     TRANSCRIPT_WAIT_S if pre else 0.0, pending=pre)
         return ev
 
     def builtin_read_ask(self, event):  # noqa: ANN001, ANN201 - HookEvent -> Ask | None
@@ -79,8 +85,10 @@ class Droid(ClaudeShapeAgent):
             return None
         ask = readers.shell_ask(command, event.cwd)
         output = response[:-len(EXIT_0)]
-        if ask is None or not output or output != output.strip("\n") + ("\n" if output.endswith("\n") else ""):
-            return None  # leading or trailing blank lines: the terminal may have trimmed some
+        if ask is None or not output:
+            return None
+        # blank lines at either end came through as they were (0.215.0, 0.225.2); were some
+        # trimmed, the text would no longer fill the span asked for and the daemon would not credit it
         content = readers.shell_content(ask, output)
         return (ask, content) if content else None
 
@@ -119,6 +127,7 @@ EXIT_0 = "\n\n[Process exited with code 0]"  # what Execute puts after a clean r
 SHOWING_HEAD = "\n\n<system-reminder>[Showing lines "
 SHOWING_TAIL = " total lines]</system-reminder>"
 TRANSCRIPT_TAIL_BYTES = 1 << 20  # the latest assistant message is near the end of the transcript
+TRANSCRIPT_WAIT_S = 0.5  # how long a read's pre-tool hook waits for its call to reach the transcript
 
 
 def execute_command(tool_input: object) -> str | None:
@@ -184,10 +193,24 @@ def _int(word: str) -> int | None:
     return int(word) if word.isdigit() and len(word) <= 9 else None
 
 
-def call_id_from_transcript(transcript: str | None, session: str | None, tool: str | None, tool_input: object) -> str | None:
+def call_id_from_transcript(transcript: str | None, session: str | None, tool: str | None, tool_input: object,
+                            wait: float = 0.0, pending: bool = True) -> str | None:
     """The model's id for this tool call, from the session's transcript: the one `tool_use` of
     the latest assistant message with this name and input that has no `tool_result` yet. None
-    when the transcript is not the session's own file, or no call or several match."""
+    when the transcript is not the session's own file, or no call or several match (after
+    looking again for up to `wait` seconds). `pending` False: answered calls count too."""
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        found = _pending_call(transcript, session, tool, tool_input, pending)
+        if found is not None or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.02)
+
+
+def _pending_call(transcript: str | None, session: str | None, tool: str | None, tool_input: object,
+                  pending: bool = True) -> str | None:
     from leanctx import fastjson
 
     if not (transcript and session and tool and isinstance(tool_input, dict)) or not os.path.isabs(transcript) \
@@ -232,7 +255,7 @@ def call_id_from_transcript(transcript: str | None, session: str | None, tool: s
         if not isinstance(content, list):
             continue
         blocks = [b for b in content if isinstance(b, dict)]
-        if message.get("role") == "user":
+        if message.get("role") == "user" and pending:
             answered.update(b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result")
             continue
         if message.get("role") != "assistant":

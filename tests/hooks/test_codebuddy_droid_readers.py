@@ -178,8 +178,6 @@ def test_droid_output_of_another_shape_is_not_credited(tool_input: dict, respons
 
 @pytest.mark.parametrize("response", [
     "alpha\n\n[Process exited with code 1]",
-    "\nalpha\n\n\n[Process exited with code 0]",        # a leading blank line: maybe trimmed
-    "alpha\n\n\n\n[Process exited with code 0]",        # trailing blank lines: maybe trimmed
     "Command completed successfully",
     "alpha\n\nFull command output saved to: /x.log (44KB)",
 ])
@@ -220,9 +218,8 @@ def test_droid_without_one_matching_pending_call_there_is_no_call_id(tmp_path: P
     text = path.read_text()
     use = {"type": "tool_use", "id": c["call_id"], "name": "Read", "input": pre["tool_input"]}
 
-    def tool_id(**changes) -> str | None:
-        return droid.AGENT.normalize("PreToolUse", {**pre, **changes}).tool_id if False else \
-            droid.AGENT.normalize("PreToolUse", {**pre, **changes}).tool_use_id
+    def tool_id(event: str = "PreToolUse", **changes) -> str | None:
+        return droid.AGENT.normalize(event, {**pre, **changes, "hook_event_name": event}).tool_use_id
 
     assert tool_id(tool_input={"file_path": pre["tool_input"]["file_path"], "limit": 3}) is None, "another input"
     assert tool_id(session_id="other-session") is None, "a transcript not named after the session"
@@ -230,10 +227,12 @@ def test_droid_without_one_matching_pending_call_there_is_no_call_id(tmp_path: P
     path.write_text(text + "\n" + json.dumps({"type": "message", "message": {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": c["call_id"], "content": "x"}]}}) + "\n")
     assert tool_id() is None
+    # ...but after the call Droid may have written its result before the post-tool hook runs
+    assert tool_id("PostToolUse") == c["call_id"]
     # two identical calls pending in one message: which one runs cannot be told
     twice = {"type": "message", "message": {"role": "assistant", "content": [use, {**use, "id": "call_other"}]}}
     path.write_text(text + "\n" + json.dumps(twice) + "\n")
-    assert tool_id() is None
+    assert tool_id() is None and tool_id("PostToolUse") is None
     # a later assistant message without tool calls: nothing is pending
     path.write_text(text + "\n" + json.dumps({"type": "message", "message": {"role": "assistant", "content": [
         {"type": "text", "text": "done"}]}}) + "\n")
@@ -255,3 +254,129 @@ def test_a_refusal_is_the_hosts_deny_with_the_text_as_its_reason(host: str) -> N
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert out["hookSpecificOutput"]["permissionDecisionReason"] == "[unchanged] a 3 lines"
     assert AGENTS[host].builtin_again_output(ev, None) == "", "asked again, the read must simply run"
+
+
+# --- the whole path: the real hook processes and a real daemon; the test process is the host ---
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from tests.cache.test_service_support import start_daemon, stop_any_daemon, subprocess_env  # noqa: E402
+
+HOOK = [sys.executable, "-c", "from leanctx.hooks import run; run()"]
+FLAGS = ("--read-gate", "--builtin-read")
+
+
+def run_hook(env: dict, host: str, event: str, payload: dict, *flags: str) -> str:
+    cmd = " ".join([*(f"'{w}'" for w in HOOK), host, event, *flags])
+    proc = subprocess.run(["/bin/sh", "-c", cmd], input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.decode()
+
+
+class HostSession:
+    """A CodeBuddy or Droid session as its hooks (and, for Droid, its transcript) show it. Each
+    call's output is made the way the host makes it (the shapes recorded above)."""
+
+    def __init__(self, env: dict, host: str, proj: Path, conv: str) -> None:
+        self.env, self.host, self.proj, self.conv, self.n = env, host, proj, conv, 0
+        self.transcript = proj.parent / f"{conv}.jsonl"
+        self.transcript.write_text("")
+        self.base = {"session_id": conv, "transcript_path": str(self.transcript), "cwd": str(proj)}
+        run_hook(env, host, "SessionStart", {**self.base, "hook_event_name": "SessionStart", "source": "startup"})
+
+    def _log(self, role: str, block: dict) -> None:
+        with open(self.transcript, "a") as f:
+            f.write(json.dumps({"type": "message", "message": {"role": role, "content": [block]}}) + "\n")
+
+    def call(self, tool: str, tool_input: dict, output) -> str:  # noqa: ANN001 - output: () -> str
+        self.n += 1
+        call = f"call_{self.n:04d}"
+        ids = {"tool_use_id": call} if self.host == "codebuddy" else {}
+        self._log("assistant", {"type": "tool_use", "id": call, "name": tool, "input": tool_input})
+        pre = {**self.base, **ids, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input}
+        out = run_hook(self.env, self.host, "PreToolUse", pre, *FLAGS)
+        if out:
+            answer = json.loads(out)["hookSpecificOutput"]
+            assert answer["permissionDecision"] == "deny"
+            text = "Error: " + answer["permissionDecisionReason"]
+        else:
+            text = output()
+            assert run_hook(self.env, self.host, "PostToolUse", {**pre, "hook_event_name": "PostToolUse", "tool_response": text},
+                            "--builtin-read") == ""
+        self._log("user", {"type": "tool_result", "tool_use_id": call, "content": text})
+        return text
+
+    def read(self, path: Path, **window: int) -> str:
+        def output() -> str:
+            pieces = path.read_text().split("\n")
+            start = window.get("offset", 1)
+            shown = pieces[start - 1:start - 1 + window.get("limit", 2000)]
+            if self.host == "codebuddy":
+                return "\n".join(f"{start + i:4d}\u2192{p}" for i, p in enumerate(shown))
+            text = "\n".join(shown)
+            end = start + len(shown) - 1
+            if start > 1 or end < len(pieces):
+                text += f"\n\n<system-reminder>[Showing lines {start}-{end} of {len(pieces)} total lines]</system-reminder>"
+            return text
+
+        return self.call("Read", {"file_path": str(path), **window}, output)
+
+    def shell(self, command: str) -> str:
+        def output() -> str:
+            ran = subprocess.run(["sh", "-c", command], cwd=self.proj, capture_output=True, text=True, timeout=30)
+            return ran.stdout + f"\n\n[Process exited with code {ran.returncode}]"
+
+        tool_input = {"command": command, "summary": "Show the file"} if self.host == "droid" else {"command": command}
+        return self.call("Execute" if self.host == "droid" else "Bash", tool_input, output)
+
+
+@pytest.fixture
+def daemon(home: Path, data_dir: Path, tmp_path: Path):
+    env = subprocess_env(home, data_dir)
+    proc = start_daemon(env, tmp_path / "daemon.log")
+    yield env
+    proc.terminate()
+    proc.wait(20)
+    stop_any_daemon(data_dir)
+
+
+@pytest.mark.parametrize("host", ["codebuddy", "droid"])
+def test_a_read_re_read_is_refused_and_asking_again_gives_the_content(host: str, daemon: dict, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    f = proj / "mod.py"
+    f.write_text("".join(f"def g{i}():\n    return {i}\n\n" for i in range(100)))
+    s = HostSession(daemon, host, proj, "sess-1")
+    assert "def g99" in s.read(f)
+    stub = s.read(f)
+    assert stub.startswith("Error: [unchanged] mod.py 300 lines") and "read it again right away" in stub, stub
+    assert "def g99" in s.read(f), "asking again right after the stub gave no content"
+    assert s.read(f, offset=10, limit=20).startswith("Error: [unchanged] mod.py L10-29 of 300 lines")
+    # a new session never inherits it
+    assert "def g99" in HostSession(daemon, host, proj, "sess-2").read(f)
+
+
+def test_droid_shell_reads_count_for_read_and_the_other_way_round(daemon: dict, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    f = proj / "mod.py"
+    f.write_text("".join(f"def g{i}():\n    return {i}\n\n" for i in range(100)))
+    s = HostSession(daemon, "droid", proj, "sess-1")
+    assert "def g99" in s.shell("cat mod.py")
+    assert s.shell("sed -n '5,40p' mod.py").startswith("Error: [unchanged] mod.py L5-40 of 300 lines")
+    assert s.read(f).startswith("Error: [unchanged] mod.py 300 lines"), "what cat delivered did not count for Read"
+    s2 = HostSession(daemon, "droid", proj, "sess-2")
+    assert "def g99" in s2.read(f)
+    assert s2.shell(f"cat -n {f}").startswith("Error: [unchanged] mod.py 300 lines"), "what Read delivered did not count for cat"
+
+
+def test_codebuddy_shell_reads_are_refused_when_held_and_never_credited(daemon: dict, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    f = proj / "mod.py"
+    f.write_text("".join(f"def g{i}():\n    return {i}\n\n" for i in range(100)))
+    s = HostSession(daemon, "codebuddy", proj, "sess-1")
+    assert "def g99" in s.shell(f"cat {f}") and "def g99" in s.shell(f"cat {f}"), "Bash's output was credited"
+    assert "def g99" in s.read(f)
+    assert s.shell(f"cat {f}").startswith("Error: [unchanged] mod.py 300 lines")
+    assert "def g99" in s.shell("cat mod.py"), "a relative path was gated"
