@@ -290,7 +290,7 @@ class HostSession:
 
     def call(self, tool: str, tool_input: dict, output) -> str:  # noqa: ANN001 - output: () -> str
         self.n += 1
-        call = f"call_{self.n:04d}"
+        call = f"call_{self.conv}_{self.n:04d}"  # a model's ids never repeat
         ids = {"tool_use_id": call} if self.host == "codebuddy" else {}
         self._log("assistant", {"type": "tool_use", "id": call, "name": tool, "input": tool_input})
         pre = {**self.base, **ids, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input}
