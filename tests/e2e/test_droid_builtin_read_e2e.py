@@ -154,7 +154,6 @@ def test_shell_only_model_stub_edit_right_after_run_again_and_changes(droid_cli,
         srv.script, srv._next = [again, read, "done"], 0
         run(droid_cli, hh, run_host, "look again")
         assert whole(srv.tool_results()[again["id"]]), "a new session got a stub"
-        import shutil as _sh; _sh.rmtree("/tmp/cbdroid/dbgdata", ignore_errors=True); _sh.copytree(hh.home, "/tmp/cbdroid/dbgdata", symlinks=True, ignore_dangling_symlinks=True, ignore=_sh.ignore_patterns("*.sock"))
         assert refusal(srv.tool_results()[read["id"]]).startswith(f"[unchanged] mod.py {SHELL_LINES} lines")
     lean.assert_no_hook_errors()
 
