@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import os
 
+from leanctx import fastjson
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -211,8 +213,6 @@ def call_id_from_transcript(transcript: str | None, session: str | None, tool: s
 
 def _pending_call(transcript: str | None, session: str | None, tool: str | None, tool_input: object,
                   pending: bool = True) -> str | None:
-    from leanctx import fastjson
-
     if not (transcript and session and tool and isinstance(tool_input, dict)) or not os.path.isabs(transcript) \
             or os.path.basename(transcript) != session + ".jsonl":
         return None

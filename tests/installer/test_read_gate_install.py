@@ -225,7 +225,7 @@ def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_by
     assert path.read_bytes() == original
 
 
-def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_has_it() -> None:
+def test_the_built_in_read_gate_rides_on_the_guard_entry_on_the_hosts_that_have_it() -> None:
     from leanctx import agents
 
     claude = agents.get("claude")
@@ -235,6 +235,11 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_ha
     assert not any(name == "PreToolUse" and matcher for name, matcher in wired)
     # no read gate (init --no-mcp): no daemon to ask, so no built-in gate either
     assert all("--builtin-read" not in flags for _, flags in claude.profile_events(read_gate=False, builtin_read=True))
-    for name in ("codebuddy", "codex", "droid", "gemini", "qwen", "copilot"):
+    for name in ("codex", "gemini", "qwen", "copilot"):
         host = agents.get(name)
         assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
+    # CodeBuddy's Read and Bash, Droid's Read and Execute: on the ctx_read gate's entry and a post-tool one
+    for name, tools, read in (("codebuddy", "Read|Bash", "mcp__leanctx__ctx_read"), ("droid", "Read|Execute", "leanctx___ctx_read")):
+        wired = {(spec.name, spec.matcher): flags for spec, flags in agents.get(name).profile_events(read_gate=True, builtin_read=True)}
+        assert wired[("PreToolUse", f"{read}|{tools}")] == ("--read-gate", "--builtin-read"), name
+        assert wired[("PostToolUse", tools)] == ("--builtin-read",), name
