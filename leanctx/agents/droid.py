@@ -248,7 +248,7 @@ def _pending_call(transcript: str | None, session: str | None, tool: str | None,
             continue
         try:
             entry = fastjson.loads(raw.decode("utf-8", "surrogatepass"))
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         message = entry.get("message") if isinstance(entry, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
@@ -256,11 +256,12 @@ def _pending_call(transcript: str | None, session: str | None, tool: str | None,
             continue
         blocks = [b for b in content if isinstance(b, dict)]
         if message.get("role") == "user" and pending:
-            answered.update(b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result")
+            answered.update(b["tool_use_id"] for b in blocks if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str))
             continue
         if message.get("role") != "assistant":
             continue
         uses = [b for b in blocks if b.get("type") == "tool_use"]
-        ids = [b.get("id") for b in uses if b.get("name") == tool and b.get("input") == tool_input and b.get("id") not in answered]
+        ids = [b.get("id") for b in uses if b.get("name") == tool and b.get("input") == tool_input]
+        ids = [i for i in ids if not isinstance(i, str) or i not in answered]
         return ids[0] if len(ids) == 1 and isinstance(ids[0], str) and 0 < len(ids[0]) <= 256 else None
     return None

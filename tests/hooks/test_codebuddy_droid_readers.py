@@ -380,3 +380,16 @@ def test_codebuddy_shell_reads_are_refused_when_held_and_never_credited(daemon: 
     assert "def g99" in s.read(f)
     assert s.shell(f"cat {f}").startswith("Error: [unchanged] mod.py 300 lines")
     assert "def g99" in s.shell("cat mod.py"), "a relative path was gated"
+
+
+def test_droid_an_odd_transcript_gives_no_call_id_and_no_error(tmp_path: Path) -> None:
+    path = tmp_path / "s1.jsonl"
+    use = {"type": "tool_use", "id": "c1", "name": "Read", "input": {"file_path": "/p/a"}}
+    odd = [{"message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": ["x"]}]}},
+           {"message": {"role": "assistant", "content": [use, {"type": "tool_use", "id": ["c2"], "name": "Read", "input": {"file_path": "/p/a"}}]}}]
+    path.write_text("".join(json.dumps(e) + "\n" for e in odd[::-1]))
+    assert droid.call_id_from_transcript(str(path), "s1", "Read", {"file_path": "/p/a"}) is None
+    path.write_text(json.dumps({"message": {"role": "assistant", "content": [use]}}) + "\n{not json\n")
+    assert droid.call_id_from_transcript(str(path), "s1", "Read", {"file_path": "/p/a"}) is None
+    path.write_text(json.dumps({"message": {"role": "assistant", "content": [use]}}) + "\n")
+    assert droid.call_id_from_transcript(str(path), "s1", "Read", {"file_path": "/p/a"}) == "c1"
