@@ -225,7 +225,7 @@ def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_by
     assert path.read_bytes() == original
 
 
-def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_and_codex_have_it() -> None:
+def test_the_built_in_read_gate_rides_on_the_guard_entry_on_the_hosts_that_have_it() -> None:
     from leanctx import agents
 
     claude = agents.get("claude")
@@ -241,6 +241,11 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_an
     assert wired[("PreToolUse", "mcp__leanctx__ctx_read|Bash")] == ("--read-gate", "--builtin-read")
     assert wired[("PostToolUse", "Bash")] == ("--builtin-read",)
     assert ("PreToolUse", "mcp__leanctx__ctx_read") in dict(((s.name, s.matcher), f) for s, f in codex.profile_events(read_gate=True))
-    for name in ("codebuddy", "droid", "gemini", "qwen", "copilot"):
+    for name in ("gemini", "qwen", "copilot"):
         host = agents.get(name)
         assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
+    # CodeBuddy's Read and Bash, Droid's Read and Execute: on the ctx_read gate's entry and a post-tool one
+    for name, tools, read in (("codebuddy", "Read|Bash", "mcp__leanctx__ctx_read"), ("droid", "Read|Execute", "leanctx___ctx_read")):
+        wired = {(spec.name, spec.matcher): flags for spec, flags in agents.get(name).profile_events(read_gate=True, builtin_read=True)}
+        assert wired[("PreToolUse", f"{read}|{tools}")] == ("--read-gate", "--builtin-read"), name
+        assert wired[("PostToolUse", tools)] == ("--builtin-read",), name
