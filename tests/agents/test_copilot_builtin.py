@@ -1,0 +1,168 @@
+"""GitHub Copilot CLI's built-in readers (`view`, `bash`) under the read cache: which model call a
+hook payload stands for, read from Copilot's session log, and what each call gave the model.
+
+Recorded from the real CLI 1.0.102 (tests/fixtures/payloads/copilot/builtin/): one session whose
+fake model viewed a file, a range, then three calls in one response (two identical views and a
+`cat -n`), a `cat`, a view our tap refused, and a subagent that viewed a file. `hooks.jsonl` holds
+every preToolUse/postToolUse payload in the order Copilot ran the hooks, `events.jsonl` Copilot's
+session log (its system prompt and usage lines left out), `model_outputs.json` what the model got
+per call id."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from leanctx.agents import copilotlog
+from tests.conftest import PAYLOADS
+
+RECORDED = PAYLOADS / "copilot" / "builtin"
+SESSION = "4eff9077-5747-4336-8fed-7664aa0e7cb9"
+HOOKS = [json.loads(line) for line in (RECORDED / "hooks.jsonl").read_text().splitlines()]
+LOG = (RECORDED / "events.jsonl").read_bytes()
+OUTPUTS = json.loads((RECORDED / "model_outputs.json").read_text())
+
+
+def config_dir(tmp_path: Path, log: bytes = LOG) -> str:
+    folder = tmp_path / "session-state" / SESSION
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_bytes(log)
+    return str(tmp_path)
+
+
+def tool_payloads(event: str | None = None) -> list[dict]:
+    return [h["payload"] for h in HOOKS if h["event"] in ("preToolUse", "postToolUse") and event in (None, h["event"])]
+
+
+# the id every recorded payload stands for, in the order Copilot ran the hooks; None: not ours to say
+EXPECTED = [
+    ("preToolUse", "call_view_a"), ("postToolUse", "call_view_a"),
+    ("preToolUse", "call_view_range"), ("postToolUse", "call_view_range"),
+    ("preToolUse", None), ("preToolUse", "call_par_bash"), ("preToolUse", None),  # two identical views in one response
+    ("postToolUse", None), ("postToolUse", None), ("postToolUse", "call_par_bash"),
+    ("preToolUse", "call_bash_a"), ("postToolUse", "call_bash_a"),
+    ("preToolUse", "call_denied"),
+    ("preToolUse", "call_task"),
+    ("preToolUse", None), ("postToolUse", None),  # the subagent: its payloads name its own session
+    ("postToolUse", "call_task"),
+]
+
+
+def test_each_recorded_payload_finds_its_own_call(tmp_path: Path) -> None:
+    base = config_dir(tmp_path)
+    got = [(h["event"], copilotlog.call_id(h["event"], h["payload"], base, wait_s=0))
+           for h in HOOKS if h["event"] in ("preToolUse", "postToolUse")]
+    assert got == EXPECTED
+    # and the model got each found call's answer under that very id
+    for h in HOOKS:
+        p = h["payload"]
+        if h["event"] == "postToolUse" and (found := copilotlog.call_id("postToolUse", p, base, wait_s=0)):
+            assert OUTPUTS[found] == p["toolResult"]["textResultForLlm"]
+
+
+def test_subagent_payloads_name_their_own_session_and_agent() -> None:
+    sub = [p for p in tool_payloads() if p.get("agentId")]
+    assert sub and all(p["sessionId"] == p["agentId"] != SESSION for p in sub)
+
+
+def log_lines_before(predicate) -> bytes:
+    """The log as it was on disk before the first line matching `predicate` was written."""
+    lines = LOG.splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if predicate(json.loads(line)))
+    return b"".join(lines[:cut])
+
+
+def is_pre_hook_of(call: str):
+    def match(entry: dict) -> bool:
+        calls = (entry["data"].get("input") or {}).get("toolCalls") or []
+        return entry["type"] == "hook.start" and any(c.get("id") == call for c in calls)
+    return match
+
+
+def test_a_log_behind_the_hook_never_gives_an_earlier_calls_id(tmp_path: Path) -> None:
+    """Copilot writes its log behind its hooks. The third response views a.txt again, exactly as
+    the first did; while its own hook.start line is not on disk the first call still looks
+    unfinished there (its tool.execution_complete not written yet either): that call's id must not
+    be taken for this one's."""
+    stale = log_lines_before(lambda e: e["type"] == "tool.execution_complete" and e["data"]["toolCallId"] == "call_view_a")
+    base = config_dir(tmp_path, stale)
+    third = [p for p in tool_payloads("preToolUse")][2]
+    assert third["toolArgs"] == tool_payloads("preToolUse")[0]["toolArgs"]
+    assert copilotlog.call_id("preToolUse", third, base, wait_s=0) is None
+    # nor does a postToolUse payload of it take the earlier call's id
+    post = tool_payloads("postToolUse")[2]
+    assert post["toolArgs"] == third["toolArgs"] and copilotlog.call_id("postToolUse", post, base, wait_s=0) is None
+
+
+def test_the_hook_waits_for_its_own_line(tmp_path: Path) -> None:
+    """The hook's line lands after it started: it is waited for, and then the id is the call's."""
+    early = log_lines_before(is_pre_hook_of("call_bash_a"))
+    base = config_dir(tmp_path, early)
+    log = Path(base) / "session-state" / SESSION / "events.jsonl"
+    pre = next(p for p in tool_payloads("preToolUse") if p["toolArgs"].get("command") == "cat a.txt")
+    assert copilotlog.call_id("preToolUse", pre, base, wait_s=0) is None
+    written = threading.Event()
+
+    def write_rest() -> None:
+        with open(log, "ab") as f:
+            f.write(LOG[len(early):])
+        written.set()
+
+    timer = threading.Timer(0.05, write_rest)
+    timer.start()
+    try:
+        assert copilotlog.call_id("preToolUse", pre, base, wait_s=30) == "call_bash_a"
+        assert written.is_set()
+    finally:
+        timer.cancel()
+
+
+def test_a_half_written_last_line_is_not_read(tmp_path: Path) -> None:
+    lines = LOG.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if is_pre_hook_of("call_bash_a")(json.loads(line)))
+    base = config_dir(tmp_path, b"".join(lines[:at]) + lines[at][:-1])  # no newline yet
+    pre = next(p for p in tool_payloads("preToolUse") if p["toolArgs"].get("command") == "cat a.txt")
+    assert copilotlog.call_id("preToolUse", pre, base, wait_s=0) is None
+
+
+@pytest.mark.parametrize("change", [
+    {"agentId": "sub-1"},
+    {"timestamp": None}, {"timestamp": True}, {"timestamp": "1796189656150"},
+    {"sessionId": "../x"}, {"sessionId": "a/b"}, {"sessionId": ".."}, {"sessionId": None},
+    {"toolArgs": "cat a.txt"},
+    {"toolArgs": {"path": "/home/user/work/proj/other.txt"}},
+    {"timestamp": 1},
+])
+def test_payloads_that_name_no_call_of_the_log(tmp_path: Path, change: dict) -> None:
+    base = config_dir(tmp_path)
+    pre = dict(tool_payloads("preToolUse")[0], **change)
+    post = dict(tool_payloads("postToolUse")[0], **change)
+    assert copilotlog.call_id("preToolUse", pre, base, wait_s=0) is None
+    assert copilotlog.call_id("postToolUse", post, base, wait_s=0) is None
+
+
+def test_only_a_regular_log_file_is_read(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real_base = config_dir(real)
+    linked = tmp_path / "linked" / "session-state" / SESSION
+    linked.mkdir(parents=True)
+    os.symlink(Path(real_base) / "session-state" / SESSION / "events.jsonl", linked / "events.jsonl")
+    pre = tool_payloads("preToolUse")[0]
+    assert copilotlog.call_id("preToolUse", pre, real_base, wait_s=0) == "call_view_a"
+    assert copilotlog.call_id("preToolUse", pre, str(tmp_path / "linked"), wait_s=0) is None
+    fifo = tmp_path / "fifo" / "session-state" / SESSION
+    fifo.mkdir(parents=True)
+    os.mkfifo(fifo / "events.jsonl")
+    assert copilotlog.call_id("preToolUse", pre, str(tmp_path / "fifo"), wait_s=0) is None
+    # no log at all (yet): waited for, then nothing
+    assert copilotlog.call_id("preToolUse", pre, str(tmp_path / "none"), wait_s=0) is None
+
+
+def test_other_events_and_tools_are_not_asked_for() -> None:
+    pre = tool_payloads("preToolUse")[0]
+    assert copilotlog.call_id("preMcpToolCall", pre, "/nonexistent", wait_s=0) is None
+    assert copilotlog.iso_ms(1796189656150) == "2026-12-02T05:34:16.150Z"
