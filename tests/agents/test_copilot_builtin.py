@@ -166,3 +166,138 @@ def test_other_events_and_tools_are_not_asked_for() -> None:
     pre = tool_payloads("preToolUse")[0]
     assert copilotlog.call_id("preMcpToolCall", pre, "/nonexistent", wait_s=0) is None
     assert copilotlog.iso_ms(1796189656150) == "2026-12-02T05:34:16.150Z"
+
+
+# -- what each call reads, and what it gave the model -----------------------------------------
+
+from leanctx import agents  # noqa: E402
+from leanctx.agents.copilot import shell_output_content, view_content  # noqa: E402
+from leanctx.readers import Ask  # noqa: E402
+
+COPILOT = agents.get("copilot")
+PROJ = "/home/user/work/proj"
+
+
+def ask_of(payload: dict):
+    from leanctx.agents.copilot import _builtin_ask
+
+    return _builtin_ask(payload["toolName"], payload["toolArgs"], payload["cwd"])
+
+
+@pytest.mark.parametrize(("args", "want"), [
+    ({"path": f"{PROJ}/a.txt"}, Ask(f"{PROJ}/a.txt")),
+    ({"path": f"{PROJ}/big.txt", "view_range": [3, 5]}, Ask(f"{PROJ}/big.txt", 3, 5)),
+    ({"path": f"{PROJ}/big.txt", "view_range": [38, -1]}, Ask(f"{PROJ}/big.txt", 38, None)),
+    ({"path": f"{PROJ}/big.txt", "view_range": [35, 100]}, Ask(f"{PROJ}/big.txt", 35, 100)),
+    ({"path": f"{PROJ}/./big.txt", "forceReadLargeFiles": True}, Ask(f"{PROJ}/big.txt")),
+    # view answers these with an error, or reads what we cannot name: not a gated read
+    ({"path": "a.txt"}, None), ({"path": f"{PROJ}/x/../a.txt"}, None),
+    ({"path": f"{PROJ}/big.txt", "view_range": [0, 3]}, None), ({"path": f"{PROJ}/big.txt", "view_range": [5, 3]}, None),
+    ({"path": f"{PROJ}/big.txt", "view_range": [5]}, None), ({"path": f"{PROJ}/big.txt", "view_range": [5, -2]}, None),
+    ({"path": f"{PROJ}/big.txt", "view_range": [5, True]}, None), ({"path": f"{PROJ}/big.txt", "view_range": [1.0, 3]}, None),
+    ({"path": f"{PROJ}/big.txt", "view_range": "1,3"}, None), ({"path": f"{PROJ}/big.txt", "forceReadLargeFiles": "yes"}, None),
+    ({"path": f"{PROJ}/big.txt", "other": 1}, None),
+])
+def test_view_arguments(args: dict, want) -> None:
+    assert ask_of({"toolName": "view", "toolArgs": args, "cwd": PROJ}) == want
+
+
+@pytest.mark.parametrize(("args", "want"), [
+    ({"command": "cat a.txt", "description": "d"}, Ask(f"{PROJ}/a.txt", reader="shell")),
+    ({"command": "cat -n big.txt", "description": "d", "mode": "sync", "initial_wait": 30},
+     Ask(f"{PROJ}/big.txt", numbered=True, reader="shell")),
+    # returned before its output, or run in a shell made elsewhere: not a plain read
+    ({"command": "cat a.txt", "description": "d", "mode": "async"}, None),
+    ({"command": "cat a.txt", "description": "d", "shellId": "s1"}, None),
+    ({"command": "cat a.txt", "description": "d", "mode": "async", "detach": True}, None),
+    ({"command": "cat a.txt | head", "description": "d"}, None),
+    ({"command": ["cat", "a.txt"], "description": "d"}, None),
+])
+def test_bash_arguments(args: dict, want) -> None:
+    assert ask_of({"toolName": "bash", "toolArgs": args, "cwd": PROJ}) == want
+
+
+def test_recorded_deliveries_are_the_files_text() -> None:
+    """What the model got (model_outputs.json) stands for exactly the file's lines."""
+    files = {"a.txt": "hello world file\n", "big.txt": "".join(f"line {i} of big\n" for i in range(1, 41))}
+    seen = {}
+    for p in tool_payloads("postToolUse"):
+        if p["toolName"] not in ("view", "bash") or p.get("agentId"):
+            continue
+        ask = ask_of(p)
+        text = p["toolResult"]["textResultForLlm"]
+        got = view_content(text) if p["toolName"] == "view" else shell_output_content(ask, text)
+        seen[json.dumps(p["toolArgs"], sort_keys=True)] = (ask, got)
+    from leanctx.cache.readcache import builtin_delivery_matches, window_of
+
+    for ask, got in seen.values():
+        text = files[os.path.basename(ask.path)]
+        window = window_of(text.count("\n"), ask.start, ask.end)
+        assert builtin_delivery_matches(text, window, ask.start, got), (ask, got)
+    assert len(seen) == 4  # view whole, view range, cat -n (its first number trimmed by Copilot), cat
+
+
+@pytest.mark.parametrize("text", [
+    "File too large to read at once (20.5 KB). Consider using the grep tool to search within the file, or view "
+    "with view_range to read specific sections.",
+    "00001 y\n00002 yy\n\n[Output truncated. Use view_range=[3, ...] to continue reading. In your next response, "
+    "you may batch this with other view calls. File has at least 2001 lines.]",
+    "", None,
+])
+def test_views_own_notes_are_not_file_text(text) -> None:
+    assert view_content(text) is None
+
+
+SHELL = Ask(f"{PROJ}/a.txt", reader="shell")
+NUMBERED = Ask(f"{PROJ}/a.txt", numbered=True, reader="shell")
+
+
+@pytest.mark.parametrize(("ask", "text", "want"), [
+    (SHELL, "hello world file\n<shellId: 1 completed with exit code 0>", "hello world file"),
+    (SHELL, "a\n  b\n<shellId: my-shell completed with exit code 0>", "a\n  b"),
+    (NUMBERED, "1\tx\n     2\t  y\n<shellId: 0 completed with exit code 0>", "x\n  y"),
+    (NUMBERED, "     1\tx\n<shellId: 0 completed with exit code 0>", "x"),
+    # a failure, a run not finished, output saved to a file, no output, an odd suffix
+    (SHELL, "cat: a.txt: No such file or directory\n<shellId: 15 completed with exit code 1>", None),
+    (SHELL, "<command started in background with shellId: 16>", None),
+    (SHELL, "Output too large to read at once (20.5 KB). Saved to: /home/user/tmp/x.txt\nConsider using tools "
+            "like grep.\n\nPreview (first 500 chars):\n00001 y\n\n<shellId: 3 completed with exit code 0>", None),
+    (SHELL, "\n<shellId: 8 completed with exit code 0>", None),
+    # a file whose last line reads like the suffix: only Copilot's own, the last one, is taken off
+    (SHELL, "x\n<shellId: 1 completed with exit code 0>\n<shellId: 2 completed with exit code 0>",
+     "x\n<shellId: 1 completed with exit code 0>"),
+    (SHELL, "x\n<shellId: 1> completed with exit code 0>", None),
+    (SHELL, "hello world file", None),
+    (NUMBERED, "x\n     2\ty\n<shellId: 0 completed with exit code 0>", None),
+])
+def test_shell_output_as_copilot_hands_it_over(ask, text: str, want) -> None:
+    assert shell_output_content(ask, text) == want
+
+
+def test_trimmed_output_that_is_not_the_files_is_never_credited() -> None:
+    """Copilot trims blank space at both ends of a command's output (1.0.102, recorded: a file
+    starting with blank lines and an indented line, ending in spaces and blank lines). What is left
+    is what the model got; it is not the file's text, so the daemon credits nothing."""
+    from leanctx.cache.readcache import builtin_delivery_matches, window_of
+
+    text = "\n\n  lead spaces\ntrail spaces   \n\n\n"
+    got = shell_output_content(SHELL, "lead spaces\ntrail spaces\n<shellId: 0 completed with exit code 0>")
+    assert got == "lead spaces\ntrail spaces"
+    assert not builtin_delivery_matches(text, window_of(text.count("\n"), 1, None), 1, got)
+    # recorded `cat -n` of it: the last number's tab trimmed away with the blank line
+    cat_n = "1\t\n     2\t\n     3\t  lead spaces\n     4\ttrail spaces   \n     5\t\n     6\n<shellId: 11 completed with exit code 0>"
+    assert shell_output_content(Ask("/p/ws.txt", numbered=True, reader="shell"), cat_n) is None
+
+
+def test_builtin_gate_wiring() -> None:
+    """The built-in gate listens on preToolUse (with the guard when both are wired) and credits on
+    postToolUse; the read gate stays alone on preMcpToolCall."""
+    plain = COPILOT.profile_events(read_gate=True, builtin_read=True)
+    assert [(s.name, f) for s, f in plain if s.kind in ("pre_tool", "post_tool")] == [
+        ("preMcpToolCall", ("--read-gate",)), ("preToolUse", ("--builtin-read",)), ("postToolUse", ("--builtin-read",))]
+    guarded = COPILOT.profile_events(guard=True, read_gate=True, builtin_read=True)
+    assert [(s.name, f) for s, f in guarded if s.kind in ("pre_tool", "post_tool")] == [
+        ("preToolUse", ("--guard", "--builtin-read")), ("preMcpToolCall", ("--read-gate",)), ("postToolUse", ("--builtin-read",))]
+    off = COPILOT.profile_events(read_gate=True, builtin_read=False)
+    assert [s.name for s, _ in off if s.kind in ("pre_tool", "post_tool")] == ["preMcpToolCall"]
+    assert COPILOT.event("postToolUse").kind == "post_tool" and COPILOT.event("preToolUse").kind == "pre_tool"

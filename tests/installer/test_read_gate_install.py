@@ -235,6 +235,9 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_ha
     assert not any(name == "PreToolUse" and matcher for name, matcher in wired)
     # no read gate (init --no-mcp): no daemon to ask, so no built-in gate either
     assert all("--builtin-read" not in flags for _, flags in claude.profile_events(read_gate=False, builtin_read=True))
-    for name in ("codebuddy", "codex", "droid", "gemini", "qwen", "copilot"):
+    # Copilot's built-in tools pass preToolUse (no matchers there), its read gate preMcpToolCall
+    copilot = [(s.name, f) for s, f in agents.get("copilot").profile_events(read_gate=True, builtin_read=True)]
+    assert ("preToolUse", ("--builtin-read",)) in copilot and ("preMcpToolCall", ("--read-gate",)) in copilot
+    for name in ("codebuddy", "codex", "droid", "gemini", "qwen"):
         host = agents.get(name)
         assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
