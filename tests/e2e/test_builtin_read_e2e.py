@@ -226,3 +226,31 @@ def test_shell_only_model_stub_edit_right_after_cd_and_one_ledger_with_read(clau
     assert got(bodies, 9).startswith(f"[unchanged] sub/big.py L100-160 of {lines} lines"), got(bodies, 9)[:200]
     assert got(bodies, 10).startswith("def function_0"), got(bodies, 10)[:200]
     lean.assert_no_hook_errors()
+
+
+def test_shell_reads_after_another_program_compaction_and_a_new_session(claude_cli, wired, lean, run_host):
+    """Through the shell only: a change made by another program is a diff, never [unchanged];
+    after `/compact` the file read only with `cat` is not re-attached by Claude Code, so the
+    re-read is the content; a new session starts empty."""
+    hh = wired
+    big = hh.proj / "big.py"
+    big.write_text(source().rstrip("\n") + "\n")
+
+    def cat():  # each call its own id, as a model's
+        return tool_use("Bash", {"command": "cat big.py", "description": "read"})
+
+    def change_by_another_program(body):  # noqa: ANN001 - the fake model's callable script item
+        big.write_text(big.read_text().replace("return x * 9\n", "return x * 9 + 0\n"))
+        return tool_use("Bash", {"command": "cat big.py", "description": "read"})
+
+    bodies = run(claude_cli, hh, run_host, [cat(), cat(), change_by_another_program, "done"], tools="Read,Edit,Bash")
+    assert is_content(got(bodies, 0)) and got(bodies, 1).startswith("[unchanged] big.py"), got(bodies, 1)[:300]
+    changed = got(bodies, 2)
+    assert changed.startswith("[changed] big.py") and "+    return x * 9 + 0" in changed, changed[:300]
+    run(claude_cli, hh, run_host, ["summary of the conversation"], "--continue", prompt="/compact")
+    assert lean.only_record("claude")["compactions"] >= 1
+    bodies = run(claude_cli, hh, run_host, [cat(), "done"], "--continue", prompt="read it again", tools="Read,Edit,Bash")
+    assert is_content(got(bodies, 0)), "a shell read got a stub after the context was compacted"
+    bodies = run(claude_cli, hh, run_host, [cat(), "done"], tools="Read,Edit,Bash")
+    assert is_content(got(bodies, 0)), "a new session got a stub"
+    lean.assert_no_hook_errors()
