@@ -8,7 +8,8 @@ line (`toolCallId`, `toolName`, `arguments`), and per hook run a `hook.start` li
 
 - preToolUse runs once per call, but its `hook.start` line is one per model response: its
   `input.toolCalls` lists every call of that response (`id`, `name`, `args`), and the line's own
-  `timestamp` is the payload's `timestamp` (the same millisecond, in ISO form) for the main agent;
+  `timestamp` (ISO form) is the payload's `timestamp` for the main agent, or a millisecond later
+  at times (a subagent's: 5-10 ms later);
 - postToolUse runs once per call, after the tool, and its `hook.start` line carries the payload
   itself (`input.timestamp` equal to the payload's); the call's `tool.execution_complete` line
   comes after that hook;
@@ -32,6 +33,7 @@ import time
 from leanctx import fastjson
 
 ID_WAIT_S = 1.0  # how long a hook waits for Copilot to write its own hook.start line
+PRE_SLACK_MS = 50  # how much later than its payload a preToolUse hook.start line may be stamped
 TAIL_BYTES = 4 * 1024 * 1024  # how far back from the log's end the lines are looked for
 MAX_ID = 200  # as publish.MAX_CALL_ID
 _POLL_S = 0.01
@@ -104,9 +106,13 @@ def _own_hook(entry: dict, hook: str, session: str) -> dict | None:
 
 
 def _pre_id(lines: list, session: str, stamp: int, tool: str, args: dict):
-    when = iso_ms(stamp)
+    # the line is stamped a moment after the payload (the same millisecond mostly, one later at
+    # times): a main-agent preToolUse line stamped from the payload's time on is this run's, as
+    # the main agent's next response cannot come before this hook has ended
+    low, high = iso_ms(stamp), iso_ms(stamp + PRE_SLACK_MS)  # one fixed width: ordered as strings
     mine = [given for _, entry in _entries(lines, b'"preToolUse"')
-            if entry.get("timestamp") == when and (given := _own_hook(entry, "preToolUse", session)) is not None]
+            if isinstance(entry.get("timestamp"), str) and low <= entry["timestamp"] <= high
+            and (given := _own_hook(entry, "preToolUse", session)) is not None]
     if not mine:
         return _NOT_YET
     ids = [c.get("id") for given in mine for c in (given.get("toolCalls") if isinstance(given.get("toolCalls"), list) else [])

@@ -64,6 +64,18 @@ def test_each_recorded_payload_finds_its_own_call(tmp_path: Path) -> None:
             assert OUTPUTS[found] == p["toolResult"]["textResultForLlm"]
 
 
+def test_the_hooks_line_may_be_stamped_a_moment_after_its_payload(tmp_path: Path) -> None:
+    """Copilot 1.0.102 stamps the preToolUse hook.start line a millisecond after the payload at
+    times (seen in runs; a subagent's 5-10 ms): still this hook's own line. A line stamped before
+    the payload is an earlier response's; one far later is not waited for."""
+    base = config_dir(tmp_path)
+    first = tool_payloads("preToolUse")[0]
+    for shift, want in ((0, "call_view_a"), (-1, "call_view_a"), (-copilotlog.PRE_SLACK_MS, "call_view_a"),
+                        (1, None), (-copilotlog.PRE_SLACK_MS - 1, None)):
+        payload = dict(first, timestamp=first["timestamp"] + shift)
+        assert copilotlog.call_id("preToolUse", payload, base, wait_s=0) == want, shift
+
+
 def test_subagent_payloads_name_their_own_session_and_agent() -> None:
     sub = [p for p in tool_payloads() if p.get("agentId")]
     assert sub and all(p["sessionId"] == p["agentId"] != SESSION for p in sub)
