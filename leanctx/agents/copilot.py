@@ -13,7 +13,11 @@ Facts we rely on, verified on 1.0.102 in runs (shared/reference/hosts-gemini-qwe
 opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/payloads/copilot/):
 - events: sessionStart(`source` new|resume) → userPromptSubmitted → preToolUse →
   preMcpToolCall → agentStop(`transcriptPath`) → sessionEnd; every payload has `sessionId`
-  and `cwd`, none an event name; pre/postToolUse carry no call id;
+  and `cwd`, none an event name; pre/postToolUse carry no call id: for the built-in `view` and
+  `bash` reads the gate takes it from Copilot's session log (copilotlog.py);
+- a preToolUse deny reaches the model as `Denied by preToolUse hook: <reason>`, the call's
+  result; postToolUse's `toolResult.textResultForLlm` is what the model gets, unless a
+  postToolUse hook answers `modifiedResult` (then the last such hook's text);
 - any non-zero exit of preToolUse denies the tool, and plain stdout on permissionRequest
   denies it too: our runner always exits 0, we wire no permissionRequest, and on preToolUse
   and preMcpToolCall we print nothing or one JSON object;

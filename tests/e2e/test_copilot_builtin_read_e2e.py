@@ -163,3 +163,30 @@ def test_bash_only_model_gets_the_stub_and_content_when_it_changed(copilot_cli, 
     assert changed.startswith("[changed] big.py") and "+    return x * 50" in changed, out[changed_id][:300]
     assert "run it again right away for the whole file" in changed, changed[:300]
     lean.assert_no_hook_errors()
+
+
+SUB_MARK = "SUBAGENT-TASK: view big.py, twice."
+
+
+def test_a_subagents_views_are_content_and_its_parent_keeps_its_stub(copilot_cli, wired, lean, run_host):
+    """A subagent (`task`) runs in the same process; its hook payloads name its own session while
+    its calls are logged in its parent's session log, so its calls are named by no id: they run and
+    are credited to nobody. The parent's re-read after it is still the parent's stub."""
+    hh = wired
+    path = str(hh.proj / "big.py")
+    p_first, p_last, s_first, s_second = (function_call("view", {"path": path}) for _ in range(4))
+    spawn = function_call("task", {"name": "reader", "description": "view big file", "agent_type": "general-purpose",
+                                   "prompt": SUB_MARK, "mode": "sync"})
+    parent = iter([p_first, spawn, p_last, "done"])
+    sub = iter([s_first, s_second, "sub: done"])
+
+    def route(body: dict):
+        mine = any(isinstance(i, dict) and i.get("role") == "user" and SUB_MARK in str(i) for i in body.get("input") or [])
+        return next(sub, "sub: done") if mine else next(parent, "done")
+
+    _, bodies, _ = run_copilot(copilot_cli, hh, run_host, [route] * 12, prompt="view big.py, then let a subagent view it")
+    out = outputs_by_call(bodies)
+    assert is_content(out[p_first["call_id"]])
+    assert is_content(out[s_first["call_id"]]) and is_content(out[s_second["call_id"]]), out[s_second["call_id"]][:200]
+    assert refused(out[p_last["call_id"]]).startswith(f"[unchanged] big.py {LINES} lines"), out[p_last["call_id"]][:200]
+    lean.assert_no_hook_errors()
