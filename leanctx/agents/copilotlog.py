@@ -68,8 +68,8 @@ def call_id(event: str, payload: dict, config_dir: str, wait_s: float = ID_WAIT_
     deadline = time.monotonic() + wait_s
     while True:
         lines = _tail(path)
-        if lines is None:
-            return None
+        if lines is None or (not lines and not os.path.isdir(os.path.dirname(path))):
+            return None  # not a log of ours, or no such session (doctor's smoke run): nothing to wait for
         found = find(lines, session, stamp, tool, args)
         if found is not _NOT_YET:
             return found if isinstance(found, str) and 0 < len(found) <= MAX_ID else None

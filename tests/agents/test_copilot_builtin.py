@@ -174,6 +174,20 @@ def test_only_a_regular_log_file_is_read(tmp_path: Path) -> None:
     assert copilotlog.call_id("preToolUse", pre, str(tmp_path / "none"), wait_s=0) is None
 
 
+def test_no_session_folder_is_not_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session Copilot never made (doctor's smoke run) has no folder: nothing to wait for. A
+    folder without its log yet is waited for (Copilot writes the file lazily)."""
+    def no_sleep(_s: float) -> None:
+        raise AssertionError("waited for a log of a session that does not exist")
+
+    monkeypatch.setattr(copilotlog.time, "sleep", no_sleep)
+    pre = tool_payloads("preToolUse")[0]
+    assert copilotlog.call_id("preToolUse", pre, str(tmp_path), wait_s=30) is None
+    (tmp_path / "session-state" / SESSION).mkdir(parents=True)
+    with pytest.raises(AssertionError, match="waited"):
+        copilotlog.call_id("preToolUse", pre, str(tmp_path), wait_s=30)
+
+
 def test_other_events_and_tools_are_not_asked_for() -> None:
     pre = tool_payloads("preToolUse")[0]
     assert copilotlog.call_id("preMcpToolCall", pre, "/nonexistent", wait_s=0) is None
