@@ -161,7 +161,7 @@ class _HookCommand(click.Command):
                 rows.append(("", f"with --read-gate: {gate.name}" + (f" (matcher {gate.matcher})" if gate.matcher else "")))
             if agent.builtin_read_tools and agent.builtin_read_post_event is not None:
                 post = agent.builtin_read_post_event
-                pre_spec = agent.builtin_read_pre_event or agent.read_gate_event
+                pre_spec = agent.builtin_read_pre_event or agent.read_gate_event or agent.guard_event
                 pre = pre_spec.name if pre_spec is not None else "?"
                 rows.append(("", f"with --builtin-read: {', '.join(agent.builtin_read_tools)} on {pre} and {post.name}"))
         with formatter.section("Agents and events"):

@@ -345,9 +345,11 @@ class Agent:
         (`--builtin-read`, their names added to the matcher), and a post-tool entry credits it."""
         builtin = builtin_read and read_gate and bool(self.builtin_read_tools) and self.builtin_read_post_event is not None
         more = ("--builtin-read",) if builtin else ()
-        # a host whose built-in tools pass another pre-tool event than ctx_read (Copilot) gets the
-        # built-in gate on that event: with the guard's entry when both listen there, else its own
-        own_pre = self.builtin_read_pre_event if builtin else None
+        # a host whose built-in tools pass another pre-tool event than ctx_read (Copilot), or that
+        # has no pre-tool event of its own for ctx_read (OpenCode: the general one, the guard's),
+        # gets the built-in gate on that event: with the guard's entry when both listen there,
+        # else an entry of its own
+        own_pre = (self.builtin_read_pre_event or (self.guard_event if self.read_gate_event is None else None)) if builtin else None
         if own_pre is not None and self.read_gate_event is not None and own_pre.name == self.read_gate_event.name:
             own_pre = None
         gate_more = () if own_pre is not None else more

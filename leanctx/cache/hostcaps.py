@@ -54,6 +54,10 @@ _BUILTIN_LIMITS: dict[str, tuple[int, int | None]] = {}
 _SHELL_LIMITS: dict[str, tuple[int, int | None]] = {
     # Claude Code's Bash keeps 30,000 characters of output (BASH_MAX_OUTPUT_LENGTH's default)
     "claude": (29_000, None),
+    # Codex 0.171.0 cuts exec_command output by the model's budget: whole at 9,984 characters and
+    # cut at 10,976 for a model it has no metadata for (gpt-5), whole at 40,000 and cut at 49,984
+    # for gpt-5.5; the smaller stands (its cut output starts "Warning: truncated output")
+    "codex": (10_000, None),
 }
 
 

@@ -226,6 +226,15 @@ def test_shell_only_model_stub_edit_right_after_cd_and_one_ledger_with_read(clau
     assert got(bodies, 9).startswith(f"[unchanged] sub/big.py L100-160 of {lines} lines"), got(bodies, 9)[:200]
     assert got(bodies, 10).startswith("def function_0"), got(bodies, 10)[:200]
     lean.assert_no_hook_errors()
+    # `leanctx stats` by reader: the shell's stubs and diff, the diff it ran again for (a re-read
+    # that cancels the diff's saving), Read's stub; one context charged once
+    st = json.loads(lean.run("stats", "--json").stdout)
+    shell, builtin = st["by_reader"]["shell"], st["by_reader"]["builtin"]
+    assert (shell["stubs"], shell["diffs"], shell["rereads"]) == (3, 1, 1), shell
+    assert (builtin["reads"], builtin["stubs"]) == (1, 1) and "ctx_read" not in st["by_reader"], st["by_reader"]
+    assert st["contexts"] == 1 and st["reads"] == shell["reads"] + builtin["reads"]
+    assert st["tokens_saved"] == shell["tokens_saved"] + builtin["tokens_saved"] - st["tokens_overhead"]
+    assert st["tokens_saved"] == st["tokens_raw"] - st["tokens_sent"] - st["tokens_reread"] - st["tokens_overhead"]
 
 
 def test_shell_reads_after_another_program_compaction_and_a_new_session(claude_cli, wired, lean, run_host):

@@ -225,7 +225,7 @@ def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_by
     assert path.read_bytes() == original
 
 
-def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_has_it() -> None:
+def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_and_codex_have_it() -> None:
     from leanctx import agents
 
     claude = agents.get("claude")
@@ -235,9 +235,15 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_ha
     assert not any(name == "PreToolUse" and matcher for name, matcher in wired)
     # no read gate (init --no-mcp): no daemon to ask, so no built-in gate either
     assert all("--builtin-read" not in flags for _, flags in claude.profile_events(read_gate=False, builtin_read=True))
+    # Codex: its shell tool (`Bash` in its hooks) on the read gate's own entry, and a post-tool entry
+    codex = agents.get("codex")
+    wired = {(spec.name, spec.matcher): flags for spec, flags in codex.profile_events(read_gate=True, builtin_read=True)}
+    assert wired[("PreToolUse", "mcp__leanctx__ctx_read|Bash")] == ("--read-gate", "--builtin-read")
+    assert wired[("PostToolUse", "Bash")] == ("--builtin-read",)
+    assert ("PreToolUse", "mcp__leanctx__ctx_read") in dict(((s.name, s.matcher), f) for s, f in codex.profile_events(read_gate=True))
     # Copilot's built-in tools pass preToolUse (no matchers there), its read gate preMcpToolCall
     copilot = [(s.name, f) for s, f in agents.get("copilot").profile_events(read_gate=True, builtin_read=True)]
     assert ("preToolUse", ("--builtin-read",)) in copilot and ("preMcpToolCall", ("--read-gate",)) in copilot
-    for name in ("codebuddy", "codex", "droid", "gemini", "qwen"):
+    for name in ("codebuddy", "droid", "gemini", "qwen"):
         host = agents.get(name)
         assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
