@@ -116,8 +116,22 @@ def _count(text: str) -> int | None:
     return None
 
 
+def _climbs_after_a_name(word: str) -> bool:
+    """`..` after a folder name (or anywhere in an absolute path): through a symlink it leads where
+    the kernel says, not where the cleaned-up name says. Leading `..` of a relative name climb out
+    of the working directory the host reports, which is a real path (getcwd)."""
+    named = os.path.isabs(word)
+    for part in word.split("/"):
+        if part == "..":
+            if named:
+                return True
+        elif part not in ("", "."):
+            named = True
+    return False
+
+
 def _file(word: str, cwd: str | None) -> str | None:
-    if not word or word.startswith("-") or "\x00" in word:
+    if not word or word.startswith("-") or "\x00" in word or _climbs_after_a_name(word):
         return None
     if os.path.isabs(word):
         return os.path.normpath(word)

@@ -69,6 +69,17 @@ def test_each_form_names_its_span_and_its_real_output_is_credited_as_those_lines
 def test_a_relative_file_needs_an_absolute_working_directory(tmp_path: Path) -> None:
     assert shell_ask("cat src/a.py", str(tmp_path)) == Ask(str(tmp_path / "src" / "a.py"), reader="shell")
     assert shell_ask("cat ../b.py", str(tmp_path / "src")) == Ask(str(tmp_path / "b.py"), reader="shell")
+    assert shell_ask("cat ../../b.py", str(tmp_path / "src" / "x")) == Ask(str(tmp_path / "b.py"), reader="shell")
+    # `..` after a name: through a symlink the kernel goes elsewhere than the cleaned-up name
+    link = tmp_path / "link"
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    link.symlink_to(tmp_path / "elsewhere" / "sub")
+    (tmp_path / "elsewhere" / "b.py").write_text("the file the shell reads\n")
+    (tmp_path / "b.py").write_text("the file the cleaned name names\n")
+    out = subprocess.run(["cat", "link/../b.py"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert out == "the file the shell reads\n"
+    for command in ("cat link/../b.py", f"cat {link}/../b.py", "cat ./link/../b.py", "cat /proj/../etc/x"):
+        assert shell_ask(command, str(tmp_path)) is None, command
     assert shell_ask("cat src/a.py", None) is None
     assert shell_ask("cat src/a.py", "relative/dir") is None
 

@@ -241,7 +241,10 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_on_the_hosts_that_have_
     assert wired[("PreToolUse", "mcp__leanctx__ctx_read|Bash")] == ("--read-gate", "--builtin-read")
     assert wired[("PostToolUse", "Bash")] == ("--builtin-read",)
     assert ("PreToolUse", "mcp__leanctx__ctx_read") in dict(((s.name, s.matcher), f) for s, f in codex.profile_events(read_gate=True))
-    for name in ("gemini", "qwen", "copilot"):
+    # Copilot's built-in tools pass preToolUse (no matchers there), its read gate preMcpToolCall
+    copilot = [(s.name, f) for s, f in agents.get("copilot").profile_events(read_gate=True, builtin_read=True)]
+    assert ("preToolUse", ("--builtin-read",)) in copilot and ("preMcpToolCall", ("--read-gate",)) in copilot
+    for name in ("gemini", "qwen"):
         host = agents.get(name)
         assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
     # CodeBuddy's Read and Bash, Droid's Read and Execute: on the ctx_read gate's entry and a post-tool one
