@@ -30,6 +30,8 @@ from leanctx.agents.base import (
     SESSION_END,
     SESSION_START,
     STOP,
+    SUBAGENT_START,
+    SUBAGENT_STOP,
     EventSpec,
     HookEvent,
     json_object,
@@ -38,6 +40,19 @@ from leanctx.agents.base import (
 )
 from leanctx import fastjson
 from leanctx.agents.geminishape import GeminiShapeAgent, disabled_ours
+
+
+# the tools that run a subagent inside this process (0.61.0: `invoke_agent {agent_name, prompt}`)
+SUBAGENT_TOOLS = ("invoke_agent",)
+
+
+def subagent_run_id(tool: str, tool_input: object) -> str:
+    """The id a subagent's window is kept under: made from the call that runs it, the same on its
+    BeforeTool and AfterTool (two identical calls at once share it: publish.py counts them)."""
+    import hashlib
+
+    text = fastjson.dumps(tool_input if isinstance(tool_input, dict) else {})
+    return f"invoke_agent:{tool}:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:24]}"
 
 
 class Gemini(GeminiShapeAgent):
@@ -86,6 +101,14 @@ class Gemini(GeminiShapeAgent):
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         ev = super().normalize(event, payload)
+        if event in ("BeforeTool", "AfterTool") and ev.tool_name in SUBAGENT_TOOLS:
+            # no hook names a subagent, and its tool calls' hooks look like the conversation's
+            # own (0.61.0, verified): the call that runs it is its window
+            ev.kind = SUBAGENT_START if event == "BeforeTool" else SUBAGENT_STOP
+            ev.subagent_id = subagent_run_id(ev.tool_name, ev.tool_input)
+            name = ev.tool_input.get("agent_name") if isinstance(ev.tool_input, dict) else None
+            ev.subagent_type = name if isinstance(name, str) else None
+            return ev
         if event == "AfterAgent":
             ev.reply = str_field(payload, "prompt_response")
         if ev.kind == PRE_COMPACT and payload.get("trigger") != "manual":

@@ -15,8 +15,41 @@ Verified on 0.15.10 in real runs (hosts-gemini-qwen-copilot-opencode.md §2, tes
 
 from __future__ import annotations
 
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, MCP_SERVER, NOTICE, EventSpec
+import os
+
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, MCP_SERVER, NOTICE, PROMPT, EventSpec, HookEvent
 from leanctx.agents.geminishape import GeminiShapeAgent
+
+# Qwen Code clears old tool results (read_file, run_shell_command, grep, glob, web_fetch, edit,
+# write_file: all but the last 5) from its context when a user's prompt comes at least
+# `context.clearContextOnIdle.toolResultsThresholdMinutes` (default 60; 0: every prompt) after
+# its last model answer (0.15.10 and 0.24.4, bundle source: microcompactHistory), in memory
+# only: no hook fires and its chat recording says nothing. Such a prompt counts as a compaction
+# (hooks/publish.py). A settings file that names the setting, or one we cannot read: every prompt.
+IDLE_CLEAR_DEFAULT_S = 60 * 60
+IDLE_MARGIN_S = 60  # the hook runs a moment before or after the host's own check
+SETTING = b"clearContextOnIdle"
+
+
+def idle_clear_s(cwd: str | None, env=os.environ) -> float:  # noqa: ANN001 - a mapping
+    """Seconds of idleness after which the next prompt may find old tool results cleared."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    qwen_home = env.get("QWEN_HOME")
+    system = env.get("QWEN_CODE_SYSTEM_SETTINGS_PATH") or "/etc/qwen-code/settings.json"
+    paths = [os.path.join(qwen_home, "settings.json") if qwen_home else os.path.join(home, ".qwen", "settings.json"),
+             system, env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or os.path.join(os.path.dirname(system), "system-defaults.json")]
+    if cwd:
+        paths.append(os.path.join(cwd, ".qwen", "settings.json"))
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                if SETTING in f.read(1 << 22):
+                    return 0.0
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return 0.0
+    return float(IDLE_CLEAR_DEFAULT_S - IDLE_MARGIN_S)
 
 
 class Qwen(GeminiShapeAgent):
@@ -28,6 +61,12 @@ class Qwen(GeminiShapeAgent):
     config_home, config_env = ".qwen", "QWEN_HOME"
     rules_file = "QWEN.md"
     broken_settings_effect = "it renames this file to settings.json.corrupted.<ms> and starts without any of its settings"
+
+    def normalize(self, event: str, payload: dict) -> HookEvent:
+        ev = super().normalize(event, payload)
+        if ev.kind == PROMPT:
+            ev.idle_clear_s = idle_clear_s(ev.cwd)
+        return ev
 
     def hooks_switched_off(self, settings: dict) -> str | None:
         # Claude Code's switch, which Qwen reads too (bundle source); `--bare` does the same per run
