@@ -39,7 +39,79 @@ from leanctx.agents.base import (
     env_dir,
 )
 from leanctx import fastjson
-from leanctx.agents.geminishape import GeminiShapeAgent, disabled_ours
+from leanctx.agents.geminishape import GeminiShapeAgent, count, disabled_ours, file_path, shell_dir
+
+
+READ_TOOL, SHELL_TOOL = "read_file", "run_shell_command"
+DEFAULT_LINES = 2000  # lines read_file gives when the call names no end (DEFAULT_MAX_LINES_TEXT_FILE)
+# what read_file puts before a part of a file (0.61.0: a range, or a file past 2000 lines or with a
+# line past 2000 characters, which it cuts with "... [truncated]": never the file's bytes then)
+RANGE_HEAD = "\nIMPORTANT: The file content has been truncated.\nStatus: Showing lines "
+RANGE_BODY = "\n\n--- FILE CONTENT (truncated) ---\n"
+# run_shell_command's answer when the command ran and exited 0 (0.61.0): its output, trimmed
+SHELL_HEAD, SHELL_PGID, SHELL_TAIL = "<untrusted_context>\nOutput: ", "\nProcess Group PGID: ", "\n</untrusted_context>"
+
+
+def read_window(tool_input: object, cwd: object) -> tuple[str, int, int] | None:
+    """(path, first line, last line) a read_file call asks for: `start_line`/`end_line` are
+    1-based and inclusive, 2000 lines from the start when no end is named; a relative path is the
+    project's (the hooks' `cwd`, the folder read_file resolves it against)."""
+    if not isinstance(tool_input, dict) or set(tool_input) - {"file_path", "start_line", "end_line"}:
+        return None
+    path = file_path(tool_input.get("file_path"), cwd, relative_ok=True)
+    first, last = tool_input.get("start_line"), tool_input.get("end_line")
+    start = 1 if first is None else count(first)
+    end = (start or 1) + DEFAULT_LINES - 1 if last is None else count(last)
+    if path is None or start is None or end is None or end < start:
+        return None
+    return path, start, end
+
+
+def read_delivered(tool_input: object, cwd: object, tool_response: object) -> tuple[str, int, int | None, str] | None:
+    """(path, first line, last line or None for the end, text) a read_file call gave the model:
+    AfterTool's `llmContent` is what the model receives (0.61.0, verified; the scheduler cuts
+    only shell and MCP output after the hook)."""
+    asked = read_window(tool_input, cwd)
+    if asked is None or not isinstance(tool_response, dict) or tool_response.get("error"):
+        return None
+    text = tool_response.get("llmContent")
+    if not isinstance(text, str) or not text:
+        return None
+    if not text.startswith(RANGE_HEAD):
+        # the whole file, as it is: only when it starts at line 1 (any other start has the head)
+        return (asked[0], 1, None, text) if asked[1] == 1 else None
+    status, sep, body = text[len(RANGE_HEAD):].partition(RANGE_BODY)
+    lines, _, _rest = status.partition(" of ")
+    first, dash, last = lines.partition("-")
+    start, end = count(int(first)) if first.isdigit() else None, count(int(last)) if last.isdigit() else None
+    if not sep or not dash or start != asked[1] or end is None or end < start or not body:
+        return None
+    return asked[0], start, end, body
+
+
+def shell_output(tool_response: object) -> str | None:
+    """The output a run_shell_command answer shows, when the command exited 0 with nothing else
+    to say (no error, signal, exit code or background process line)."""
+    if not isinstance(tool_response, dict) or tool_response.get("error"):
+        return None
+    text = tool_response.get("llmContent")
+    if not isinstance(text, str) or not text.startswith(SHELL_HEAD) or not text.endswith(SHELL_TAIL):
+        return None
+    body = text[len(SHELL_HEAD):-len(SHELL_TAIL)]
+    output, sep, pgid = body.rpartition(SHELL_PGID)
+    if not sep or not pgid.isdigit() or output == "(empty)":
+        return None
+    return output
+
+
+def shell_call(tool_input: object, cwd: object) -> tuple[str, str] | None:
+    """(command, folder) of a run_shell_command call in the foreground."""
+    if not isinstance(tool_input, dict) or set(tool_input) - {"command", "description", "dir_path", "is_background"}:
+        return None
+    command, folder = tool_input.get("command"), shell_dir(tool_input.get("dir_path"), cwd, relative_ok=True)
+    if not isinstance(command, str) or folder is None or tool_input.get("is_background") not in (None, False):
+        return None
+    return command, folder
 
 
 # the tools that run a subagent inside this process (0.61.0: `invoke_agent {agent_name, prompt}`)

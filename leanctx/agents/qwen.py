@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from leanctx.agents.base import CLAUDE_STYLE_EVENTS, MCP_SERVER, NOTICE, PROMPT, EventSpec, HookEvent
-from leanctx.agents.geminishape import GeminiShapeAgent
+from leanctx.agents.geminishape import GeminiShapeAgent, count, file_path, shell_dir
 
 # Qwen Code clears old tool results (read_file, run_shell_command, grep, glob, web_fetch, edit,
 # write_file: all but the last 5) from its context when a user's prompt comes at least
@@ -50,6 +50,81 @@ def idle_clear_s(cwd: str | None, env=os.environ) -> float:  # noqa: ANN001 - a 
         except OSError:
             return 0.0
     return float(IDLE_CLEAR_DEFAULT_S - IDLE_MARGIN_S)
+
+
+READ_TOOL, SHELL_TOOL = "read_file", "run_shell_command"
+DEFAULT_LINES = 1000  # lines read_file gives when the call names no limit (truncateToolOutputLines)
+RANGE_HEAD, RANGE_BODY = "Showing lines ", " total lines.\n\n---\n\n"
+# its own answer to a whole-file re-read it thinks the model still holds (0.15.10, 0.24.4)
+UNCHANGED_HEAD, UNCHANGED_MARK = "[File ", " unchanged since last read in this session"
+
+
+def read_window(tool_input: object) -> tuple[str, int, int] | None:
+    """(path, first line, last line) a read_file call asks for: `offset` is 0-based (the first
+    line is offset + 1), `limit` a count, 1000 lines when none is named; the path must be
+    absolute (Qwen refuses a relative one before any hook runs)."""
+    if not isinstance(tool_input, dict) or set(tool_input) - {"file_path", "offset", "limit"}:
+        return None
+    path = file_path(tool_input.get("file_path"), None, relative_ok=False)
+    offset, limit = tool_input.get("offset"), tool_input.get("limit")
+    skip = 0 if offset is None else count(offset, low=0)
+    lines = DEFAULT_LINES if limit is None else count(limit)
+    if path is None or skip is None or lines is None:
+        return None
+    return path, skip + 1, skip + lines
+
+
+def read_delivered(tool_input: object, tool_response: object) -> tuple[str, int, int | None, str] | None:
+    """(path, first line, last line or None for the end, text) a read_file call gave the model
+    (PostToolUse's `llmContent`, exactly what the model receives: 0.15.10 and 0.24.4, verified).
+    Its own "unchanged since last read" note is no content."""
+    asked = read_window(tool_input)
+    if asked is None or not isinstance(tool_response, dict) or tool_response.get("error"):
+        return None
+    text = tool_response.get("llmContent")
+    if not isinstance(text, str) or not text or (text.startswith(UNCHANGED_HEAD) and UNCHANGED_MARK in text[:MAX_HEAD]):
+        return None
+    if not text.startswith(RANGE_HEAD):
+        return (asked[0], 1, None, text) if asked[1] == 1 else None
+    status, sep, body = text[len(RANGE_HEAD):].partition(RANGE_BODY)
+    lines, _, _total = status.partition(" of ")
+    first, dash, last = lines.partition("-")
+    start, end = count(int(first)) if first.isdigit() else None, count(int(last)) if last.isdigit() else None
+    if not sep or not dash or start != asked[1] or end is None or end < start or not body:
+        return None
+    return asked[0], start, end, body
+
+
+def shell_output(command: str, tool_response: object) -> str | None:
+    """The output a run_shell_command answer shows when the command exited 0 with nothing else
+    to say: `Command: …\nDirectory: …\nOutput: …\nError: (none)\nExit Code: 0\nSignal: …`."""
+    if not isinstance(tool_response, dict) or tool_response.get("error"):
+        return None
+    text = tool_response.get("llmContent")
+    head = f"Command: {command}\nDirectory: "
+    if not isinstance(text, str) or not text.startswith(head):
+        return None
+    _folder, sep, rest = text[len(head):].partition("\nOutput: ")
+    if not sep:
+        return None
+    output, sep, tail = rest.rpartition("\nError: (none)\nExit Code: 0\nSignal: ")
+    signal, _, pgid = tail.partition("\nProcess Group PGID: ")
+    if not sep or signal not in ("0", "(none)") or not (pgid.isdigit() or pgid == "(none)") or output == "(empty)":
+        return None
+    return output
+
+
+def shell_call(tool_input: object, cwd: object) -> tuple[str, str] | None:
+    """(command, folder) of a run_shell_command call in the foreground (`directory` must be absolute)."""
+    if not isinstance(tool_input, dict) or set(tool_input) - {"command", "description", "directory", "is_background", "timeout"}:
+        return None
+    command, folder = tool_input.get("command"), shell_dir(tool_input.get("directory"), cwd, relative_ok=False)
+    if not isinstance(command, str) or folder is None or tool_input.get("is_background") not in (None, False):
+        return None
+    return command, folder
+
+
+MAX_HEAD = 4096
 
 
 class Qwen(GeminiShapeAgent):
