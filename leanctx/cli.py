@@ -159,10 +159,10 @@ class _HookCommand(click.Command):
             if agent.read_gate_event is not None:
                 gate = agent.read_gate_event
                 rows.append(("", f"with --read-gate: {gate.name}" + (f" (matcher {gate.matcher})" if gate.matcher else "")))
-            if agent.builtin_read_tool is not None and agent.builtin_read_post_event is not None:
+            if agent.builtin_read_tools and agent.builtin_read_post_event is not None:
                 post = agent.builtin_read_post_event
                 pre = agent.read_gate_event.name if agent.read_gate_event is not None else "?"
-                rows.append(("", f"with --builtin-read: {agent.builtin_read_tool} on {pre} and {post.name}"))
+                rows.append(("", f"with --builtin-read: {', '.join(agent.builtin_read_tools)} on {pre} and {post.name}"))
         with formatter.section("Agents and events"):
             formatter.write_dl(rows)
         with formatter.section("Flags"):

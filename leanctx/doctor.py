@@ -264,16 +264,17 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
                                            "bot": "bot: prompts and replies recorded in conversation-state",
                                            "guard": "guard: multi-user guard on tool calls",
                                            "bot+guard": "bot+guard: conversation-state and the multi-user guard"}[profile.name]))
-    if agent.builtin_read_tool is not None and profile.read_gate:
+    if agent.builtin_read_tools and profile.read_gate:
         from leanctx.hooks.readgate import ENV as GATE_ENV, switched_off
 
+        tools = " and ".join(agent.builtin_read_tools)
         if not profile.builtin_read:
-            detail = (f"built-in {agent.builtin_read_tool} not gated (init --no-builtin-gate, or an install from before "
+            detail = (f"built-in {tools} not gated (init --no-builtin-gate, or an install from before "
                       f"the gate): only ctx_read gets stubs")
         elif switched_off():
-            detail = f"built-in {agent.builtin_read_tool} gated, but switched off here by {GATE_ENV}={os.environ.get(GATE_ENV)}"
+            detail = f"built-in {tools} gated, but switched off here by {GATE_ENV}={os.environ.get(GATE_ENV)}"
         else:
-            detail = f"built-in {agent.builtin_read_tool} gated like ctx_read (PreToolUse refuses an unchanged re-read, PostToolUse credits)"
+            detail = f"built-in {tools} gated like ctx_read (the pre-tool hook refuses an unchanged re-read, the post-tool hook credits)"
         checks.append(_check("built-in reader gate", INFO, detail))
     for spec, flags in profile.events(agent):
         cmds = wired.get(spec.name, [])

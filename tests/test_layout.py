@@ -100,6 +100,7 @@ def test_no_module_imports_a_private_name_of_another() -> None:
 
 def test_fastjson_is_a_leaf_imported_plainly_from_below_the_hooks() -> None:
     assert GRAPH["leanctx.fastjson"] == [] and all(not m.startswith("leanctx") for m, _, _ in GRAPH["leanctx.templating"])
+    assert all(not m.startswith("leanctx") for m, _, _ in GRAPH["leanctx.readers"])
     upward = [f"{name} imports {module}" for name, imports in GRAPH.items()
               if name.startswith(("leanctx.state", "leanctx.agents", "leanctx.fastjson"))
               for module, _, _ in imports if module.startswith("leanctx.hooks")]
@@ -112,7 +113,9 @@ def test_fastjson_is_a_leaf_imported_plainly_from_below_the_hooks() -> None:
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("leanctx.agents")))
 def test_host_descriptions_hold_no_installer_or_doctor_logic(name: str) -> None:
     reached = {t for module, imported, _ in GRAPH[name] for t in _targets(module, imported)}
-    outside = sorted(t for t in reached if not t.startswith(("leanctx.agents", "leanctx.fastjson", "leanctx.templating")) and t != "leanctx")
+    # leaves every host shares: JSON, templates, and what a reader or shell command reads (readers)
+    leaves = ("leanctx.agents", "leanctx.fastjson", "leanctx.templating", "leanctx.readers")
+    outside = sorted(t for t in reached if not t.startswith(leaves) and t != "leanctx")
     assert outside == [], f"{name} reaches into {outside}"
 
 

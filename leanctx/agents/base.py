@@ -231,9 +231,10 @@ class Agent:
     guard_event: ClassVar[EventSpec | None] = None
     #: the pre-tool event, narrowed to our ctx_read, that notes who is about to read (None: none)
     read_gate_event: ClassVar[EventSpec | None] = None
-    #: the host's built-in file reader that the read gate also answers (hooks/readgate.py), and the
-    #: post-tool event that credits what it delivered; None: the host's reader is not gated
-    builtin_read_tool: ClassVar[str | None] = None
+    #: the host's own tools that read files (its reader, its shell) which the read gate also
+    #: answers (hooks/readgate.py: `builtin_read_ask`), and the post-tool event that credits what
+    #: they delivered (`builtin_read_delivery`); empty: the host's readers are not gated
+    builtin_read_tools: ClassVar[tuple[str, ...]] = ()
     builtin_read_post_event: ClassVar[EventSpec | None] = None
     #: the host runs hooks from whole files of ours (OpenCode's plugin, Cline's executable files)
     #: rather than from entries in a config: `hook_folder`/`hook_files` say which, with this mode
@@ -339,9 +340,9 @@ class Agent:
         read gate that comes with the MCP server (`--read-gate`), matching the name the server is
         registered under. The guard sees every tool call, so with `--guard` one pre-tool entry
         does both jobs. `builtin_read` (with the read gate, on a host that names a
-        `builtin_read_tool`): the same pre-tool entry also answers the host's own reader
-        (`--builtin-read`, its name added to the matcher), and a post-tool entry credits it."""
-        builtin = builtin_read and read_gate and self.builtin_read_tool is not None and self.builtin_read_post_event is not None
+        `builtin_read_tools`): the same pre-tool entry also answers the host's own reader
+        (`--builtin-read`, their names added to the matcher), and a post-tool entry credits it."""
+        builtin = builtin_read and read_gate and bool(self.builtin_read_tools) and self.builtin_read_post_event is not None
         more = ("--builtin-read",) if builtin else ()
         bot_kinds = (SESSION_START, PROMPT, STOP, REPLY)
         wired = [(spec, ("--bot",) if bot and spec.kind in bot_kinds else ()) for spec in self.events]
@@ -358,7 +359,7 @@ class Agent:
                 spec = EventSpec(spec.name, spec.kind, matcher=self.read_tool(mcp_name))
             if builtin and spec.matcher is not None:
                 # one entry per event (hookconfig keeps one of ours per event): both tools by name
-                spec = EventSpec(spec.name, spec.kind, matcher=f"{spec.matcher}|{self.builtin_read_tool}")
+                spec = EventSpec(spec.name, spec.kind, matcher="|".join((spec.matcher, *self.builtin_read_tools)))
             wired.append((spec, ("--read-gate", *more)))
         if builtin and self.builtin_read_post_event is not None:
             wired.append((self.builtin_read_post_event, more))
@@ -448,6 +449,24 @@ class Agent:
     def read_gate_output(self, event: HookEvent) -> str:
         """What to print after the read gate noted a ctx_read call: hosts that let a hook add to
         the MCP request's `_meta` (Copilot) get the call's id handed on to our server there."""
+        return self.no_opinion(event.event)
+
+    def builtin_read_ask(self, event: HookEvent):  # -> readers.Ask | None
+        """What this pre-tool call of one of `builtin_read_tools` will read (hooks/readers.py:
+        one file, one span of lines); None when it is not a read we can name for sure."""
+        return None
+
+    def builtin_read_delivery(self, event: HookEvent, payload: dict):  # -> tuple[readers.Ask, str] | None
+        """(what was read, the file text it handed the model) for a post-tool call of one of
+        `builtin_read_tools`; None for anything else (an error, an image, a cut or odd output)."""
+        return None
+
+    def builtin_refusal_output(self, event: HookEvent, text: str) -> str:
+        """What to print so the host does not run this read and the model gets `text` instead."""
+        return self.guard_output(event.event, text)
+
+    def builtin_again_output(self, event: HookEvent, ask: object) -> str:
+        """Asked again right after a refusal: what lets the content come (the call runs as asked)."""
         return self.no_opinion(event.event)
 
     def check_output(self, event: str, stdout: str) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from leanctx import fastjson
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,9 +41,53 @@ class Claude(ClaudeShapeAgent):
     rules_file = "CLAUDE.md"
     mcp_user_file = ".claude.json"
     compaction_notes = True  # verified on 2.1.197 (tests/e2e/test_compaction_carry_e2e.py)
-    # the built-in Read, gated like ctx_read (hooks/readgate.py; tests/e2e/test_builtin_read_e2e.py)
-    builtin_read_tool = "Read"
-    builtin_read_post_event = EventSpec("PostToolUse", POST_TOOL, matcher="Read")
+    # the built-in Read and plain shell reads, gated like ctx_read (hooks/readgate.py, readers.py;
+    # tests/e2e/test_builtin_read_e2e.py)
+    builtin_read_tools = ("Read", "Bash")
+    builtin_read_post_event = EventSpec("PostToolUse", POST_TOOL, matcher="Read|Bash")
+
+    def builtin_read_ask(self, event):  # noqa: ANN001, ANN201 - HookEvent -> Ask | None
+        from leanctx import readers
+
+        if event.tool_name == "Read":
+            return read_request(event.tool_input)
+        command = _bash_command(event.tool_input)
+        return readers.shell_ask(command, event.cwd) if command else None
+
+    def builtin_read_delivery(self, event, payload: dict):  # noqa: ANN001, ANN201
+        from leanctx import readers
+
+        if event.tool_name == "Read":
+            return read_delivery(event.tool_input, payload.get("tool_response"))
+        command = _bash_command(event.tool_input)
+        response = payload.get("tool_response")
+        if not command or not isinstance(response, dict):
+            return None
+        # the model gets stdout and stderr together; only a clean, whole, textual run counts
+        if response.get("interrupted") is not False or response.get("isImage") or response.get("stderr") != "" \
+                or response.get("backgroundTaskId") or response.get("returnCodeInterpretation"):
+            return None
+        stdout = response.get("stdout")
+        ask = readers.shell_ask(command, event.cwd)
+        if ask is None or not isinstance(stdout, str) or stdout != stdout.strip("\n") + ("\n" if stdout.endswith("\n") else ""):
+            return None  # leading or trailing blank lines: the host may trim them before the model sees them
+        content = readers.shell_content(ask, stdout)
+        return (ask, content) if content else None
+
+    def builtin_refusal_output(self, event, text: str) -> str:  # noqa: ANN001
+        return self.guard_output(event.event, text)
+
+    def builtin_again_output(self, event, ask) -> str:  # noqa: ANN001
+        if event.tool_name != "Read":
+            return self.no_opinion(event.event)  # a shell command has no "unchanged" answer of its own
+        # Claude Code's Read answers a re-read of the same range of a file whose mtime did not
+        # move with its own "file unchanged" note instead of the content (2.1.197, verified): one
+        # more line in `limit` makes it another range, so the host reads and sends the file. The
+        # call's input is changed, not its permission: the host still decides whether it may run.
+        tool_input = dict(event.tool_input)
+        limit = tool_input.get("limit")
+        tool_input["limit"] = (limit if isinstance(limit, int) and not isinstance(limit, bool) else READ_DEFAULT_LIMIT) + 1
+        return fastjson.dumps({"hookSpecificOutput": {"hookEventName": event.event, "updatedInput": tool_input}})
 
     def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
         # user scope lives in ~/.claude.json (beside ~/.claude, or inside CLAUDE_CONFIG_DIR)
@@ -83,3 +129,50 @@ class Claude(ClaudeShapeAgent):
 
 
 AGENT = Claude()
+
+
+def _bash_command(tool_input: object) -> str | None:
+    """The command of a foreground Bash call with no argument we do not know."""
+    if not isinstance(tool_input, dict) or set(tool_input) - {"command", "description", "timeout"}:
+        return None  # run_in_background, dangerouslyDisableSandbox, ...: not a plain read
+    command = tool_input.get("command")
+    return command if isinstance(command, str) else None
+
+
+READ_DEFAULT_LIMIT = 2000  # lines Claude Code's Read returns when the call names no limit
+
+
+def read_request(tool_input: object):  # -> readers.Ask | None
+    """The span a `Read` call asks for; None when we cannot say for sure (an offset or limit
+    that is not a positive number, pages of a PDF, a relative path)."""
+    from leanctx import readers
+
+    if not isinstance(tool_input, dict):
+        return None
+    path = readers.abs_path(tool_input.get("file_path"))
+    if path is None or set(tool_input) - {"file_path", "offset", "limit"}:
+        return None
+    offset, limit = tool_input.get("offset"), tool_input.get("limit")
+    start = 1 if offset is None else readers.line_number(offset)
+    count = READ_DEFAULT_LIMIT if limit is None else readers.line_number(limit)
+    if start is None or count is None:
+        return None
+    return readers.Ask(path, start, start + count - 1)
+
+
+def read_delivery(tool_input: object, tool_response: object):  # -> tuple[readers.Ask, str] | None
+    """(span, content) a `Read` gave the model as text (2.1.197: `tool_response.file`); None for
+    anything else (an image, a notebook, a PDF, Claude Code's own "file unchanged" answer)."""
+    from leanctx import readers
+
+    asked = read_request(tool_input)
+    if asked is None or not isinstance(tool_response, dict) or tool_response.get("type") != "text":
+        return None
+    file = tool_response.get("file")
+    if not isinstance(file, dict) or file.get("filePath") != asked.path:
+        return None
+    content, start = file.get("content"), readers.line_number(file.get("startLine"))
+    count = readers.line_number(file.get("numLines"))
+    if not isinstance(content, str) or not content or start is None or count is None or start != asked.start:
+        return None
+    return readers.Ask(asked.path, start, start + count - 1), content

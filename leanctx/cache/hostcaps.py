@@ -48,15 +48,23 @@ _LIMITS: dict[str, tuple[int, int | None]] = {
     "opencode": (50_000, 2_000),
 }
 DEFAULT = (7_800, 1_000)  # the smallest of the above
+# A host's own reader and its shell cut by their own rules. Where a host module has not measured
+# them, the host's MCP limit above stands in, and the smallest one for a host we do not know.
+_BUILTIN_LIMITS: dict[str, tuple[int, int | None]] = {}
+_SHELL_LIMITS: dict[str, tuple[int, int | None]] = {
+    # Claude Code's Bash keeps 30,000 characters of output (BASH_MAX_OUTPUT_LENGTH's default)
+    "claude": (29_000, None),
+}
 
 
-def limit(agent: str | None) -> tuple[int, int | None]:
-    return _LIMITS.get(agent or "", DEFAULT)
+def limit(agent: str | None, reader: str = "ctx_read") -> tuple[int, int | None]:
+    table = _SHELL_LIMITS if reader == "shell" else _BUILTIN_LIMITS if reader == "builtin" else {}
+    return table.get(agent or "") or _LIMITS.get(agent or "", DEFAULT)
 
 
-def passes_whole(agent: str | None, text: str) -> bool:
-    """Does the host hand the model this answer uncut?"""
-    chars, lines = limit(agent)
+def passes_whole(agent: str | None, text: str, reader: str = "ctx_read") -> bool:
+    """Does the host hand the model this answer (from this reader) uncut?"""
+    chars, lines = limit(agent, reader)
     if len(text) > chars:  # a JSON string is never shorter than the text: no need to encode
         return False
     if lines is not None and text.count("\n") >= lines:

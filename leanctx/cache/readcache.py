@@ -190,6 +190,7 @@ def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] |
     return (s, e)
 
 
+READERS = ("ctx_read", "builtin", "shell")  # who reads: our tool, a host's own reader, a shell command
 MAX_GATE_STUBS = 64  # refusals remembered per conversation for the no-loop rule (oldest go first)
 MAX_BUILTIN_LINE_CHARS = 2000  # a longer line may reach the model cut short: never credited
 
@@ -420,7 +421,8 @@ class ReadCache:
                 del conv.held[p]  # under-report: those ranges are simply re-sent
         self._dirty = True
 
-    def _count(self, scope: Scope | None, kind: str, raw: int, sent: int, cold: bool = False, withheld: str | None = None) -> None:
+    def _count(self, scope: Scope | None, kind: str, raw: int, sent: int, cold: bool = False, withheld: str | None = None,
+               reader: str = "ctx_read") -> None:
         agent = (scope.agent if scope else None) or "unknown"
         key = (scope.key if scope else None) or "unknown"
         byconv = self._stats["by_conversation"]
@@ -485,20 +487,29 @@ class ReadCache:
         """Test seam: runs after the path check, before the file is opened."""
 
     def read(self, scope: Scope, path: str, start_line: int | None = None, end_line: int | None = None,
-             fresh: bool = False, mode: str = "read", delivered: str | None = None) -> dict:
+             fresh: bool = False, mode: str = "read", delivered: str | None = None, reader: str | None = None,
+             last_lines: int | None = None) -> dict:
         """`mode` "read": ctx_read. "gate": a host's built-in reader is about to read; answered
         with the same stub, pointer or diff ctx_read would send (kind "full" with no text: let the
         reader run; nothing is credited or counted then). "credit": the built-in reader delivered
         `delivered` for that window; credited exactly as a ctx_read answer would be, only when it
-        equals the file's lines on disk now (else kind "withheld")."""
+        equals the file's lines on disk now (else kind "withheld").
+        `reader`: who reads ("ctx_read", a host's "builtin" reader, a "shell" command): the stub's
+        wording, the host's output limit for it, the stats (default: ctx_read for "read", else
+        builtin). `last_lines`: the file's last N lines
+        (`tail -n N`), in place of start_line/end_line."""
         if mode not in ("read", "gate", "credit"):
             raise ValueError(f"unknown mode {mode!r}")
+        if reader is None:
+            reader = "ctx_read" if mode == "read" else "builtin"
+        if reader not in READERS or (reader == "ctx_read") != (mode == "read"):
+            raise ValueError(f"reader {reader!r} cannot {mode}")
         try:
-            result = self._read(scope, path, start_line, end_line, bool(fresh), mode, delivered)
+            result = self._read(scope, path, start_line, end_line, bool(fresh), mode, delivered, reader, last_lines)
         except ReadError as exc:
             if mode == "read":  # the built-in reader gives its own answer for a file we cannot serve
                 with self._lock:
-                    self._count(scope, "error", 0, 0)
+                    self._count(scope, "error", 0, 0, reader=reader)
             result = {"kind": "error", "code": exc.code, "text": f"error: {exc.message}", "path": str(path),
                       "lines": 0, "tokens_raw": 0, "tokens_sent": 0, "tokenizer": tokens.name()}
         with self._lock:
@@ -596,7 +607,7 @@ class ReadCache:
         return Holding(snap.fp, snap.size, snap.mtime_ns, epoch, n, False, [(f.start_line, end)])
 
     def _read(self, scope: Scope, path: str, start_line, end_line, fresh: bool, mode: str = "read",
-              delivered: str | None = None) -> dict:
+              delivered: str | None = None, reader: str = "ctx_read", last_lines: int | None = None) -> dict:
         self._maybe_carry(scope)
         roots = self._roots(tuple(scope.roots))
         real, _shown = resolve(path, roots, self.allow, scope.cwd)
@@ -604,11 +615,13 @@ class ReadCache:
         self._before_open(real)
         snap = load(real, rel, self.max_file_bytes, roots + self.allow)
         n = snap.nlines
+        if last_lines is not None:
+            start_line, end_line = (max(1, n - last_lines + 1), None) if n else (None, None)
         window = window_of(n, start_line, end_line)
         whole = window is None or window == (1, n)
         raw_text = snap.text if whole else snap.slice(*window)
         known = scope.key is not None
-        hint = stubs.AGAIN if mode == "gate" else stubs.FRESH
+        hint = stubs.FRESH if mode != "gate" else stubs.RUN_AGAIN if reader == "shell" else stubs.AGAIN
         again = False
         if mode == "credit" and not builtin_delivery_matches(snap.text, window, start_line, delivered):
             return {"kind": "withheld", "text": "", "path": rel, "lines": n, "tokens_raw": 0, "tokens_sent": 0,
@@ -701,7 +714,7 @@ class ReadCache:
                 return {"kind": "full", "text": "", "path": rel, "lines": n, "tokens_raw": tokens_raw,
                         "tokens_sent": tokens_raw, "tokenizer": tokens.name(), "fingerprint": snap.fp,
                         "window": list(window) if window else None, "again": again}
-            cut = record and not hostcaps.passes_whole(scope.agent, text)
+            cut = record and not hostcaps.passes_whole(scope.agent, text, reader)
             if cut:
                 # the host cuts an answer this long before its model sees it (hostcaps.py): the
                 # model holds part of it at best, so nothing of it is credited (what it was sent
@@ -748,7 +761,7 @@ class ReadCache:
             elif not known and not fresh:
                 withheld = scope.reason or "unknown caller"
             sent = tok(text) if kind != "full" or not whole else tokens_raw
-            self._count(scope, kind, tokens_raw, sent, cold=cold, withheld=withheld)
+            self._count(scope, kind, tokens_raw, sent, cold=cold, withheld=withheld, reader=reader)
         result = {"kind": kind, "text": text, "path": rel, "lines": n, "tokens_raw": tokens_raw,
                   "tokens_sent": sent, "tokenizer": tokens.name()}
         if claims is not None:

@@ -237,12 +237,13 @@ class CacheCore:
         return self.cache.read(scope, path, start_line=start, end_line=end, fresh=fresh)
 
     def gate(self, conn, path: str, start: int | None, end: int | None, call_id: str | None = None,  # noqa: ANN001
-             delivered: str | None = None) -> dict:
-        """A host's built-in reader: "gate" before it reads (delivered None), "credit" after,
-        with what it delivered. Same scope, same ledger, same rules as `read`."""
+             delivered: str | None = None, reader: str = "builtin", last_lines: int | None = None) -> dict:
+        """A host's built-in reader or a shell read: "gate" before it reads (delivered None),
+        "credit" after, with what it delivered. Same scope, same ledger, same rules as `read`."""
         scope = self.resolver.resolve(conn, fresh=True, call_id=call_id)
         mode = "gate" if delivered is None else "credit"
-        return self.cache.read(scope, path, start_line=start, end_line=end, mode=mode, delivered=delivered)
+        return self.cache.read(scope, path, start_line=start, end_line=end, mode=mode, delivered=delivered,
+                               reader=reader, last_lines=last_lines)
 
     def scope(self, conn) -> dict:  # noqa: ANN001
         s = self.resolver.resolve(conn, fresh=True)
@@ -689,7 +690,13 @@ class Daemon:
                 delivered = args.get("content")
                 if not isinstance(delivered, str):
                     raise BadRequest("content must be a string")
-            result = self.core.gate(self.identity(me), path, start, end, call_id_arg(args), delivered)
+            reader = args.get("reader", "builtin")
+            if reader not in ("builtin", "shell"):
+                raise BadRequest("reader must be \"builtin\" or \"shell\"")
+            last = _opt_line(args, "last_lines")
+            if last is not None and (start is not None or end is not None):
+                raise BadRequest("last_lines goes without start_line and end_line")
+            result = self.core.gate(self.identity(me), path, start, end, call_id_arg(args), delivered, reader, last)
             # the hook needs the decision and, for a refusal, its text; never the file's content
             return {k: result.get(k) for k in ("kind", "text", "path", "lines", "window", "code", "again")
                     if k in result and not (k == "text" and result.get("kind") in ("full", "error"))}

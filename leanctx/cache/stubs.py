@@ -32,6 +32,9 @@ FRESH = Hints(FRESH_HINT, f"{FRESH_HINT} everything", f"{FRESH_HINT} the whole f
 # its stub (leanctx/cache/readcache.py, gate mode)
 AGAIN = Hints("read it again right away for the content", "read it again right away for everything",
               "read it again right away for the whole file")
+# a shell read (`cat`, `sed -n`, ...): the same command run again right away prints the file
+RUN_AGAIN = Hints("run the same command again right away for the output", "run it again right away for everything",
+                  "run it again right away for the whole file")
 
 
 def shown(rel: str) -> str:

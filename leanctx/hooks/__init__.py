@@ -102,7 +102,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
         if runs_own_hook(agent, event_name, payload):  # that hook publishes: fold the event once
             return agent.no_opinion(event_name)
     event = agent.normalize(event_name, payload)
-    builtin = builtin and agent.builtin_read_tool is not None and event.tool_name == agent.builtin_read_tool
+    builtin = builtin and event.tool_name in agent.builtin_read_tools
     if event.kind == "pre_tool":
         noted = None
         if "--read-gate" in flags and agent.is_read_tool(event.tool_name):
@@ -124,7 +124,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
         if builtin:
             from leanctx.hooks.readgate import after_read
 
-            after_read(data_dir, payload, event)
+            after_read(data_dir, payload, agent, event)
         return agent.no_opinion(event.event)
     publish(data_dir, event)
     out = ""

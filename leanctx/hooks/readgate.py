@@ -1,6 +1,8 @@
-"""The built-in reader gate: Claude Code's own `Read` tool under the read cache's rules.
+"""The built-in reader gate: a host's own file reader and shell reads under the read cache's rules.
 
-Before a `Read` runs (PreToolUse, matcher `Read`), the hook notes who is reading (the same note
+Each host module says which of its tool calls read a file and what they delivered
+(`Agent.builtin_read_ask` / `builtin_read_delivery`; shell commands: hooks/readers.py). Below,
+Claude Code's `Read` as the example. Before a `Read` runs (PreToolUse, matcher `Read`), the hook notes who is reading (the same note
 the ctx_read gate writes, under the call's `tool_use_id`) and asks the cache daemon, over its
 Unix socket, op "gate": does this context provably hold this file (range) unchanged? The daemon
 identifies the hook's process from the kernel, exactly as it does an MCP connection, and answers
@@ -31,9 +33,6 @@ TOOL = "Read"
 CONNECT_TIMEOUT_S = 0.3
 # the daemon may wait up to 0.5 s for the host's transcript to show the call (cache/transcript.py)
 ANSWER_TIMEOUT_S = 2.0  # a hung daemon delays a Read by at most this much; a slow answer: no opinion
-DEFAULT_LIMIT = 2000  # lines Claude Code's Read returns when the call names no limit
-MAX_LINE = 10**9
-MAX_PATH_CHARS = 4096
 REFUSALS = ("stub", "pointer", "diff")
 # the daemon's socket and wire format (cache/client.py: SOCKET_NAME, PROTOCOL; a test pins that
 # they agree): not imported from there, which would cost every Read the import of json and re
@@ -46,50 +45,6 @@ def switched_off() -> bool:
     from leanctx.cache.switches import switched_off as off
 
     return off(os.environ.get(ENV))
-
-
-def _line(value: object) -> int | None:
-    """A positive line number or count, else None."""
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_LINE:
-        return value
-    return None
-
-
-def _path(value: object) -> str | None:
-    if isinstance(value, str) and 0 < len(value) <= MAX_PATH_CHARS and "\x00" not in value and os.path.isabs(value):
-        return value
-    return None
-
-
-def requested(tool_input: object) -> tuple[str, int, int] | None:
-    """(path, first line, last line) a `Read` call asks for; None when we cannot say for sure
-    (an offset or limit that is not a positive number, pages of a PDF, a relative path)."""
-    if not isinstance(tool_input, dict):
-        return None
-    path = _path(tool_input.get("file_path"))
-    if path is None or set(tool_input) - {"file_path", "offset", "limit"}:
-        return None
-    offset, limit = tool_input.get("offset"), tool_input.get("limit")
-    start = 1 if offset is None else _line(offset)
-    count = DEFAULT_LIMIT if limit is None else _line(limit)
-    if start is None or count is None:
-        return None
-    return path, start, start + count - 1
-
-
-def delivered(tool_input: object, tool_response: object) -> tuple[str, int, int, str] | None:
-    """(path, first line, last line, content) a `Read` gave the model as text; None for anything
-    else (an image, a notebook, a PDF, Claude Code's own "file unchanged" answer, an odd shape)."""
-    asked = requested(tool_input)
-    if asked is None or not isinstance(tool_response, dict) or tool_response.get("type") != "text":
-        return None
-    file = tool_response.get("file")
-    if not isinstance(file, dict) or file.get("filePath") != asked[0]:
-        return None
-    content, start, count = file.get("content"), _line(file.get("startLine")), _line(file.get("numLines"))
-    if not isinstance(content, str) or not content or start is None or count is None or start != asked[1]:
-        return None
-    return asked[0], start, start + count - 1, content
 
 
 def _connect(path: str):  # -> socket.socket
@@ -150,45 +105,35 @@ def ask(data_dir: str, op: str, args: dict) -> dict | None:
 
 
 def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, HookEvent
-    """The PreToolUse answer for a built-in read: a refusal carrying the cache's text, or ''."""
-    asked = requested(event.tool_input)
-    if asked is None or switched_off() or not isinstance(event.tool_use_id, str):
+    """The pre-tool answer for a host's built-in read: a refusal carrying the cache's text, or ''."""
+    if switched_off() or not isinstance(event.tool_use_id, str):
+        return ""
+    ask_ = agent.builtin_read_ask(event)
+    if ask_ is None:
         return ""
     from leanctx.hooks.publish import note_read_call
 
     if note_read_call(data_dir, event) is None:
         return ""
-    path, start, end = asked
-    result = ask(data_dir, "gate", {"path": path, "start_line": start, "end_line": end, "call_id": event.tool_use_id})
+    result = ask(data_dir, "gate", {**ask_.args(), "call_id": event.tool_use_id})
     if result is None:
         return ""
     if result.get("kind") == "full" and result.get("again") is True:
-        return again_output(agent, event)
+        return agent.builtin_again_output(event, ask_)
     if result.get("kind") not in REFUSALS:
         return ""
     text = result.get("text")
     if not isinstance(text, str) or not text:
         return ""
-    return agent.guard_output(event.event, text)
+    return agent.builtin_refusal_output(event, text)
 
 
-def again_output(agent, event) -> str:  # noqa: ANN001 - Agent, HookEvent
-    """Asked again right after a refusal: the content must come. Claude Code's Read answers a
-    re-read of the same range of a file whose mtime did not move with its own "file unchanged"
-    note instead of the content (2.1.197, verified); one more line in `limit` makes it another
-    range, so the host reads and sends the file. The call's input is changed, not its permission:
-    the host still decides whether it may run."""
-    tool_input = dict(event.tool_input)
-    limit = tool_input.get("limit")
-    tool_input["limit"] = (limit if isinstance(limit, int) and not isinstance(limit, bool) else DEFAULT_LIMIT) + 1
-    return fastjson.dumps({"hookSpecificOutput": {"hookEventName": event.event, "updatedInput": tool_input}})
-
-
-def after_read(data_dir: str, payload: dict, event) -> None:  # noqa: ANN001 - HookEvent
+def after_read(data_dir: str, payload: dict, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent
     """Hand the daemon what a built-in read delivered, to credit when it matches the disk."""
-    got = delivered(event.tool_input, payload.get("tool_response"))
-    if got is None or switched_off() or not isinstance(event.tool_use_id, str):
+    if switched_off() or not isinstance(event.tool_use_id, str):
         return
-    path, start, end, content = got
-    ask(data_dir, "credit", {"path": path, "start_line": start, "end_line": end, "content": content,
-                             "call_id": event.tool_use_id})
+    got = agent.builtin_read_delivery(event, payload)
+    if got is None:
+        return
+    ask_, content = got
+    ask(data_dir, "credit", {**ask_.args(), "content": content, "call_id": event.tool_use_id})

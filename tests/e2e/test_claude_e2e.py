@@ -227,7 +227,7 @@ def test_foreign_settings_and_hooks_survive_init_run_uninstall(claude_cli, host_
     assert "FOREIGN-CONTEXT-7f3a" in first, "the user's own hook must stay first"
     # the user's pre-tool hook stays first and untouched; ours (the read gate) comes after it
     assert wired["hooks"]["PreToolUse"][0] == {"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}
-    assert [g.get("matcher") for g in wired["hooks"]["PreToolUse"][1:]] == ["mcp__leanctx__ctx_read|Read"]
+    assert [g.get("matcher") for g in wired["hooks"]["PreToolUse"][1:]] == ["mcp__leanctx__ctx_read|Read|Bash"]
 
     with FakeAnthropic(script=["hi there", "hi again"]) as srv:
         env = hostcli.claude_env(hh.home, srv.base_url, lean.host_env)

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from leanctx.agents import claude
 from leanctx.hooks import readgate
+from leanctx.readers import Ask
 from tests.cache.test_service_support import start_daemon, stop_any_daemon, subprocess_env
 from tests.conftest import PAYLOADS
 
@@ -23,10 +25,10 @@ POST = json.loads((PAYLOADS / "claude" / "PostToolUse.json").read_text())
 
 
 def test_requested_and_delivered_read_the_recorded_payloads() -> None:
-    assert readgate.requested(PRE["tool_input"]) == ("/home/user/proj/a.txt", 1, 2000)
-    assert readgate.requested({"file_path": "/p/a.py", "offset": 5, "limit": 10}) == ("/p/a.py", 5, 14)
-    got = readgate.delivered(POST["tool_input"], POST["tool_response"])
-    assert got == ("/home/user/proj/a.txt", 1, 2, "hello world file\n")
+    assert claude.read_request(PRE["tool_input"]) == Ask("/home/user/proj/a.txt", 1, 2000)
+    assert claude.read_request({"file_path": "/p/a.py", "offset": 5, "limit": 10}) == Ask("/p/a.py", 5, 14)
+    got = claude.read_delivery(POST["tool_input"], POST["tool_response"])
+    assert got == (Ask("/home/user/proj/a.txt", 1, 2), "hello world file\n")
 
 
 @pytest.mark.parametrize("tool_input", [
@@ -39,7 +41,7 @@ def test_requested_and_delivered_read_the_recorded_payloads() -> None:
     None,
 ])
 def test_calls_the_gate_cannot_pin_down_are_left_alone(tool_input: object) -> None:
-    assert readgate.requested(tool_input) is None
+    assert claude.read_request(tool_input) is None
 
 
 @pytest.mark.parametrize("response", [
@@ -51,7 +53,7 @@ def test_calls_the_gate_cannot_pin_down_are_left_alone(tool_input: object) -> No
     "text",
 ])
 def test_only_text_the_reader_delivered_for_the_call_is_handed_on(response: object) -> None:
-    assert readgate.delivered(POST["tool_input"], response) is None
+    assert claude.read_delivery(POST["tool_input"], response) is None
 
 
 HOOK = [sys.executable, "-c", "from leanctx.hooks import run; run()"]
@@ -121,6 +123,29 @@ class Session:
                                                       "tool_input": tool_input, "tool_response": response,
                                                       "tool_use_id": call}, *post_flags) == ""
         return content
+
+
+    def bash(self, command: str, flags: tuple = ("--read-gate", "--builtin-read")) -> str:
+        """One Bash call: PreToolUse; if not refused, the command runs for real in the project and
+        the PostToolUse hook gets Claude Code's response shape. Returns what the model got."""
+        call = f"toolu_{self.n:04d}"
+        tool_input = {"command": command, "description": "read"}
+        self.entry("assistant", {"type": "tool_use", "id": call, "name": "Bash", "input": tool_input})
+        out = run_hook(self.env, "PreToolUse", {**self.base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                                                 "tool_input": tool_input, "tool_use_id": call}, *flags)
+        self.last = out
+        if out:
+            answer = json.loads(out)["hookSpecificOutput"]
+            assert answer["permissionDecision"] == "deny" and "updatedInput" not in answer
+            self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": answer["permissionDecisionReason"], "is_error": True})
+            return answer["permissionDecisionReason"]
+        ran = subprocess.run(["bash", "-c", command], cwd=self.proj, capture_output=True, text=True, timeout=30)
+        self.entry("user", {"type": "tool_result", "tool_use_id": call, "content": ran.stdout + ran.stderr})
+        response = {"stdout": ran.stdout, "stderr": ran.stderr, "interrupted": False, "isImage": False}
+        assert run_hook(self.env, "PostToolUse", {**self.base, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+                                                  "tool_input": tool_input, "tool_response": response,
+                                                  "tool_use_id": call}, "--builtin-read") == ""
+        return ran.stdout + ran.stderr
 
 
 @pytest.fixture
@@ -218,3 +243,44 @@ def test_the_daemon_serves_the_gate_only_to_a_verified_caller_and_checks_what_it
     assert answer("credit", {"path": str(f), "start_line": 1, "end_line": 1, "content": "x = 1\n"})["code"] == "unverified"
     assert answer("credit", {"path": str(f), "start_line": 1, "end_line": 1, "content": 5})["code"] == "bad_request"
     assert answer("gate", {"path": "", "start_line": 1})["code"] == "bad_request"
+
+
+def test_shell_reads_share_one_ledger_with_read_and_a_stub_never_traps_the_model(daemon_env: dict, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    f = proj / "mod.py"
+    f.write_text("".join(f"def g{i}():\n    return {i}\n" for i in range(200)))
+    s = Session(daemon_env, proj)
+    assert "def g199" in s.bash("cat mod.py")
+    stub = s.bash("cat mod.py")
+    assert stub.startswith("[unchanged] mod.py 400 lines") and "run the same command again right away" in stub
+    assert "def g199" in s.bash("cat mod.py"), "running the command again right after its stub gave no output"
+    assert s.bash("sed -n '10,30p' mod.py").startswith("[unchanged] mod.py L10-30 of 400 lines")
+    assert s.bash("tail -n 50 mod.py").startswith("[unchanged] mod.py L351-400 of 400 lines")
+    assert s.read(f).startswith("[unchanged] mod.py 400 lines"), "what cat delivered did not count for Read"
+    # lines inside the window just refused, asked for by any reader: the content comes (no loop)
+    assert s.bash("tail -n 50 mod.py").endswith("    return 199\n")
+    # a pipe, a grep: they run, and are never credited
+    assert "def g5()" in s.bash("cat mod.py | head -n 20")
+    f.write_text(f.read_text().replace("return 7\n", "return 70\n"))
+    diff = s.bash("cat mod.py")
+    assert diff.startswith("[changed] mod.py") and "+    return 70" in diff, "an edit on disk did not give a diff"
+    assert "return 70" in s.bash("cat -n mod.py")
+    assert s.bash("nl -ba mod.py").startswith("[unchanged] mod.py 400 lines"), "a numbered listing was not credited"
+
+
+def test_a_shell_read_the_model_did_not_see_whole_or_clean_is_not_credited(daemon_env: dict, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.py").write_text("".join(f"a_{i} = {i}\n" for i in range(300)))
+    (proj / "blank.py").write_text("\n\n" + "".join(f"b_{i} = {i}\n" for i in range(300)))
+    (proj / "huge.py").write_text("".join(f"h_{i} = '{'x' * 80}'\n" for i in range(600)))  # over Bash's 30,000 characters
+    s = Session(daemon_env, proj)
+    s.bash("cat a.py missing.py")  # two files, an error on stderr
+    assert s.bash("cat a.py").startswith("a_0 = 0"), "a run with stderr was credited"
+    s.bash("cat blank.py")
+    assert s.bash("cat blank.py").startswith("\n\nb_0"), "output with leading blank lines was credited"
+    s.bash("cat huge.py")
+    assert s.bash("cat huge.py").startswith("h_0"), "output longer than Bash hands the model was credited"
+    s.bash("cd / && cat " + str(proj / "a.py"))
+    assert s.bash("cat a.py").startswith("[unchanged] a.py"), "cat a.py was credited once and is not a stub now"

@@ -74,11 +74,11 @@ def test_init_keeps_user_entries_comments_and_order(home: Path, data_dir: Path) 
     for spec in agents.get("claude").events:
         assert wired[spec.name] == [wrapper.command(wrapper_file, "claude", spec.name)]
     # the only pre-tool entry is the read gate, narrowed to our own ctx_read tool and Claude Code's
-    # built-in Read: a command hook through our wrapper (leanctx answers no hook over the network)
+    # built-in Read and Bash: a command hook through our wrapper (leanctx answers no hook over the network)
     assert wired["PreToolUse"] == [wrapper.command(wrapper_file, "claude", "PreToolUse", ("--read-gate", "--builtin-read"))]
     gate = [g for g in value["hooks"]["PreToolUse"] if "leanctx-hook" in json.dumps(g)]
-    assert gate[0]["matcher"] == "mcp__leanctx__ctx_read|Read"
-    # and the post-tool entry that credits what Read delivered, narrowed to Read alone
+    assert gate[0]["matcher"] == "mcp__leanctx__ctx_read|Read|Bash"
+    # and the post-tool entry that credits what Read delivered, narrowed to Read and Bash
     assert wired["PostToolUse"] == [wrapper.command(wrapper_file, "claude", "PostToolUse", ("--builtin-read",))]
     assert [g["matcher"] for g in value["hooks"]["PostToolUse"]] == ["Read"]
     assert not (data_dir / "read_gate.json").exists()

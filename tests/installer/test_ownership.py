@@ -189,7 +189,7 @@ def test_mcp_name_registers_ours_beside_theirs_end_to_end(home: Path, data_dir: 
     assert servers["leanctx"] == USERS_SERVER
     assert servers["leanctx-ctx"]["args"] == ["mcp"]
     gate = json.loads(settings.read_text())["hooks"]["PreToolUse"]
-    assert [g["matcher"] for g in gate] == ["mcp__leanctx-ctx__ctx_read|Read"]
+    assert [g["matcher"] for g in gate] == ["mcp__leanctx-ctx__ctx_read|Read|Bash"]
     assert "`mcp__leanctx-ctx__ctx_read` in Claude Code" in (home / ".claude" / "CLAUDE.md").read_text()
     once = snapshot(home, skip=data_dir)
     ok("init", "--agent", "claude")  # the name is remembered

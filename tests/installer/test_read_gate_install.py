@@ -50,7 +50,7 @@ def settings(home: Path) -> Path:
     return path
 
 
-GATE_MATCHER = f"{READ}|Read"  # the same entry answers Claude Code's built-in Read (hooks/readgate.py)
+GATE_MATCHER = f"{READ}|Read|Bash"  # the same entry answers Claude Code's built-in Read (hooks/readgate.py)
 
 
 def gate_groups(value: dict) -> list:
@@ -202,12 +202,12 @@ def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_by
     value = json.loads(path.read_text())
     assert gate_groups(value) == [command_gate(data_dir)]
     post = value["hooks"]["PostToolUse"]
-    assert post == [{"matcher": "Read", "hooks": [{"type": "command", "timeout": 10, "command": wrapper.command(
+    assert post == [{"matcher": "Read|Bash", "hooks": [{"type": "command", "timeout": 10, "command": wrapper.command(
         wrapper.wrapper_path(data_dir), "claude", "PostToolUse", ("--builtin-read",))}]}]
     checks = read_gate_checks(home)
     assert checks["exit"] == 0
     assert checks["event PostToolUse"]["status"] == "ok" and checks["smoke PostToolUse"]["status"] == "ok"
-    assert "Read gated like ctx_read" in checks["built-in reader gate"]["detail"]
+    assert "Read and Bash gated like ctx_read" in checks["built-in reader gate"]["detail"]
     # switched off at init: the pre-tool entry answers ctx_read alone, no post-tool entry
     assert run_cli("init", "--agent", "claude", "--no-builtin-gate").returncode == 0
     value = json.loads(path.read_text())
@@ -231,7 +231,7 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_ha
     claude = agents.get("claude")
     wired = {(spec.name, spec.matcher): flags for spec, flags in claude.profile_events(guard=True, read_gate=True, builtin_read=True)}
     assert wired[("PreToolUse", None)] == ("--guard", "--read-gate", "--builtin-read")
-    assert wired[("PostToolUse", "Read")] == ("--builtin-read",)
+    assert wired[("PostToolUse", "Read|Bash")] == ("--builtin-read",)
     assert not any(name == "PreToolUse" and matcher for name, matcher in wired)
     # no read gate (init --no-mcp): no daemon to ask, so no built-in gate either
     assert all("--builtin-read" not in flags for _, flags in claude.profile_events(read_gate=False, builtin_read=True))
