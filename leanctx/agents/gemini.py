@@ -17,6 +17,8 @@ Verified on 0.61.0 in real runs (hosts-gemini-qwen-copilot-opencode.md §1, test
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 from leanctx.agents.base import (
     MCP_SERVER,
     NOTICE,
+    POST_TOOL,
     PRE_COMPACT,
     PRE_TOOL,
     PROMPT,
@@ -39,7 +42,7 @@ from leanctx.agents.base import (
     env_dir,
 )
 from leanctx import fastjson
-from leanctx.agents.geminishape import GeminiShapeAgent, count, disabled_ours, file_path, shell_dir
+from leanctx.agents.geminishape import GeminiShapeAgent, count, disabled_ours, file_path, settings_mention, shell_dir
 
 
 READ_TOOL, SHELL_TOOL = "read_file", "run_shell_command"
@@ -114,6 +117,29 @@ def shell_call(tool_input: object, cwd: object) -> tuple[str, str] | None:
     return command, folder
 
 
+def call_key(conversation: object, tool: object, tool_input: object) -> str:
+    """An id for a tool call the host names no id for, from what it asks: BeforeTool and AfterTool
+    of one call agree; two identical calls share it (nothing but the conversation is noted under
+    it, and Gemini names no subagent: agents/gemini.py's subagent window decides that)."""
+    import hashlib
+
+    text = fastjson.dumps([conversation, tool, tool_input if isinstance(tool_input, dict) else None])
+    return "gemini-call:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def context_managed(cwd: object, env=os.environ) -> bool:  # noqa: ANN001 - a mapping
+    """Does a settings file turn on (or may it turn on) Gemini's context management? With it the
+    scheduler rewrites any tool's output after AfterTool (ToolOutputDistillationService, 0.61.0
+    source; off by default), so what AfterTool shows may not be what the model gets."""
+    home = env.get("GEMINI_CLI_HOME") or env.get("HOME") or os.path.expanduser("~")
+    system = env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or "/etc/gemini-cli/settings.json"
+    paths = [os.path.join(home, ".gemini", "settings.json"), system,
+             env.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH") or os.path.join(os.path.dirname(system), "system-defaults.json")]
+    if isinstance(cwd, str) and cwd:
+        paths.append(os.path.join(cwd, ".gemini", "settings.json"))
+    return settings_mention(paths, b"contextManagement")
+
+
 # the tools that run a subagent inside this process (0.61.0: `invoke_agent {agent_name, prompt}`)
 SUBAGENT_TOOLS = ("invoke_agent",)
 
@@ -141,6 +167,10 @@ class Gemini(GeminiShapeAgent):
     )
     guard_event = EventSpec("BeforeTool", PRE_TOOL)
     read_gate_event = EventSpec("BeforeTool", PRE_TOOL, matcher=f"mcp_{MCP_SERVER}_ctx_read")
+    # read_file and plain shell reads, gated like ctx_read (hooks/readgate.py, readers.py;
+    # tests/e2e/test_gemini_builtin_read_e2e.py); AfterTool also closes a subagent's window
+    builtin_read_tools = (READ_TOOL, SHELL_TOOL)
+    builtin_read_post_event = EventSpec("AfterTool", POST_TOOL, matcher="|".join((READ_TOOL, SHELL_TOOL, *SUBAGENT_TOOLS)))
     context_events = ("SessionStart", "BeforeAgent")
     config_home = ".gemini"
     rules_file = "GEMINI.md"
@@ -162,6 +192,50 @@ class Gemini(GeminiShapeAgent):
         off = disabled_ours(config.get("disabled"))
         return f'"hooksConfig.disabled" lists leanctx\'s hook(s): {", ".join(off)}' if off else None
 
+    def profile_events(self, bot: bool = False, guard: bool = False, read_gate: bool = False, mcp_name: str = MCP_SERVER,
+                       builtin_read: bool = False) -> list[tuple[EventSpec, tuple[str, ...]]]:
+        wired = super().profile_events(bot, guard, read_gate, mcp_name, builtin_read)
+        if not any(spec is self.builtin_read_post_event for spec, _ in wired):
+            return wired
+        # the gated reads' BeforeTool also opens a subagent's window (normalize)
+        out = []
+        for spec, flags in wired:
+            if spec.name == "BeforeTool" and spec.matcher is not None and "--builtin-read" in flags:
+                spec = EventSpec(spec.name, spec.kind, matcher="|".join((spec.matcher, *SUBAGENT_TOOLS)))
+            out.append((spec, flags))
+        return out
+
+    def builtin_read_ask(self, event: HookEvent):  # -> readers.Ask | None
+        from leanctx import readers
+
+        if context_managed(event.cwd):
+            return None
+        if event.tool_name == READ_TOOL:
+            got = read_window(event.tool_input, event.cwd)
+            return readers.Ask(got[0], got[1], got[2]) if got else None
+        call = shell_call(event.tool_input, event.cwd)
+        return readers.shell_ask(call[0], call[1]) if call else None
+
+    def builtin_read_delivery(self, event: HookEvent, payload: dict):  # -> tuple[readers.Ask, str] | None
+        from leanctx import readers
+
+        if context_managed(event.cwd):
+            return None
+        response = payload.get("tool_response")
+        if event.tool_name == READ_TOOL:
+            got = read_delivered(event.tool_input, event.cwd, response)
+            return (readers.Ask(got[0], got[1], got[2]), got[3]) if got else None
+        call, output = shell_call(event.tool_input, event.cwd), shell_output(response)
+        ask = readers.shell_ask(call[0], call[1]) if call else None
+        if ask is None or output is None:
+            return None
+        if ask.numbered and output[:1].isdigit():
+            # the output is trimmed: the first line's number lost its padding (`1\t…`)
+            number, tab, rest = output.partition("\t")
+            output = f"{number:>6}{tab}{rest}" if tab and number.isdigit() else output
+        content = readers.shell_content(ask, output)
+        return (ask, content) if content else None
+
     def read_tool(self, server: str = MCP_SERVER) -> str:
         return f"mcp_{server}_ctx_read"
 
@@ -173,6 +247,9 @@ class Gemini(GeminiShapeAgent):
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         ev = super().normalize(event, payload)
+        if event in ("BeforeTool", "AfterTool") and ev.tool_name in self.builtin_read_tools and ev.tool_use_id is None:
+            # no call id anywhere (0.61.0): the call's own words name it, the same before and after
+            ev.tool_use_id = call_key(ev.conversation_id, ev.tool_name, ev.tool_input)
         if event in ("BeforeTool", "AfterTool") and ev.tool_name in SUBAGENT_TOOLS:
             # no hook names a subagent, and its tool calls' hooks look like the conversation's
             # own (0.61.0, verified): the call that runs it is its window

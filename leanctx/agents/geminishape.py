@@ -87,3 +87,17 @@ def shell_dir(value: object, cwd: object, relative_ok: bool) -> str | None:
     if value is None:
         return cwd if isinstance(cwd, str) else None
     return file_path(value, cwd, relative_ok)
+
+
+def settings_mention(paths: list, word: bytes) -> bool:
+    """Does any of these settings files mention `word`? One we cannot read: it may (doubt)."""
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                if word in f.read(1 << 22):
+                    return True
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+    return False

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, MCP_SERVER, NOTICE, PROMPT, EventSpec, HookEvent
-from leanctx.agents.geminishape import GeminiShapeAgent, count, file_path, shell_dir
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, MCP_SERVER, NOTICE, POST_TOOL, PROMPT, EventSpec, HookEvent
+from leanctx.agents.geminishape import GeminiShapeAgent, count, file_path, settings_mention, shell_dir
 
 # Qwen Code clears old tool results (read_file, run_shell_command, grep, glob, web_fetch, edit,
 # write_file: all but the last 5) from its context when a user's prompt comes at least
@@ -40,16 +40,7 @@ def idle_clear_s(cwd: str | None, env=os.environ) -> float:  # noqa: ANN001 - a 
              system, env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or os.path.join(os.path.dirname(system), "system-defaults.json")]
     if cwd:
         paths.append(os.path.join(cwd, ".qwen", "settings.json"))
-    for path in paths:
-        try:
-            with open(path, "rb") as f:
-                if SETTING in f.read(1 << 22):
-                    return 0.0
-        except FileNotFoundError:
-            continue
-        except OSError:
-            return 0.0
-    return float(IDLE_CLEAR_DEFAULT_S - IDLE_MARGIN_S)
+    return 0.0 if settings_mention(paths, SETTING) else float(IDLE_CLEAR_DEFAULT_S - IDLE_MARGIN_S)
 
 
 READ_TOOL, SHELL_TOOL = "read_file", "run_shell_command"
@@ -136,6 +127,40 @@ class Qwen(GeminiShapeAgent):
     config_home, config_env = ".qwen", "QWEN_HOME"
     rules_file = "QWEN.md"
     broken_settings_effect = "it renames this file to settings.json.corrupted.<ms> and starts without any of its settings"
+
+    # read_file and plain shell reads, gated like ctx_read (hooks/readgate.py, readers.py;
+    # tests/e2e/test_qwen_builtin_read_e2e.py). Its own read_file answers a whole-file re-read of a
+    # file it read whole in this process, unchanged by its stat, with its own "unchanged" note.
+    builtin_read_tools = (READ_TOOL, SHELL_TOOL)
+    builtin_read_post_event = EventSpec("PostToolUse", POST_TOOL, matcher=f"{READ_TOOL}|{SHELL_TOOL}")
+
+    def builtin_read_ask(self, event: HookEvent):  # -> readers.Ask | None
+        from leanctx import readers
+
+        if event.tool_name == READ_TOOL:
+            got = read_window(event.tool_input)
+            return readers.Ask(got[0], got[1], got[2]) if got else None
+        call = shell_call(event.tool_input, event.cwd)
+        return readers.shell_ask(call[0], call[1]) if call else None
+
+    def builtin_read_delivery(self, event: HookEvent, payload: dict):  # -> tuple[readers.Ask, str] | None
+        from leanctx import readers
+
+        response = payload.get("tool_response")
+        if event.tool_name == READ_TOOL:
+            got = read_delivered(event.tool_input, response)
+            return (readers.Ask(got[0], got[1], got[2]), got[3]) if got else None
+        call = shell_call(event.tool_input, event.cwd)
+        ask = readers.shell_ask(call[0], call[1]) if call else None
+        output = shell_output(call[0], response) if call else None
+        if ask is None or output is None:
+            return None
+        if ask.numbered and output[:1].isdigit():
+            # the output is trimmed (0.24.4): the first line's number lost its padding (`1\t…`)
+            number, tab, rest = output.partition("\t")
+            output = f"{number:>6}{tab}{rest}" if tab and number.isdigit() else output
+        content = readers.shell_content(ask, output)
+        return (ask, content) if content else None
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         ev = super().normalize(event, payload)

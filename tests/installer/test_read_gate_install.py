@@ -225,7 +225,7 @@ def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_by
     assert path.read_bytes() == original
 
 
-def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_has_it() -> None:
+def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_hosts_that_name_their_readers_have_it() -> None:
     from leanctx import agents
 
     claude = agents.get("claude")
@@ -235,6 +235,17 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_ha
     assert not any(name == "PreToolUse" and matcher for name, matcher in wired)
     # no read gate (init --no-mcp): no daemon to ask, so no built-in gate either
     assert all("--builtin-read" not in flags for _, flags in claude.profile_events(read_gate=False, builtin_read=True))
-    for name in ("codebuddy", "codex", "droid", "gemini", "qwen", "copilot"):
+    for name in ("codebuddy", "codex", "droid", "copilot"):
         host = agents.get(name)
         assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
+    # Gemini CLI: read_file and run_shell_command, and invoke_agent (a subagent's window) on both events
+    gemini = {(spec.name, spec.matcher): flags for spec, flags in agents.get("gemini").profile_events(read_gate=True, builtin_read=True)}
+    assert gemini[("BeforeTool", "mcp_leanctx_ctx_read|read_file|run_shell_command|invoke_agent")] == ("--read-gate", "--builtin-read")
+    assert gemini[("AfterTool", "read_file|run_shell_command|invoke_agent")] == ("--builtin-read",)
+    guarded = {(spec.name, spec.matcher): flags for spec, flags in agents.get("gemini").profile_events(guard=True, read_gate=True, builtin_read=True)}
+    assert guarded[("BeforeTool", None)] == ("--guard", "--read-gate", "--builtin-read")
+    qwen = {(spec.name, spec.matcher): flags for spec, flags in agents.get("qwen").profile_events(read_gate=True, builtin_read=True)}
+    assert qwen[("PreToolUse", "mcp__leanctx__ctx_read|read_file|run_shell_command")] == ("--read-gate", "--builtin-read")
+    assert qwen[("PostToolUse", "read_file|run_shell_command")] == ("--builtin-read",)
+    for name in ("gemini", "qwen"):  # without the read gate (init --no-mcp): neither
+        assert all("--builtin-read" not in flags for _, flags in agents.get(name).profile_events(read_gate=False, builtin_read=True))
