@@ -106,7 +106,7 @@ def test_qwen_0_24_names_the_subagent_on_its_calls(world) -> None:
     h = Host(qwen.AGENT, data, proj, 5102)
     h.event("Notification", {"hook_event_name": "Notification", "notification_type": "auth_success"})
     h.event("SubagentStart", recorded("qwen", "0.24.4.SubagentStart.none.1"))
-    call = h.note(recorded("qwen", "0.24.4.PreToolUse.read_file.1"))  # the subagent's read_file
+    call = h.note(recorded("qwen", "0.24.4.PreToolUse.read_file.6"))  # the subagent's read_file
     scope = Resolver(str(data)).resolve(h.conn(), fresh=True, call_id=call)
     assert scope.stub_ok and "/agent:general-purpose-call_00010@" in scope.key, scope.reason  # its own context
 

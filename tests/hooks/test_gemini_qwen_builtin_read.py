@@ -38,7 +38,8 @@ def no_settings(tmp_path: Path, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(("name", "want"), [
-    ("0.61.0.BeforeTool.read_file.2", Ask(f"{PROJ}/big.py", 1, 2000)),  # `big.py`, relative: the project's
+    ("0.61.0.BeforeTool.read_file.1", Ask(f"{PROJ}/big.py", 1, 2000)),  # `big.py`, relative: the project's
+    ("0.61.0.BeforeTool.read_file.4", Ask(f"{PROJ}/small.txt", 1, 2000)),  # `DENYME/../small.txt`
     ("0.61.0.BeforeTool.read_file.3", Ask(f"{PROJ}/big.py", 10, 20)),  # start_line/end_line: 1-based, inclusive
     ("0.61.0.BeforeTool.run_shell_command.2", Ask(f"{PROJ}/small.txt", 2, 3, reader="shell")),
     ("0.61.0.BeforeTool.run_shell_command.4", Ask(f"{PROJ}/small.txt", numbered=True, reader="shell")),  # dir_path "."
@@ -51,7 +52,7 @@ def test_gemini_asks(name: str, want: Ask | None) -> None:
 
 @pytest.mark.parametrize(("name", "want"), [
     ("0.15.10.PreToolUse.read_file.2", Ask(f"{PROJ}/big.py", 11, 30)),  # offset 10 (0-based), limit 20
-    ("0.15.10.PreToolUse.read_file.1", Ask(f"{PROJ}/small.txt", 1, 1000)),
+    ("0.15.10.PreToolUse.read_file.1", Ask(f"{PROJ}/big.py", 1, 1000)),
     ("0.15.10.PreToolUse.run_shell_command.4", Ask(f"{PROJ}/small.txt", numbered=True, reader="shell")),  # directory
     ("0.24.4.PreToolUse.run_shell_command.7", Ask(f"{PROJ}/blank.txt", last=2, reader="shell")),
     ("0.24.4.PreToolUse.run_shell_command.3", None),
@@ -142,8 +143,9 @@ def test_gemini_names_each_call_the_same_before_and_after_it_runs() -> None:
     before = gemini.AGENT.normalize("BeforeTool", recorded("gemini", "0.61.0.BeforeTool.read_file.3"))
     after = gemini.AGENT.normalize("AfterTool", recorded("gemini", "0.61.0.AfterTool.read_file.3"))
     other = gemini.AGENT.normalize("BeforeTool", recorded("gemini", "0.61.0.BeforeTool.read_file.2"))
+    relative = gemini.AGENT.normalize("BeforeTool", recorded("gemini", "0.61.0.BeforeTool.read_file.1"))
     assert before.tool_use_id == after.tool_use_id and before.tool_use_id.startswith("gemini-call:")
-    assert other.tool_use_id != before.tool_use_id
+    assert other.tool_use_id != before.tool_use_id and relative.tool_use_id != other.tool_use_id
 
 
 def test_gemini_context_management_withholds_everything(tmp_path: Path) -> None:
