@@ -116,6 +116,27 @@ def shell_call(tool_input: object, cwd: object) -> tuple[str, str] | None:
 
 
 MAX_HEAD = 4096
+MAX_AGAIN_CHARS = 20_000  # below read_file's own cut (truncateToolOutputThreshold, 25,000)
+
+
+def whole_text(path: str) -> str | None:
+    """The text read_file gives for the whole file at `path` when it is the file as it is (see
+    Qwen.builtin_again_output); None when it may not be."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_AGAIN_CHARS * 4 + 1)
+    except OSError:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text or len(text) > MAX_AGAIN_CHARS or "\r" in text or "\ufeff" in text or "\x00" in text:
+        return None
+    lines = text.split("\n")
+    if len(lines) > DEFAULT_LINES or any(line != line.rstrip() for line in lines):
+        return None
+    return text
 
 
 class Qwen(GeminiShapeAgent):
@@ -161,6 +182,18 @@ class Qwen(GeminiShapeAgent):
             output = f"{number:>6}{tab}{rest}" if tab and number.isdigit() else output
         content = readers.shell_content(ask, output)
         return (ask, content) if content else None
+
+    def builtin_again_output(self, event: HookEvent, ask) -> str:  # noqa: ANN001 - readers.Ask
+        """Asked again right after a refusal. A whole-file read_file would get Qwen's own
+        "unchanged" note when Qwen read the file whole in this process (0.15.10, 0.24.4: its
+        PreToolUse takes no `updatedInput`), so the answer is the file's text itself, exactly as
+        read_file gives it, when that is sure: a small UTF-8 file with no trailing blanks on a line
+        (read_file trims them). Anything else runs as asked (a range never meets Qwen's note)."""
+        tool_input = event.tool_input if isinstance(event.tool_input, dict) else {}
+        if event.tool_name != READ_TOOL or set(tool_input) != {"file_path"} or ask is None or ask.path is None:
+            return self.no_opinion(event.event)
+        text = whole_text(ask.path)
+        return self.guard_output(event.event, text) if text else self.no_opinion(event.event)
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         ev = super().normalize(event, payload)
