@@ -175,3 +175,24 @@ def test_refusals_reach_each_model_as_recorded() -> None:
     assert out["permissionDecision"] == "deny" and out["permissionDecisionReason"] == reason
     for version, run in (("0.15.10", "q015"), ("0.24.4", "q024basic")):
         assert reason in model_received("qwen", version, run)
+
+
+def test_qwen_asked_again_gets_the_files_text_when_read_file_would_give_exactly_it(tmp_path: Path) -> None:
+    """Qwen's PreToolUse takes no `updatedInput` and its read_file may answer a whole-file re-read
+    with its own "unchanged" note: asked again right after a refusal, the file's text is the answer
+    (the model gets a refusal's reason verbatim), only where read_file would send exactly it."""
+    base = recorded("qwen", "0.15.10.PreToolUse.read_file.1")
+
+    def again(name: str, data: bytes, **extra: object) -> str:
+        path = tmp_path / name
+        path.write_bytes(data)
+        payload = {**base, "tool_input": {"file_path": str(path), **extra}}
+        ev = qwen.AGENT.normalize("PreToolUse", payload)
+        return qwen.AGENT.builtin_again_output(ev, qwen.AGENT.builtin_read_ask(ev))
+
+    out = json.loads(again("a.py", b"def f():\n    return 1\n"))["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny" and out["permissionDecisionReason"] == "def f():\n    return 1\n"
+    for name, data in (("trailing.py", b"x = 1  \n"), ("crlf.py", b"x = 1\r\n"), ("latin.py", b"caf\xe9\n"),
+                       ("big.py", b"x\n" * 1000), ("wide.py", b"y" * 20_001), ("empty.py", b"")):
+        assert again(name, data) == "", name  # read_file would not send exactly the file: it runs
+    assert again("ranged.py", b"x = 1\n", offset=0, limit=10) == ""  # a range never meets Qwen's own note
