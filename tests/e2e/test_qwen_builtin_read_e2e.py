@@ -56,7 +56,10 @@ def run(qwen_cli, hh, lean, run_host, script, *extra, prompt="work on big.py", t
         assert cp.returncode == 0, cp.stderr[-3000:]
         messages = json.loads(cp.stdout)
         sid = {m.get("session_id") for m in messages if m.get("type") in ("system", "result")}.pop()
-        return sid, chat_tool_results(srv.main_requests[-1])
+        results: dict = {}
+        for body in srv.main_requests:  # a subagent's results are in its own requests
+            results.update(chat_tool_results(body))
+        return sid, results
 
 
 def is_content(text: str | None, last: str = "def function_199") -> bool:
@@ -140,7 +143,8 @@ def test_shell_only_stub_range_run_again_and_a_change(qwen_cli, wired, lean, run
 def test_after_qwen_compresses_the_re_read_is_content(qwen_cli, wired, lean, run_host):
     """Content, the stub, the content again (asked again right after), then the fake model reports
     a 1,000,000-token prompt: Qwen compresses before the next request and the read after it gets
-    the content, where it had been the stub."""
+    the content, where it had been the stub. (0.15.10; 0.24.4 did not compress with this fake
+    model's counts: past its hard limit of 177,000 tokens it stops the run instead.)"""
     hh, _settings, _original = wired
     reads = [call("read_file", {"file_path": str(hh.proj / "big.py")}) for _ in range(4)]
     _sid, results = run(qwen_cli, hh, lean, run_host, [*reads, "done"], tokens=[10, 10, 1_000_000, 10], side_tokens=600_000)
@@ -150,4 +154,23 @@ def test_after_qwen_compresses_the_re_read_is_content(qwen_cli, wired, lean, run
     chat = open(record["transcript_path"], "rb").read().decode()
     assert any(json.loads(line).get("subtype") == "chat_compression" for line in chat.splitlines()), "Qwen did not compress"
     assert is_content(got[3]), (got[3] or "")[:200]
+    lean.assert_no_hook_errors()
+
+
+def test_a_subagents_reads_are_never_credited_to_the_conversation(qwen_cli, wired, lean, run_host):
+    """Qwen Code 0.15.10 sends a subagent's PreToolUse without `agent_id`; between its
+    SubagentStart and SubagentStop nothing read is credited to the conversation."""
+    hh, _settings, _original = wired
+    path = str(hh.proj / "big.py")
+    sub_read, main_read, main_again = (call("read_file", {"file_path": path}) for _ in range(3))
+    agent = call("agent", {"subagent_type": "general-purpose", "description": "read", "prompt": "read big.py"})
+    script = [agent, sub_read, "read it", main_read, main_again, "done"]
+    _sid, results = run(qwen_cli, hh, lean, run_host, script)
+    if (results.get(agent["id"]) or "").startswith("Background agent launched"):
+        # 0.24.4 runs it beside the conversation (whose next request takes the next scripted
+        # call), and names it on its calls (agent_id): tests/cache/test_unnamed_subagents.py
+        pytest.skip("this Qwen Code runs the subagent in the background")
+    assert is_content(results[sub_read["id"]])
+    assert is_content(results[main_read["id"]]), "the subagent's read was credited to the conversation"
+    assert results[main_again["id"]].startswith(f"[unchanged] big.py {LINES} lines")
     lean.assert_no_hook_errors()
