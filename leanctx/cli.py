@@ -161,7 +161,8 @@ class _HookCommand(click.Command):
                 rows.append(("", f"with --read-gate: {gate.name}" + (f" (matcher {gate.matcher})" if gate.matcher else "")))
             if agent.builtin_read_tools and agent.builtin_read_post_event is not None:
                 post = agent.builtin_read_post_event
-                pre = agent.read_gate_event.name if agent.read_gate_event is not None else "?"
+                gate = agent.read_gate_event or agent.guard_event
+                pre = gate.name if gate is not None else "?"
                 rows.append(("", f"with --builtin-read: {', '.join(agent.builtin_read_tools)} on {pre} and {post.name}"))
         with formatter.section("Agents and events"):
             formatter.write_dl(rows)

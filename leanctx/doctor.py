@@ -187,7 +187,9 @@ def installed_profile(wired: dict[str, list[str]]):
     from leanctx.installer.install import Profile
 
     words = {w for cmds in wired.values() for c in cmds for w in c.split()}
-    return Profile(bot="--bot" in words, guard="--guard" in words, read_gate="--read-gate" in words,
+    # the built-in reader gate comes with the read gate (a host with no ctx_read pre-tool event of
+    # its own, OpenCode, carries only --builtin-read)
+    return Profile(bot="--bot" in words, guard="--guard" in words, read_gate="--read-gate" in words or "--builtin-read" in words,
                    builtin_read="--builtin-read" in words)
 
 

@@ -90,6 +90,41 @@ def _nothing(home: Path) -> None:
     return None
 
 
+# One Claude Code conversation's reads, played through the real read cache (tests/cache's World:
+# hook records, transcript, the cache core) in a process of its own with the example's environment,
+# its index then put where `leanctx stats` finds it with no daemon running.
+READS = r"""
+import os, shutil, sys
+from pathlib import Path
+from tests.cache.conftest import World, code
+from tests.cache.test_stats_net import Host
+from leanctx import paths
+from leanctx.cache import client
+from leanctx.cache.index import index_path
+
+world = World(Path(sys.argv[1]))
+world.write("app.py", code(400))
+world.write("util.py", code(120, "u"))
+host = Host(world, "7f3c2a")
+host.ctx_read("app.py")
+host.ctx_read("app.py")        # unchanged: the stub
+host.builtin("app.py")         # the built-in Read of the same bytes: refused with the stub
+host.builtin("util.py")        # a first read: runs, credited
+host.builtin("util.py", "shell")  # `cat util.py` in its shell: refused with the stub
+host.ctx_read("util.py", fresh=True)  # the model wanted it after all: that stub's saving goes
+world.cache.save()
+dest = client.cache_dir(paths.usable_data_dir())
+os.makedirs(dest, mode=0o700, exist_ok=True)
+shutil.copy(index_path(str(world.state)), os.path.join(dest, "read_index.json"))
+"""
+
+
+def _read_history(home: Path) -> None:
+    env = {**_environment(home, home), "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, "-c", READS, str(home.parent / "world")], env=env, cwd=REPO, check=True,
+                   capture_output=True, timeout=120)
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "init-claude": _claude_dir,
     "init-codex": _codex_dir,
@@ -104,6 +139,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "hook": _nothing,
     "state": _nothing,
     "cache": _claude_dir,
+    "stats": _read_history,
 }
 
 

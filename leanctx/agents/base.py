@@ -351,8 +351,14 @@ class Agent:
         # one pre-tool entry does both jobs when the gate listens on the guard's event (Claude
         # Code); a host with a separate MCP pre-call event (Copilot) gets the two entries
         shared = self.guard_event is not None and self.read_gate_event is not None and self.guard_event.name == self.read_gate_event.name
+        # a host with no pre-tool event of its own for ctx_read (OpenCode) gates its readers on
+        # the general pre-tool event: the guard's entry carries the flag, or one entry of its own
+        on_general_pre = builtin and self.read_gate_event is None and self.guard_event is not None
         if guard and self.guard_event is not None:
-            wired.append((self.guard_event, ("--guard", "--read-gate", *more) if read_gate and shared else ("--guard",)))
+            flags = ("--guard", "--read-gate", *more) if read_gate and shared else ("--guard", *more) if on_general_pre else ("--guard",)
+            wired.append((self.guard_event, flags))
+        elif on_general_pre and self.guard_event is not None:
+            wired.append((self.guard_event, more))
         if read_gate and self.read_gate_event is not None and not (guard and shared):
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:

@@ -7,7 +7,8 @@ Cline runs every executable file called `TaskStart`, `TaskComplete`, … it find
 `~/.cline/data/sessions/`), `workspaceRoots`, `workspaceInfo.rootPath`, `agent_id` /
 `parent_agent_id`, `hookName`; no transcript path and no `cwd`. A hook's stdout
 `{"cancel": true}` aborts the whole task, so ours print nothing at all, and there is no per-call
-deny: no guard on Cline. MCP servers: `$CLINE_DIR/data/settings/cline_mcp_settings.json`
+deny: no guard on Cline, and its own `read_files` is not gated (nor credited: Cline gets no
+stubs, docs/cache.md "Left ungated"). MCP servers: `$CLINE_DIR/data/settings/cline_mcp_settings.json`
 (`CLINE_MCP_SETTINGS_PATH`) `mcpServers`, user level only; `tools/call` carries no `_meta`.
 Verified on 3.0.65 in real runs (reference hosts-codebuddy-cline-droid-more.md §2 and
 tests/e2e/test_cline_e2e.py): TaskStart, TaskComplete fire in `cline --json`; hooks and MCP

@@ -111,6 +111,9 @@ class Cursor(Agent):
     # The reply text arrives only on afterAgentResponse (stop carries none); we print nothing there.
     bot_events = (EventSpec("afterAgentResponse", REPLY),)
     guard_event = EventSpec("preToolUse", PRE_TOOL)  # permission "deny" blocks the call [docs]
+    # Its own Read is not gated (builtin_read_tools stays empty): whether a refusal's message reaches
+    # the model is unconfirmed [exo], and a ReadFile call was seen with no preToolUse at all
+    # (https://github.com/perplexityai/numbat/issues/21); docs/cache.md "Left ungated".
 
     def config_dir(self, home: Path) -> Path:
         return home / ".cursor"  # ~/.cursor/hooks.json, <repo>/.cursor/hooks.json [docs]

@@ -5,8 +5,10 @@ into its own process. Our plugin (`templates/opencode-plugin.js`) runs the leanc
 for the events wired here, with the plugin's own arguments as JSON on stdin: bus events as
 `{event: {type, properties: {sessionID, info: {id, directory, parentID}}}}`, `chat.message` as
 `{input: {sessionID}, output: {parts}}`, `tool.execute.before` as `{input: {tool, sessionID,
-callID}, output: {args}}`, `experimental.session.compacting` as `{input: {sessionID}}`, plus `cwd`
-(the plugin's ctx.directory) and `hook_event_name`.
+callID}, output: {args}}`, `tool.execute.after` (the built-in readers only, handed on once the next
+request carries its result) as `{input: {tool, sessionID, callID, args}, output: {output, metadata:
+{exit, truncated, outputPath}}}`, `experimental.session.compacting` as `{input: {sessionID}}`, plus
+`cwd` (the plugin's ctx.directory) and `hook_event_name`.
 Verified on 1.18.33 in real runs (reference hosts-gemini-qwen-copilot-opencode.md §4 and
 tests/e2e/test_opencode_e2e.py): session.created, chat.message, session.idle fire in `opencode
 run`; the MCP server and the plugin share the `opencode` process (MCP env `OPENCODE_PID`), and
@@ -24,9 +26,13 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+import posixpath
+import re
+
 from leanctx import fastjson
 from leanctx.agents.base import (
     stdout_answer,
+    POST_TOOL,
     PRE_COMPACT,
     PRE_TOOL,
     PROMPT,
@@ -41,6 +47,104 @@ from leanctx.agents.base import (
 )
 
 PLUGIN = "leanctx.js"
+READ_TOOL = "read"  # OpenCode's own file reader: {filePath, offset (1-based), limit}
+SHELL_TOOL = "bash"  # its shell: {command, description, timeout, workdir}
+BUILTIN_READ_TOOLS = (READ_TOOL, SHELL_TOOL)
+READ_DEFAULT_LIMIT = 2000  # lines `read` returns when the call names no limit
+MAX_LINE = 10**9
+MAX_PATH_CHARS = 4096
+# How `read` ends what it returns (1.18.33's bundle, each seen in a run): the whole rest of the
+# file, a window with more after it, or a window cut at 50 KB. Anything after `</content>` (the
+# `<system-reminder>` of instruction files it loads on the way) is another shape: not credited.
+_READ_FOOTER = re.compile(
+    r"\n\n\((?:End of file - total (?P<total>\d+) lines"
+    r"|Showing lines (?P<a>\d+)-(?P<b>\d+) of \d+\. Use offset=(?P<next>\d+) to continue\."
+    r"|Output capped at 50 KB\. Showing lines (?P<ca>\d+)-(?P<cb>\d+)\. Use offset=(?P<cnext>\d+) to continue\.)\)"
+    r"\n</content>\Z")
+
+
+def _count(value: object, default: int, least: int) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, int) and not isinstance(value, bool) and least <= value <= MAX_LINE:
+        return value
+    return None
+
+
+def _resolve(path: object, cwd: object) -> str | None:
+    """A path as OpenCode's tools take it: absolute as given, relative against the instance's
+    folder (node's `path.resolve`); None when there is no absolute folder to resolve it in."""
+    if not isinstance(path, str) or not path or "\x00" in path or len(path) > MAX_PATH_CHARS:
+        return None
+    if posixpath.isabs(path):
+        return path
+    if not isinstance(cwd, str) or not posixpath.isabs(cwd):
+        return None
+    resolved = posixpath.normpath(posixpath.join(cwd, path))
+    return "/" + resolved.lstrip("/")
+
+
+def read_request(args: object, cwd: object) -> tuple[str, int, int] | None:
+    """(the path as `read` shows it, first line, last line) a `read` call asks for; None when we
+    cannot say for sure. `offset` is 1-based and `offset || 1` (0 reads from line 1, verified),
+    no `limit` is 2,000 lines."""
+    if not isinstance(args, dict) or set(args) - {"filePath", "offset", "limit"}:
+        return None
+    path = _resolve(args.get("filePath"), cwd)
+    offset = _count(args.get("offset"), 1, 0)
+    limit = _count(args.get("limit"), READ_DEFAULT_LIMIT, 1)
+    if path is None or offset is None or limit is None:
+        return None
+    start = offset or 1
+    return path, start, start + limit - 1
+
+
+def read_delivered(output: object, shown: str, start: int) -> tuple[int, int, str] | None:
+    """(first line, last line, file text) a `read` result carries, its `N: ` line numbers taken
+    off exactly as `read` put them on; None for any other shape (an image, a directory listing,
+    an empty file, a reminder after the content, a line number out of step)."""
+    if not isinstance(output, str):
+        return None
+    head = f"<path>{shown}</path>\n<type>file</type>\n<content>\n"
+    if not output.startswith(head):
+        return None
+    m = _READ_FOOTER.search(output, len(head))
+    if m is None:
+        return None
+    if m.group("total") is not None:
+        first, last = start, int(m.group("total"))
+    elif m.group("a") is not None:
+        first, last, after = int(m.group("a")), int(m.group("b")), int(m.group("next"))
+        if after != last + 1:
+            return None
+    else:
+        first, last, after = int(m.group("ca")), int(m.group("cb")), int(m.group("cnext"))
+        if after != last + 1:
+            return None
+    if first != start or last < first:
+        return None
+    rows = output[len(head):m.start()].split("\n")
+    if len(rows) != last - first + 1:
+        return None
+    lines = []
+    for number, row in enumerate(rows, first):
+        prefix = f"{number}: "
+        if not row.startswith(prefix):
+            return None
+        lines.append(row[len(prefix):])
+    return first, last, "\n".join(lines)
+
+
+def shell_call(args: dict, cwd: object) -> tuple[str | None, str | None]:
+    """(command, the folder it runs in) of a `bash` call with no argument we do not know: its
+    `workdir` resolved like a path, else the instance's folder."""
+    command = args.get("command")
+    if set(args) - {"command", "description", "timeout", "workdir"} or not isinstance(command, str):
+        return None, None
+    workdir = args.get("workdir")
+    if workdir is None:
+        return command, (cwd if isinstance(cwd, str) and posixpath.isabs(cwd) else None)
+    return command, _resolve(workdir, cwd)
 CONFIG_FILES = ("opencode.json", "opencode.jsonc")
 
 
@@ -70,8 +174,15 @@ class OpenCode(FileHookAgent):
         EventSpec("session.idle", STOP),
     )
     # The plugin turns the hook's deny answer into a thrown error: OpenCode then skips the tool
-    # and shows the reason as its result (verified on 1.18.33).
+    # and hands the model the error's message, verbatim, as the call's result (verified on 1.18.33).
     guard_event = EventSpec("tool.execute.before", PRE_TOOL)
+    # Its own reader and plain shell reads, gated like ctx_read (hooks/readgate.py, readers.py;
+    # tests/e2e/test_opencode_builtin_read_e2e.py) on the same pre-tool event (the refusal: the
+    # guard's thrown error, so the model gets the cache's text as the result). The credit comes
+    # from `tool.execute.after`, which the plugin hands on only once the next request of the
+    # session carries that result as it was (templates/opencode-plugin.js).
+    builtin_read_tools = BUILTIN_READ_TOOLS
+    builtin_read_post_event = EventSpec("tool.execute.after", POST_TOOL)
     context_events = ("session.created", "chat.message")
 
     def config_dir(self, home: Path) -> Path:
@@ -92,7 +203,11 @@ class OpenCode(FileHookAgent):
         text = resources.files("leanctx").joinpath("templates/opencode-plugin.js").read_text(encoding="utf-8")
         # one pass, each value JSON (ASCII-only, so no line break can end the comment the mark sits in)
         values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000),
-                  "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True)}
+                  "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
+                  "READ_TOOLS": json.dumps(list(BUILTIN_READ_TOOLS), ensure_ascii=True), "SHELL_TOOL": json.dumps(SHELL_TOOL),
+                  # without the guard, the pre-tool hook has nothing to say about other tools:
+                  # the plugin spares them the hook's process
+                  "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool.execute.before", "").split())}
         return {PLUGIN: templating.fill(text, values, "opencode-plugin.js")}
 
     def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
@@ -124,6 +239,8 @@ class OpenCode(FileHookAgent):
         parts = as_dict(payload.get("output")).get("parts")
         texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
         args = as_dict(payload.get("output")).get("args")
+        if args is None:  # tool.execute.after carries the call's arguments in its input
+            args = hook_input.get("args")
         return self.hook_event(
             event,
             conversation_id=session,
@@ -136,6 +253,46 @@ class OpenCode(FileHookAgent):
             tool_input=args if isinstance(args, dict) else None,
             tool_use_id=as_text(hook_input.get("callID")),
         )
+
+    def builtin_read_ask(self, event: HookEvent):  # -> readers.Ask | None
+        from leanctx import readers
+
+        args = event.tool_input
+        call = event.tool_use_id
+        # code mode's tools run inside the model's script, as `<call id>/<n>`: their results go
+        # to the script, not to the model
+        if not isinstance(args, dict) or not isinstance(call, str) or not call or "/" in call:
+            return None
+        if event.tool_name == READ_TOOL:
+            asked = read_request(args, event.cwd)
+            return readers.Ask(posixpath.normpath(asked[0]), asked[1], asked[2]) if asked else None
+        if event.tool_name == SHELL_TOOL:
+            command, cwd = shell_call(args, event.cwd)
+            return readers.shell_ask(command, cwd) if command and cwd else None
+        return None
+
+    def builtin_read_delivery(self, event: HookEvent, payload: dict):  # -> tuple[readers.Ask, str] | None
+        from leanctx import readers
+
+        ask = self.builtin_read_ask(event)
+        result = as_dict(payload.get("output"))
+        output = result.get("output")
+        if ask is None or not isinstance(output, str):
+            return None
+        if event.tool_name == READ_TOOL:
+            shown = read_request(event.tool_input, event.cwd)
+            got = read_delivered(output, shown[0], shown[1]) if shown else None
+            if got is None:
+                return None
+            first, last, content = got
+            return readers.Ask(ask.path, first, last), content
+        # bash hands the model stdout and stderr together, a cut output with a note before it, a
+        # timeout with a note after it: only a whole run that exited 0 counts
+        meta = as_dict(result.get("metadata"))
+        if meta.get("exit") != 0 or meta.get("truncated") is not False or meta.get("outputPath") is not None:
+            return None
+        content = readers.shell_content(ask, output)
+        return (ask, content) if content else None
 
     def context_output(self, event: str, text: str) -> str:
         if event not in self.context_events:
@@ -152,6 +309,8 @@ class OpenCode(FileHookAgent):
         if event in self.context_events and isinstance(value.get("additionalContext"), str):
             return None
         if event == "tool.execute.before" and value.get("decision") == "deny" and isinstance(value.get("reason"), str):
+            return None
+        if event == "tool.execute.after" and not stdout.strip():
             return None
         return f"not an answer the leanctx plugin takes for {event}: {stdout[:80]!r}"
 
@@ -175,6 +334,11 @@ class OpenCode(FileHookAgent):
         elif event == "tool.execute.before":
             payload.update(input={"tool": "read", "sessionID": session, "callID": "call_doctor"},
                            output={"args": {"filePath": f"{cwd}/README.md"}})
+        elif event == "tool.execute.after":
+            path = f"{cwd}/leanctx-doctor-missing.txt"  # a file that is not there: nothing to credit
+            payload.update(input={"tool": "read", "sessionID": session, "callID": "call_doctor", "args": {"filePath": path}},
+                           output={"output": f"<path>{path}</path>\n<type>file</type>\n<content>\n1: doctor\n\n"
+                                             "(End of file - total 1 lines)\n</content>", "metadata": {}})
         return payload
 
 

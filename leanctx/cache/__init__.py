@@ -26,7 +26,10 @@ result = cache.read(scope, path, start_line, end_line, fresh)
 # give the model result["text"]; kind "error" is a normal tool answer, not an exception.
 
 cache.stats()     # reads, full, stubs, diffs, pointers, errors, cold_stubs, withheld, tokens_raw,
-                  # tokens_sent, tokens_saved, by_agent{}, by_conversation{}, withheld_reasons{},
+                  # tokens_sent, rereads, tokens_reread, contexts, tokens_overhead (= tokens_tool +
+                  # tokens_rule), tokens_saved (net: raw - sent - reread - overhead), by_reader{},
+                  # by_agent{}, by_conversation{} (each with by_reader{}), overhead_per_context{},
+                  # counting (the rule in words), withheld_reasons{},
                   # conversations, entries, files, dedup, index{path, quarantined, ...},
                   # tokenizer, tokens_exact, tokenizer_note (one sentence), exact_counts (how to
                   # get them, None when exact), counted_with (tokenizers behind the totals)

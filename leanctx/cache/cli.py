@@ -177,8 +177,9 @@ def render_running(report: dict) -> str:
     out += [f"  idle exit    {rule} ({client.IDLE_ENV}){now}",
             f"  requests     {report.get('requests', 0)} ({report.get('errors', 0)} errors)",
             f"  entries      {report.get('entries')}",
-            f"  savings      {sv.get('tokens_saved', 0)} tokens ({sv.get('tokens_sent', 0)} delivered of "
-            f"{sv.get('tokens_raw', 0)} raw, {100 * (sv.get('ratio') or 0):.1f}%), "
+            f"  savings      {sv.get('tokens_saved', 0)} tokens net ({sv.get('tokens_sent', 0)} delivered of "
+            f"{sv.get('tokens_raw', 0)} raw, {sv.get('tokens_reread', 0)} re-read, {sv.get('tokens_overhead', 0)} "
+            f"our overhead; {100 * (sv.get('ratio') or 0):.1f}%), "
             f"{'counted with tiktoken' if sv.get('tokens_exact') else 'estimated, no tokenizer:'} {sv.get('tokenizer')}"]
     return "\n".join(out)
 
@@ -237,11 +238,43 @@ def stop(timeout: float, force: bool) -> None:
     click.echo(f"leanctx daemon: stopped pid {pid}")
 
 
-def _row(label: str, r: dict) -> str:
+_READER_ORDER = ("ctx_read", "builtin", "shell")
+
+
+def _row(label: str, r: dict, reader: bool = False) -> str:
+    """One table row. A reader's row has no overhead of its own: its saved is raw - sent - re-read."""
     raw, sent = r.get("tokens_raw") or 0, r.get("tokens_sent") or 0
-    pct = f"{100 * (1 - sent / raw):5.1f}%" if raw else "    -"
-    return (f"  {label:<46} {r.get('reads', 0):>6} {r.get('stubs', 0):>6} {r.get('diffs', 0):>6} "
-            f"{r.get('pointers', 0):>6} {r.get('withheld', 0):>6} {raw:>10} {sent:>10} {pct}")
+    reread, cost = r.get("tokens_reread") or 0, r.get("tokens_overhead") or 0
+    net = raw - sent - reread - (0 if reader else cost)
+    pct = f"{100 * net / raw:6.1f}%" if raw else "      -"
+    cost_cell = "-" if reader else str(cost)
+    return (f"  {label:<44} {r.get('reads', 0):>6} {r.get('stubs', 0):>6} {r.get('diffs', 0):>6} "
+            f"{r.get('pointers', 0):>6} {r.get('withheld', 0):>6} {raw:>10} {sent:>10} {reread:>8} {cost_cell:>9} "
+            f"{net:>10} {pct}")
+
+
+def _rows(label: str, r: dict, indent: str) -> list[str]:
+    """A bucket's row, then one row per reader that read (when more than one did, or one other than ctx_read)."""
+    out = [_row(indent + label, r)]
+    readers = r.get("by_reader") if isinstance(r.get("by_reader"), dict) else {}
+    names = sorted((n for n, b in readers.items() if isinstance(b, dict) and (b.get("reads") or b.get("tokens_reread"))),
+                   key=lambda n: (_READER_ORDER.index(n) if n in _READER_ORDER else 9, n))
+    if names and names != ["ctx_read"]:
+        out += [_row(indent + "  " + n, readers[n], reader=True) for n in names]
+    return out
+
+
+def _overhead_line(stats: dict) -> str:
+    per = stats.get("overhead_per_context") if isinstance(stats.get("overhead_per_context"), dict) else {}
+    tools = sorted({v.get("tool") for v in per.values() if isinstance(v, dict)} - {None})
+    rules = sorted({v.get("rule") for v in per.values() if isinstance(v, dict)} - {None})
+
+    def span(xs: list) -> str:
+        return "?" if not xs else str(xs[0]) if len(xs) == 1 else f"{xs[0]}-{xs[-1]}"
+
+    return (f"  overhead: tool definition {span(tools)} + read rule {span(rules)} tokens per context (each conversation "
+            "and subagent per host process, again after each compaction), counted once like a file's tokens, not per "
+            "model request")
 
 
 def render_stats(stats: dict, source: str) -> str:
@@ -255,17 +288,20 @@ def render_stats(stats: dict, source: str) -> str:
         out.append(f"  the totals include counts made with {', '.join(earlier)} (an earlier daemon, another tokenizer)")
     elif earlier:  # nothing here counted them: the line above is what a daemon started now would use
         out.append(f"  the totals were counted with {', '.join(counted)}")
-    out.append(f"  {'':<46} {'reads':>6} {'stubs':>6} {'diffs':>6} {'ptrs':>6} {'w/held':>6} "
-               f"{'raw tok':>10} {'sent tok':>10} saved")
-    out.append(_row("total", stats))
-    for title, key in (("per agent", "by_agent"), ("per conversation", "by_conversation")):
+    out.append("  saved = raw - sent - re-read - overhead (re-read: a full read a stub caused, the context reading "
+               "unchanged bytes it was told it held)")
+    out.append(_overhead_line(stats))
+    out.append(f"  {'':<44} {'reads':>6} {'stubs':>6} {'diffs':>6} {'ptrs':>6} {'w/held':>6} "
+               f"{'raw tok':>10} {'sent tok':>10} {'re-read':>8} {'overhead':>9} {'saved tok':>10} saved%")
+    out += _rows("total", stats, "")
+    for title, key in (("per host", "by_agent"), ("per conversation", "by_conversation")):
         group = stats.get(key)
         if isinstance(group, dict) and group:
             out.append(f"  {title}:")
             for name, r in sorted(group.items()):
                 if isinstance(r, dict):
-                    label = name if len(name) <= 44 else name[:20] + "…" + name[-23:]
-                    out.append(_row("  " + label, r))
+                    label = name if len(name) <= 42 else name[:19] + "…" + name[-22:]
+                    out += _rows(label, r, "  ")
     reasons = stats.get("withheld_reasons")
     if isinstance(reasons, dict) and reasons:
         out.append("  stubs withheld because:")
@@ -279,8 +315,9 @@ Exit codes:
   0  statistics printed (from the daemon, else from the persisted index)""")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def stats(as_json: bool) -> None:
-    """Read-cache statistics: reads, stubs, diffs, pointers, raw vs delivered tokens, per agent and
-    conversation, and which tokenizer counted them (an estimate says so, and how to get exact counts)."""
+    """Read-cache statistics: reads, stubs, diffs, pointers, raw vs delivered tokens, net of re-reads
+    and of leanctx's own overhead, per host, conversation and reader (ctx_read, builtin, shell), and
+    which tokenizer counted them (an estimate says so, and how to get exact counts)."""
     base = _base()
     try:
         result = client.ServiceClient(base, timeout=5.0).request("stats")

@@ -364,6 +364,28 @@ class Backend:
             self.served["in_process"] += 1
         return result
 
+    def note_listed(self) -> None:
+        """The host has our tool definition: tell the daemon once, off the handshake's path, so
+        `leanctx stats` charges this host process's context for it even if it never reads
+        through us. Best effort: no daemon, no charge (and no savings either)."""
+
+        def tell() -> None:
+            facts = self.facts  # taken by start(), which the listing has set off
+            if self.unverified or not client.wait_for_socket(self.data_dir, SPAWN_WAIT_S + DYING_WAIT_S):
+                return
+            # a socket of its own, closed at once: the pool's stay open, and an orphaned server
+            # must hold nothing but its presence (which lets go when its host is gone)
+            once = client.ServiceClient(self.data_dir, timeout=DAEMON_TIMEOUT_S)
+            try:
+                once.request("listed", facts)
+            except Exception:  # noqa: BLE001 - an older daemon (unknown op) or none: nothing to count in
+                pass
+            finally:
+                once.close()
+
+        if self.use_daemon and self.autostart:
+            threading.Thread(target=tell, name="leanctx-listed", daemon=True).start()
+
     def stats(self) -> dict:
         """ctx_stats: this conversation's counters only (a chat user reaches this tool: nothing
         about other conversations, agents or this machine's paths)."""
@@ -580,6 +602,8 @@ class Server:
         if not self.initialized:
             return _error(msg_id, NOT_INITIALIZED, f"{method}: the server is not initialized (send initialize first)")
         if method == "tools/list":
+            if not self.listed:
+                self.backend.note_listed()
             self.listed = True
             return _result(msg_id, {"tools": tools_for(self.profile)})
         if method == "tools/call":

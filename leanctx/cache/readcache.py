@@ -56,7 +56,7 @@ from collections import OrderedDict
 from leanctx.cache import carry, hostcaps
 from leanctx.cache import dedup as rng
 from leanctx.cache import index as idx
-from leanctx.cache import stubs, tokens
+from leanctx.cache import overhead, stubs, tokens
 from leanctx.cache.rollout import RolloutIndex
 from leanctx.cache.transcript import TranscriptIndex
 from leanctx.hooks import hostproc
@@ -97,6 +97,18 @@ CARRY_MAX_BOUNDARY_AGE_S = 600.0
 CARRY_MAX_TRIES = 8
 KINDS = ("full", "stub", "diff", "pointer", "error")
 _PLURAL = {"full": "full", "stub": "stubs", "diff": "diffs", "pointer": "pointers", "error": "errors"}
+EARLIER = "unattributed"  # reads counted by a version that did not tell readers apart
+OLDER = "(older conversations)"  # the counts of conversations dropped from the per-conversation table
+MAX_CHARGED = 4 * MAX_CONVERSATIONS  # contexts remembered as charged (one dropped is charged again)
+MAX_STUBBED = 64  # stubs per conversation remembered for the re-read rule (oldest go first)
+COUNTING = ("saved = raw - sent - re-read - overhead. raw: the tokens of what each read asked for (the file's "
+            "lines, no line numbers); sent: what went to the model instead (content, stub, pointer, diff, "
+            "refusal text); re-read: the tokens of a full read a stub caused (the same context read those "
+            "unchanged bytes again after being told it held them: without leanctx that read would not have "
+            "happened); overhead: our tool definition and read rule, charged once per context "
+            "(a conversation or subagent in one host process, again after each compaction, and a host "
+            "process that listed our tools but read nothing through us), counted like a file's tokens: "
+            "once where they enter a context, not once per model request")
 
 
 class Holding:
@@ -126,7 +138,8 @@ class Holding:
 
 
 class _Conv:
-    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "gate_stubs", "held", "persist", "roots", "used_ts")
+    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "gate_stubs", "held", "persist", "roots",
+                 "stubbed", "used_ts")
 
     def __init__(self, agent: str | None, persist: bool) -> None:
         self.agent = agent
@@ -140,11 +153,74 @@ class _Conv:
         # name -> (fingerprint, window) of the built-in reader gate's last refusal of a read of it:
         # those lines asked for again, unchanged since, the reader runs instead (no loop)
         self.gate_stubs: dict[str, tuple] = {}
+        # name -> (fingerprint, window, compaction counter, raw tokens, reader) of the last stub,
+        # pointer or diff: a full read of those bytes in this context after it is one we caused
+        self.stubbed: OrderedDict[str, tuple] = OrderedDict()
+
+
+_READER_FIELDS = ("reads", "full", "stubs", "diffs", "pointers", "errors", "cold_stubs", "withheld", "tokens_raw",
+                  "tokens_sent", "rereads", "tokens_reread")
+_OVERHEAD_FIELDS = ("contexts", "tokens_overhead", "tokens_tool", "tokens_rule")
+
+
+def _reader_bucket() -> dict:
+    return dict.fromkeys(_READER_FIELDS, 0)
 
 
 def _bucket() -> dict:
-    return {"reads": 0, "full": 0, "stubs": 0, "diffs": 0, "pointers": 0, "errors": 0, "cold_stubs": 0,
-            "withheld": 0, "tokens_raw": 0, "tokens_sent": 0}
+    """Counters of one scope (all, a host, a conversation): every read field also per reader
+    (`by_reader`), which sum to it; the overhead fields belong to no reader."""
+    return {**_reader_bucket(), **dict.fromkeys(_OVERHEAD_FIELDS, 0), "by_reader": {}}
+
+
+def _merge(into: dict, b: dict, sign: int = 1) -> None:
+    for f in (*_READER_FIELDS, *_OVERHEAD_FIELDS):
+        into[f] += sign * b.get(f, 0)
+    for r, rb in b.get("by_reader", {}).items():
+        mine = into["by_reader"].setdefault(r, _reader_bucket())
+        for f in _READER_FIELDS:
+            mine[f] += sign * rb.get(f, 0)
+
+
+def _loaded_bucket(b: object) -> dict:
+    """A bucket from the index: unknown fields dropped, counts that no reader accounts for (an
+    index from before readers were told apart) under EARLIER, so the readers still sum to it."""
+    nb = _bucket()
+    if not isinstance(b, dict):
+        return nb
+    for f in (*_READER_FIELDS, *_OVERHEAD_FIELDS):
+        v = b.get(f, 0)
+        nb[f] = int(v) if isinstance(v, int) and not isinstance(v, bool) else 0
+    readers = b.get("by_reader")
+    for r, rb in (readers.items() if isinstance(readers, dict) else ()):
+        if isinstance(r, str) and 0 < len(r) <= 32 and isinstance(rb, dict):
+            nb["by_reader"][r] = {f: int(rb.get(f, 0)) if isinstance(rb.get(f, 0), int) else 0 for f in _READER_FIELDS}
+    rest = {f: nb[f] - sum(rb[f] for rb in nb["by_reader"].values()) for f in _READER_FIELDS}
+    if any(rest.values()):
+        earlier = nb["by_reader"].setdefault(EARLIER, _reader_bucket())
+        for f, v in rest.items():
+            earlier[f] += v
+    return nb
+
+
+def saved(b: dict) -> int:
+    """Net tokens saved of a bucket (negative when we cost more than we saved)."""
+    return b["tokens_raw"] - b["tokens_sent"] - b["tokens_reread"] - b.get("tokens_overhead", 0)
+
+
+def _shown(b: dict) -> dict:
+    """A bucket as reported: with tokens_saved (net of overhead) and each reader's (gross: the
+    overhead belongs to no reader, so the readers' savings minus tokens_overhead is the total)."""
+    out = {k: v for k, v in b.items() if k != "by_reader"}
+    out["tokens_saved"] = saved(b)
+    out["by_reader"] = {r: {**rb, "tokens_saved": saved(rb)} for r, rb in sorted(b["by_reader"].items())}
+    return out
+
+
+def _host_of(key: str | None) -> str | None:
+    """`<pid>:<start ticks>` of the host process a conversation key names (a subagent's too)."""
+    m = _HOST_OF.search(key or "")
+    return f"{m.group(1)}:{m.group(2)}" if m else None
 
 
 def _calls(v: object) -> tuple | None:
@@ -216,6 +292,7 @@ def builtin_delivery_matches(text: str, window: tuple[int, int] | None, start_li
 # `<agent>:<id>@<created_at>#<host pid>:<start ticks>`: a conversation's main context in one host
 # process (a subagent's key goes on with `/agent:<id>`, an explicit scope's has no host)
 _HOST_KEY = re.compile(r"^(.+)#(\d+):(\d+)$")
+_HOST_OF = re.compile(r"#(\d+):(\d+)(?:/|$)")
 MAX_DONORS = 4  # exited processes of one session asked about per read
 
 
@@ -257,7 +334,13 @@ class ReadCache:
         self._content_bytes = 0
         self._file_tokens: OrderedDict[str, int] = OrderedDict()
         self._roots_memo: dict[tuple, tuple] = {}
-        self._stats = {"total": _bucket(), "by_agent": {}, "by_conversation": OrderedDict(), "withheld_reasons": {}}
+        self._stats = {"total": _bucket(), "by_agent": {}, "by_conversation": OrderedDict(), "withheld_reasons": {},
+                       "older": _bucket()}
+        # context key -> the compaction counter its overhead was last charged for
+        self._charged: OrderedDict[str, int] = OrderedDict()
+        # host process "<pid>:<ticks>" that listed our tools before any conversation of it was
+        # known -> (the bucket key charged, its agent): its first conversation takes that charge over
+        self._pending_hosts: OrderedDict[str, tuple] = OrderedDict()
         self._counted_with: set[str] = set()  # tokenizers behind the cumulative totals (runs differ)
         self._dirty = False
         self._saved_at = clock()
@@ -282,16 +365,22 @@ class ReadCache:
             self._convs[key] = conv
         st = doc.get("stats") or {}
         try:
-            for name in ("total",):
+            for name in ("total", "older"):
                 if isinstance(st.get(name), dict):
-                    self._stats[name].update({k: int(v) for k, v in st[name].items() if k in self._stats[name]})
+                    self._stats[name] = _loaded_bucket(st[name])
             for group in ("by_agent", "by_conversation"):
                 for k, b in (st.get(group) or {}).items():
-                    nb = _bucket()
-                    nb.update({f: int(v) for f, v in b.items() if f in nb})
-                    self._stats[group][k] = nb
+                    if isinstance(k, str):
+                        self._stats[group][k] = _loaded_bucket(b)
+            for k, e in (st.get("charged") or {}).items():
+                if isinstance(k, str) and isinstance(e, int) and not isinstance(e, bool):
+                    self._charged[k] = e
+            for h, v in (st.get("pending_hosts") or {}).items():
+                if isinstance(h, str) and isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v):
+                    self._pending_hosts[h] = tuple(v)
         except (TypeError, ValueError, AttributeError):
             pass
+        self._reconcile()
         names = st.get("counted_with")
         if isinstance(names, list):
             self._counted_with.update(n for n in names[:MAX_TOKENIZER_NAMES] if isinstance(n, str) and len(n) <= 64)
@@ -313,8 +402,9 @@ class ReadCache:
                     convs[key]["carried_boundary"] = c.carried_boundary
                 if c.roots:
                     convs[key]["roots"] = list(c.roots)
-            stats = {"total": dict(self._stats["total"]), "by_agent": self._stats["by_agent"],
-                     "by_conversation": dict(self._stats["by_conversation"]), "counted_with": sorted(self._counted_with)}
+            stats = {"total": self._stats["total"], "by_agent": self._stats["by_agent"], "older": self._stats["older"],
+                     "by_conversation": dict(self._stats["by_conversation"]), "counted_with": sorted(self._counted_with),
+                     "charged": dict(self._charged), "pending_hosts": {h: list(v) for h, v in self._pending_hosts.items()}}
             idx.save(self.state_dir, {"conversations": convs, "stats": stats, "tokenizer": tokens.name()})
             self._dirty = False
             self._saved_at = self.clock()
@@ -421,32 +511,155 @@ class ReadCache:
                 del conv.held[p]  # under-report: those ranges are simply re-sent
         self._dirty = True
 
-    def _count(self, scope: Scope | None, kind: str, raw: int, sent: int, cold: bool = False, withheld: str | None = None,
-               reader: str = "ctx_read") -> None:
-        agent = (scope.agent if scope else None) or "unknown"
-        key = (scope.key if scope else None) or "unknown"
+    def _conv_bucket(self, key: str) -> dict:
+        """The per-conversation bucket of `key` (caller holds the lock). One dropped for room is
+        added to OLDER first: the conversations always sum to the total."""
         byconv = self._stats["by_conversation"]
-        if key not in byconv:
-            byconv[key] = _bucket()
+        b = byconv.get(key)
+        if b is None:
+            b = byconv[key] = _bucket()
             while len(byconv) > MAX_CONVERSATIONS:
-                byconv.popitem(last=False)
+                _, old = byconv.popitem(last=False)
+                _merge(self._stats["older"], old)
         else:
             byconv.move_to_end(key)
+        return b
+
+    def _buckets(self, scope: Scope | None, key: str | None = None, agent: str | None = None) -> tuple:
+        agent = agent or (scope.agent if scope else None) or "unknown"
+        key = key or (scope.key if scope else None) or "unknown"
+        by_agent = self._stats["by_agent"].get(agent)
+        if by_agent is None:
+            by_agent = self._stats["by_agent"][agent] = _bucket()
+        return (self._stats["total"], by_agent, self._conv_bucket(key))
+
+    def _count(self, scope: Scope | None, kind: str, raw: int, sent: int, cold: bool = False, withheld: str | None = None,
+               reader: str = "ctx_read") -> None:
         if len(self._counted_with) < MAX_TOKENIZER_NAMES:
             self._counted_with.add(tokens.name())
-        for b in (self._stats["total"], self._stats["by_agent"].setdefault(agent, _bucket()), byconv[key]):
-            b["reads"] += 1
-            b[_PLURAL[kind]] += 1
-            b["tokens_raw"] += raw
-            b["tokens_sent"] += sent
-            if cold:
-                b["cold_stubs"] += 1
-            if withheld:
-                b["withheld"] += 1
+        for b in self._buckets(scope):
+            for t in (b, b["by_reader"].setdefault(reader, _reader_bucket())):
+                t["reads"] += 1
+                t[_PLURAL[kind]] += 1
+                t["tokens_raw"] += raw
+                t["tokens_sent"] += sent
+                if cold:
+                    t["cold_stubs"] += 1
+                if withheld:
+                    t["withheld"] += 1
         if withheld:
             reasons = self._stats["withheld_reasons"]
             reasons[withheld] = reasons.get(withheld, 0) + 1
+        self._charge(scope)
         self._dirty = True
+
+    def _give_back(self, scope: Scope, amount: int, reader: str) -> None:
+        """A read our stub caused: the context read in full the bytes it was told it held."""
+        for b in self._buckets(scope):
+            for t in (b, b["by_reader"].setdefault(reader, _reader_bucket())):
+                t["rereads"] += 1
+                t["tokens_reread"] += amount
+        self._dirty = True
+
+    def _reread(self, scope: Scope, conv: _Conv | None, name: str, fp: str, window: tuple | None, raw: int) -> None:
+        """A full answer (or a built-in reader let through) of `raw` tokens for `name` in this
+        context: if the context was last told it holds these very bytes (a stub, pointer or diff
+        of them at this compaction counter, lines overlapping), this read would not have happened
+        without us, so its tokens (at most the stubbed ones) are charged as re-read and that
+        stub's saving is gone with it (caller holds the lock)."""
+        if conv is None or window is None:
+            return
+        hit = conv.stubbed.get(name)
+        if hit is None:
+            return
+        h_fp, (lo, hi), epoch, stubbed_raw, reader = hit
+        if h_fp == fp and epoch == scope.compactions and lo <= window[1] and window[0] <= hi:
+            del conv.stubbed[name]
+            if min(stubbed_raw, raw) > 0:
+                self._give_back(scope, min(stubbed_raw, raw), reader)
+
+    def _charge(self, scope: Scope | None) -> None:
+        """Charge our overhead (overhead.py) to the asking context unless charged already at this
+        compaction counter. A context with no key (an unidentified caller) is charged through its
+        host process's tools/list (charge_listed). Caller holds the lock."""
+        key = scope.key if scope else None
+        if key is None:
+            return
+        epoch = self._charged.get(key)
+        if epoch is not None and epoch >= scope.compactions:
+            self._charged.move_to_end(key)
+            return
+        self._charged[key] = scope.compactions
+        self._charged.move_to_end(key)
+        while len(self._charged) > MAX_CHARGED:
+            self._charged.popitem(last=False)
+        host = _host_of(key)
+        pending = self._pending_hosts.pop(host, None) if epoch is None and host else None
+        if pending is not None:
+            # the host process's tools/list was charged before this conversation was known: the
+            # same context, so that charge moves here (the total does not change)
+            pkey, pagent = pending
+            old = self._stats["by_conversation"].get(pkey)
+            if old is not None:
+                moved = {f: old[f] for f in _OVERHEAD_FIELDS}
+                for b in (old, self._stats["by_agent"].get(pagent) or _bucket()):
+                    for f, v in moved.items():
+                        b[f] -= v
+                for b in self._buckets(scope)[1:]:
+                    for f, v in moved.items():
+                        b[f] += v
+                if not any(old[f] for f in (*_READER_FIELDS, *_OVERHEAD_FIELDS)):
+                    del self._stats["by_conversation"][pkey]
+                return
+        self._book_overhead(self._buckets(scope), scope.agent)
+
+    @staticmethod
+    def _book_overhead(buckets: tuple, agent: str | None) -> None:
+        cost = overhead.per_context(agent)
+        for b in buckets:
+            b["contexts"] += 1
+            b["tokens_tool"] += cost["tool"]
+            b["tokens_rule"] += cost["rule"]
+            b["tokens_overhead"] += cost["tool"] + cost["rule"]
+
+    def charge_listed(self, scope: Scope, host_pid: int | None, host_ticks: int | None) -> None:
+        """Our MCP server answered tools/list in host process (pid, ticks): that process's
+        context holds our tool definition and rule whether or not it ever reads through us."""
+        with self._lock:
+            if scope.key is not None:
+                self._charge(scope)
+            elif host_pid is not None and host_ticks is not None:
+                host = f"{host_pid}:{host_ticks}"
+                if host in self._pending_hosts or any(_host_of(k) == host for k in self._charged):
+                    return
+                agent = scope.agent or "unknown"
+                key = f"{agent}:(tools listed, no conversation identified)#{host}"
+                self._pending_hosts[host] = (key, agent)
+                while len(self._pending_hosts) > MAX_CONVERSATIONS:
+                    self._pending_hosts.popitem(last=False)
+                self._book_overhead(self._buckets(None, key, agent), scope.agent)
+            else:
+                self._book_overhead(self._buckets(None, "unknown", scope.agent or "unknown"), scope.agent)
+            self._dirty = True
+            self._maybe_autosave()
+
+    def _reconcile(self) -> None:
+        """After a load: what the conversations do not account for of the total (dropped by a
+        version that did not keep OLDER) goes to OLDER, so they sum to the total again."""
+        total = self._stats["total"]
+        summed = _bucket()
+        for b in (*self._stats["by_conversation"].values(), self._stats["older"]):
+            _merge(summed, b)
+        missing = _bucket()
+        _merge(missing, total)
+        _merge(missing, summed, -1)
+        if any(v > 0 for f, v in missing.items() if f != "by_reader"):
+            for f in (*_READER_FIELDS, *_OVERHEAD_FIELDS):
+                missing[f] = max(0, missing[f])
+            for rb in missing["by_reader"].values():
+                for f in _READER_FIELDS:
+                    rb[f] = max(0, rb[f])
+            _merge(self._stats["older"], missing)
 
     # -- the read -------------------------------------------------------------------------------
     def _every_root(self, scope: Scope, roots: tuple) -> tuple:
@@ -706,6 +919,8 @@ class ReadCache:
                 # since (a diff) is news; a window reaching past them (paging on) is a new read
                 del conv.gate_stubs[name]
                 kind, again = "full", True
+            if kind == "full" and known:
+                self._reread(scope, conv or self._convs.get(scope.key), name, snap.fp, window, tokens_raw)
             if mode == "gate" and kind == "full":
                 # the built-in reader runs and sends the content itself: its post-tool hook
                 # credits what the model really received (mode "credit"); nothing counted here
@@ -761,6 +976,11 @@ class ReadCache:
             elif not known and not fresh:
                 withheld = scope.reason or "unknown caller"
             sent = tok(text) if kind != "full" or not whole else tokens_raw
+            if record and kind in ("stub", "pointer", "diff"):
+                conv.stubbed.pop(name, None)
+                conv.stubbed[name] = (snap.fp, window or (1, 1), scope.compactions, tokens_raw, reader)
+                while len(conv.stubbed) > MAX_STUBBED:
+                    conv.stubbed.popitem(last=False)
             self._count(scope, kind, tokens_raw, sent, cold=cold, withheld=withheld, reader=reader)
         result = {"kind": kind, "text": text, "path": rel, "lines": n, "tokens_raw": tokens_raw,
                   "tokens_sent": sent, "tokenizer": tokens.name()}
@@ -775,20 +995,32 @@ class ReadCache:
         """The counters of one conversation alone (zeros for an unknown caller, whose reads are
         counted under a bucket every unidentified caller shares)."""
         with self._lock:
-            b = dict(self._stats["by_conversation"].get(key) or _bucket()) if key else _bucket()
-        b["tokens_saved"] = b["tokens_raw"] - b["tokens_sent"]
-        return b
+            b = _bucket()
+            if key and key in self._stats["by_conversation"]:
+                _merge(b, self._stats["by_conversation"][key])
+        return _shown(b)
 
     def stats(self) -> dict:
+        """Everything counted since the index began (never less after a restart or a dropped
+        conversation): the total, per host (`by_agent`) and per conversation, each with
+        `by_reader`. Always: the readers sum to their bucket, the hosts and the conversations
+        (OLDER included) to the total, and tokens_saved = tokens_raw - tokens_sent -
+        tokens_reread - tokens_overhead (negative when leanctx cost more than it saved)."""
         with self._lock:
-            total = dict(self._stats["total"])
+            byconv = {k: _shown(v) for k, v in self._stats["by_conversation"].items()}
+            older = self._stats["older"]
+            if any(older[f] for f in (*_READER_FIELDS, *_OVERHEAD_FIELDS)):
+                byconv[OLDER] = _shown(older)
             out = {
                 **tokens.report(),  # tokenizer, tokens_exact, tokenizer_note, exact_counts
                 "counted_with": sorted(self._counted_with),
-                **total,
-                "tokens_saved": total["tokens_raw"] - total["tokens_sent"],
-                "by_agent": {k: dict(v) for k, v in self._stats["by_agent"].items()},
-                "by_conversation": {k: dict(v) for k, v in self._stats["by_conversation"].items()},
+                **_shown(self._stats["total"]),
+                "counting": COUNTING,
+                # what one context of each host seen is charged (none seen yet: an unknown host's, the most)
+                "overhead_per_context": {a: overhead.per_context(a) for a in sorted(self._stats["by_agent"])}
+                or {"unknown": overhead.per_context(None)},
+                "by_agent": {k: _shown(v) for k, v in self._stats["by_agent"].items()},
+                "by_conversation": byconv,
                 "withheld_reasons": dict(self._stats["withheld_reasons"]),
                 "conversations": len(self._convs),
                 "entries": sum(len(c.held) for c in self._convs.values()),

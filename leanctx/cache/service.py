@@ -229,6 +229,10 @@ class CacheCore:
 
         self.resolver = Resolver(data_dir, shared=state_dir is not None)  # the daemon's is shared by every process
         self.cache = ReadCache(state_dir, **cache_options(data_dir))
+        if state_dir is not None:
+            from leanctx.cache import overhead
+
+            overhead.warm()  # the daemon: what it charges per context, counted before the first read
 
     def read(self, conn, path: str, start: int | None, end: int | None, fresh: bool,  # noqa: ANN001
              call_id: str | None = None) -> dict:
@@ -251,6 +255,12 @@ class CacheCore:
 
     def stats(self) -> dict:
         return self.cache.stats()
+
+    def listed(self, conn) -> None:  # noqa: ANN001
+        """Our MCP server gave its host process our tool definition (tools/list): that process's
+        context is charged our overhead even if it never reads through us (readcache.charge_listed)."""
+        s = self.resolver.resolve(conn, fresh=True)
+        self.cache.charge_listed(s, getattr(conn, "host_pid", None), getattr(conn, "host_start_ticks", None))
 
     def own_stats(self, conn, private: bool = False) -> dict:  # noqa: ANN001
         """What a chat user may see: the asking conversation's counters, nothing of any other
@@ -712,6 +722,10 @@ class Daemon:
         if op == "own_stats":
             make_connection(facts)
             return self.core.own_stats(self.identity(me))
+        if op == "listed":
+            make_connection(facts)
+            self.core.listed(self.identity(me))
+            return {}
         if op == "status":
             return self.status(me)
         if op == "scope":
@@ -898,12 +912,16 @@ def memory_report(stats: dict) -> dict:
 
 
 def savings(stats: dict) -> dict:
-    """Tokens of raw content vs tokens delivered, from the core's stats (whatever it names them)."""
-    totals = stats.get("totals") if isinstance(stats.get("totals"), dict) else stats
-    raw = totals.get("tokens_raw") or 0
-    sent = totals.get("tokens_sent") or 0
-    return {"tokens_raw": raw, "tokens_sent": sent, "tokens_saved": max(0, raw - sent),
-            "ratio": round(1 - sent / raw, 4) if raw else 0.0, "tokenizer": stats.get("tokenizer"),
+    """Tokens of raw content vs tokens delivered, and what is left net of re-reads and our own
+    overhead (the core's tokens_saved: negative when leanctx cost more than it saved; never
+    clamped). `ratio` is tokens_saved / tokens_raw."""
+    raw = stats.get("tokens_raw") or 0
+    sent = stats.get("tokens_sent") or 0
+    reread = stats.get("tokens_reread") or 0
+    cost = stats.get("tokens_overhead") or 0
+    net = raw - sent - reread - cost
+    return {"tokens_raw": raw, "tokens_sent": sent, "tokens_reread": reread, "tokens_overhead": cost,
+            "tokens_saved": net, "ratio": round(net / raw, 4) if raw else 0.0, "tokenizer": stats.get("tokenizer"),
             "tokens_exact": stats.get("tokens_exact")}
 
 

@@ -159,7 +159,7 @@ def test_init_twice_is_once_and_uninstall_is_byte_identical(home: Path, data_dir
     config.write_text('{\n  // mine\n  "mcp": {"other": {"type": "local", "command": ["x"]}},\n  "model": "a/b",\n}\n')
     before = config.read_bytes()
     first = run_cli("init", "--agent", "opencode")
-    assert first.returncode == 0 and "wired 8 events" in first.stdout and "plugins/leanctx.js" in first.stdout, first
+    assert first.returncode == 0 and "wired 10 events" in first.stdout and "plugins/leanctx.js" in first.stdout, first
     plugin = config_dir / "plugins" / "leanctx.js"
     snapshot = {p: p.read_bytes() for p in (config, plugin)}
     assert "// mine" in config.read_text() and '"other"' in config.read_text()
@@ -198,9 +198,16 @@ def test_unparseable_opencode_json_is_refused_before_the_plugin_is_written(home:
 def test_profile_change_rewrites_the_plugin_and_a_replaced_plugin_stays(home: Path, data_dir: Path) -> None:
     assert run_cli("init", "--agent", "opencode", "--guard").returncode == 0
     plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
-    assert "opencode tool.execute.before --guard" in plugin.read_text()
+    hooks = lambda: plugin.read_text().split("const HOOKS", 1)[1].split("};", 1)[0]  # noqa: E731
+    # the guard's entry also gates the built-in readers, and the hook runs for every tool
+    assert "opencode tool.execute.before --guard --builtin-read" in hooks()
+    assert "const PRE_READS_ONLY = false;" in plugin.read_text()
     assert run_cli("init", "--agent", "opencode").returncode == 0
-    assert "tool.execute.before" not in plugin.read_text().split("const HOOKS", 1)[1].split("};", 1)[0]
+    # no guard: the entry gates the readers alone, and runs for those tools only
+    assert "--guard" not in hooks() and "opencode tool.execute.before --builtin-read" in hooks()
+    assert "const PRE_READS_ONLY = true;" in plugin.read_text()
+    assert run_cli("init", "--agent", "opencode", "--no-builtin-gate").returncode == 0
+    assert "tool.execute" not in hooks()
     # the user replaced our plugin with their own: uninstall leaves it
     plugin.write_text("export const Theirs = async () => ({});\n")
     assert run_cli("uninstall", "--agent", "opencode").returncode == 0
@@ -298,3 +305,148 @@ def test_the_loss_events_publish_through_the_hook_command(home: Path, data_dir: 
     smokes = {c["name"]: c["status"] for a in json.loads(proc.stdout)["agents"] for c in a["checks"] if c["name"].startswith("smoke")}
     assert {f"smoke {e}" for e in ("experimental.session.compacting", "message.removed", "message.part.updated")} <= set(smokes), smokes
     assert set(smokes.values()) == {"ok"}, smokes
+
+
+# -- the built-in readers: `read` and plain `bash` reads ---------------------------------------
+A_TXT = "".join(f"line {i}\tx  \n" for i in range(1, 31))  # the file the recorded reads read
+
+
+def after(name: str, cwd: str = "/home/user/work/proj") -> tuple:
+    """(event, payload) of a recorded tool.execute.after, as our plugin forwards it."""
+    payload = {"hook_event_name": "tool.execute.after", "cwd": cwd, **recorded(name)}
+    return AGENT.normalize("tool.execute.after", payload), payload
+
+
+def test_read_asks_are_named_as_opencode_reads_them() -> None:
+    from leanctx.agents.opencode import read_request
+
+    assert read_request({"filePath": "/p/a.txt"}, None) == ("/p/a.txt", 1, 2000)
+    assert read_request({"filePath": "/p/a.txt", "offset": 5, "limit": 3}, None) == ("/p/a.txt", 5, 7)  # 1-based
+    assert read_request({"filePath": "/p/a.txt", "offset": 0, "limit": 3}, None) == ("/p/a.txt", 1, 3)  # `offset || 1`
+    assert read_request({"filePath": "sub/../a.txt"}, "/p") == ("/p/a.txt", 1, 2000)  # path.resolve
+    for args, cwd in (({"filePath": "a.txt"}, None), ({"filePath": "a.txt"}, "rel"), ({"filePath": "/a", "limit": 0}, None),
+                      ({"filePath": "/a", "offset": -1}, None), ({"filePath": "/a", "limit": True}, None),
+                      ({"filePath": "/a", "pages": "1"}, None), ({"filePath": ""}, None), ({}, None)):
+        assert read_request(args, cwd) is None, args
+
+
+def test_the_recorded_read_results_give_back_the_files_lines_exactly() -> None:
+    from leanctx.agents.opencode import read_delivered
+
+    event, payload = after("tool.execute.after.json")  # the whole file, "(End of file - total 1 lines)"
+    ask, content = AGENT.builtin_read_delivery(event, payload)
+    assert (ask.path, ask.start, ask.end, ask.reader, content) == ("/home/user/work/proj/a.txt", 1, 1, "builtin", "hello world file")
+    event, payload = after("tool.execute.after.read-window.json")  # "(Showing lines 5-7 of 30. ...)"
+    ask, content = AGENT.builtin_read_delivery(event, payload)
+    assert (ask.start, ask.end) == (5, 7) and content == "".join(A_TXT.splitlines(keepends=True)[4:7])[:-1]
+    shown = "/p/a.txt"
+    head = f"<path>{shown}</path>\n<type>file</type>\n<content>\n"
+    capped = head + "1: a\n2: b\n\n(Output capped at 50 KB. Showing lines 1-2. Use offset=3 to continue.)\n</content>"
+    assert read_delivered(capped, shown, 1) == (1, 2, "a\nb")
+    # any other shape withholds: a reminder after the content, a number out of step, an empty
+    # file, another path, an offset hint that does not follow, a window not starting where asked
+    whole = head + "1: a\n2: b\n\n(End of file - total 2 lines)\n</content>"
+    assert read_delivered(whole, shown, 1) == (1, 2, "a\nb")
+    for bad, start in ((whole + "\n<system-reminder>\nx\n</system-reminder>", 1), (whole.replace("2: b", "3: b"), 1),
+                       (head + "\n\n(End of file - total 0 lines)\n</content>", 1), (whole, 2),
+                       (whole.replace(shown, "/p/b.txt"), 1), (whole.replace("2: b\n", "2: b\n3: c\n"), 1),
+                       (head + "1: a\n\n(Showing lines 1-1 of 9. Use offset=3 to continue.)\n</content>", 1),
+                       ("Image read successfully", 1)):
+        assert read_delivered(bad, shown, start) is None, bad
+
+
+def test_bash_reads_count_only_whole_clean_runs() -> None:
+    event, payload = after("tool.execute.after.bash.json")  # `cat a.txt`, exit 0, not cut
+    ask, content = AGENT.builtin_read_delivery(event, payload)
+    assert (ask.path, ask.start, ask.end, ask.reader, content) == ("/home/user/work/proj/a.txt", 1, None, "shell", A_TXT[:-1])
+    event, payload = after("tool.execute.after.bash-numbered.json")  # `cat -n a.txt`: the numbers come off
+    ask, content = AGENT.builtin_read_delivery(event, payload)
+    assert ask.numbered and content == A_TXT[:-1]
+    for meta in ({"exit": 1, "truncated": False}, {"exit": 0, "truncated": True}, {"exit": None, "truncated": False},
+                 {"exit": 0, "truncated": False, "outputPath": "/home/user/tool-output/x"}, {}):
+        event, payload = after("tool.execute.after.bash.json")
+        payload["output"]["metadata"] = meta
+        assert AGENT.builtin_read_delivery(event, payload) is None, meta
+
+
+def test_what_is_not_a_gated_read() -> None:
+    def ask(tool: str, args: dict, call: str = "call_1", cwd: str = "/p"):
+        payload = {"hook_event_name": "tool.execute.before", "cwd": cwd, "input": {"tool": tool, "sessionID": SESSION, "callID": call},
+                   "output": {"args": args}}
+        return AGENT.builtin_read_ask(AGENT.normalize("tool.execute.before", payload))
+
+    assert ask("read", {"filePath": "a.txt"}).path == "/p/a.txt"
+    assert ask("bash", {"command": "cat a.txt", "description": "d", "workdir": "sub"}).path == "/p/sub/a.txt"
+    assert ask("bash", {"command": "cat a.txt", "workdir": "/q"}).path == "/q/a.txt"
+    assert ask("read", {"filePath": "/p/a.txt"}, call="call_1/1") is None  # code mode: the result goes to a script
+    assert ask("bash", {"command": "cat a.txt | head"}) is None
+    assert ask("bash", {"command": "cat a.txt", "env": {}}) is None
+    assert ask("edit", {"filePath": "/p/a.txt"}) is None
+    assert ask("read", {"filePath": "/p/a.txt"}, call="") is None
+
+
+CREDIT_DRIVER = r"""
+const [plugin, calls] = [process.argv[2], JSON.parse(process.argv[3])];
+const mod = await import(plugin);
+const hooks = await mod.LeanctxPlugin({ directory: process.argv[4] });
+for (const [name, args] of calls) await hooks[name](...args);
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_a_read_is_credited_only_when_the_next_request_carries_that_very_result(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    """The plugin holds a reader's result from tool.execute.after and hands it to the hook when
+    the next request of its session carries it unchanged as the call's completed result: a
+    plugin after ours that changed it, a result pruned by compaction, another tool, a failed
+    call: never."""
+    assert run_cli("init", "--agent", "opencode").returncode == 0
+    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+    log = tmp_path / "credited"  # one file per hand-over: the plugin runs them at once
+    log.mkdir()
+    command = str(data_dir / "bin" / "leanctx-hook") + " opencode tool.execute.after --builtin-read"
+    text = plugin.read_text()
+    assert json.dumps(command) in text
+    tapped = plugin.with_name("tapped.js")
+    asked = tmp_path / "asked"
+    asked.mkdir()
+    before = command.replace("tool.execute.after", "tool.execute.before")
+    assert json.dumps(before) in text
+    tapped.write_text(text.replace(json.dumps(command), json.dumps(f"cat > $(mktemp -p {log})"))
+                      .replace(json.dumps(before), json.dumps(f"cat > $(mktemp -p {asked})")))
+
+    def done(call: str, tool: str = "read", output: str = "X", session: str = SESSION, args: dict | None = None) -> list:
+        return ["tool.execute.after", [{"tool": tool, "sessionID": session, "callID": call, "args": args or {"filePath": "/p/a"}},
+                                       {"title": "a", "output": output, "metadata": {"truncated": False}}]]
+
+    def part(call: str, output: str = "X", status: str = "completed", compacted: bool = False, tool: str = "read") -> dict:
+        time = {"start": 1, "end": 2, **({"compacted": 3} if compacted else {})}
+        return {"type": "tool", "tool": tool, "callID": call, "state": {"status": status, "output": output, "time": time}}
+
+    def request(parts: list, session: str = SESSION) -> list:
+        return ["experimental.chat.messages.transform", [{}, {"messages": [
+            {"info": {"role": "user", "sessionID": session}, "parts": [{"type": "text", "text": "go"}]},
+            {"info": {"role": "assistant", "sessionID": session}, "parts": parts}]}]]
+
+    other = "ses_other"
+    def call(call: str, tool: str, args: dict) -> list:
+        return ["tool.execute.before", [{"tool": tool, "sessionID": SESSION, "callID": call}, {"args": args}]]
+
+    # without the guard, the pre-tool hook runs for reads only: `read`, a shell command that may be one
+    calls = [call("c1", "read", {"filePath": "/p/a"}), call("c8", "bash", {"command": "cat a"}),
+             call("c7", "bash", {"command": "ls"}), call("c3", "edit", {"filePath": "/p/a"})]
+    calls += [done("c1"), done("c2"), done("c3", tool="edit"), done("c4"), done("c5"), done("c6", session=other),
+             done("c7", tool="bash", args={"command": "ls"}), done("c8", tool="bash", args={"command": "cat a"}),
+             request([part("c1"), part("c2", output="X, changed by a plugin after ours"), part("c3", tool="edit"),
+                      part("c4", compacted=True), part("c5", status="error"), part("c7", tool="bash"), part("c8", tool="bash")]),
+             request([part("c1")]),  # already handed on: once
+             request([part("c6")], session=other)]
+    driver = tmp_path / "credit-driver.mjs"
+    driver.write_text(CREDIT_DRIVER)
+    proc = subprocess.run([NODE, str(driver), str(tapped), json.dumps(calls), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(f.read_text())["input"]["callID"] for f in asked.iterdir()) == ["c1", "c8"]
+    sent = sorted((json.loads(f.read_text()) for f in log.iterdir()), key=lambda s: s["input"]["callID"])
+    assert [(s["input"]["callID"], s["input"]["sessionID"]) for s in sent] == [("c1", SESSION), ("c6", other), ("c8", SESSION)], sent
+    assert sent[0] == {"hook_event_name": "tool.execute.after", "cwd": str(tmp_path),
+                       "input": {"tool": "read", "sessionID": SESSION, "callID": "c1", "args": {"filePath": "/p/a"}},
+                       "output": {"output": "X", "metadata": {"truncated": False}}}

@@ -304,7 +304,7 @@ def test_stats_cli(daemon: subprocess.Popen, env: dict, data_dir: Path, project:
     text = cli(env, "stats")
     assert text.returncode == 0
     assert report["tokenizer_note"] in text.stdout
-    assert "total" in text.stdout and "per agent" in text.stdout and "per conversation" in text.stdout
+    assert "total" in text.stdout and "per host" in text.stdout and "per conversation" in text.stdout
     # with the daemon stopped, stats come from the persisted index
     assert cli(env, "stop").returncode == 0
     offline = cli(env, "stats", "--json")

@@ -42,13 +42,14 @@ def results(body: dict) -> list[tuple[str, bool]]:
 # Claude Code 2.1.332 puts this before a PreToolUse refusal's reason in the tool result (every form:
 # permissionDecision deny, decision block, exit 2); 2.1.197 hands the reason over as it is
 REFUSAL_PREFIX = "PreToolUse:Read hook error: "
+BASH_REFUSAL_PREFIX = "PreToolUse:Bash hook error: "
 
 
 def got(bodies: list, i: int) -> str:
     """What the model received for its i-th call (the request after the turn that made it); a
     refusal (an error result) without the prefix some versions put before the hook's reason."""
     (text, err), = results(bodies[i + 1])
-    return text.removeprefix(REFUSAL_PREFIX) if err else text
+    return text.removeprefix(REFUSAL_PREFIX).removeprefix(BASH_REFUSAL_PREFIX) if err else text
 
 
 def source(n: int = 200, tag: str = "") -> str:
@@ -65,10 +66,10 @@ def wired(host_home, lean):
     subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
 
 
-def run(claude_cli, hh, run_host, script, *extra, prompt="work on big.py"):
+def run(claude_cli, hh, run_host, script, *extra, prompt="work on big.py", tools=TOOLS):
     with FakeAnthropic(script=script) as srv:
         env = hostcli.claude_env(hh.home, srv.base_url)
-        cp, _ = run_host([claude_cli, "-p", prompt, "--allowedTools", TOOLS, "--permission-mode", "acceptEdits", *extra],
+        cp, _ = run_host([claude_cli, "-p", prompt, "--allowedTools", tools, "--permission-mode", "acceptEdits", *extra],
                          cwd=hh.proj, env=env)
         assert cp.returncode == 0, cp.stderr
         return srv.main_requests
@@ -176,3 +177,89 @@ def test_after_compaction_the_read_is_content_without_the_re_attachment_credit(c
         lean.assert_no_hook_errors()
     finally:
         subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
+
+
+def test_shell_only_model_stub_edit_right_after_cd_and_one_ledger_with_read(claude_cli, wired, lean, run_host):
+    """A model that reads only through Bash: `cat`/`sed -n` re-reads get the stub, an Edit right
+    after one works, running the command again gives the output, and what the shell delivered
+    counts for Read. After `cd sub`, a relative name is the file in sub (the hook's `cwd` follows
+    the shell's), never the one of the same name it read before."""
+    hh = wired
+    big = hh.proj / "big.py"
+    # Claude Code trims the blank lines that end a command's output (2.1.197 and 2.1.332): the
+    # model never sees a file's trailing blank lines through the shell, so such a file is never
+    # credited from it; these end with one newline, as most files do
+    big.write_text(source().rstrip("\n") + "\n")
+    sub = hh.proj / "sub"
+    sub.mkdir()
+    (sub / "big.py").write_text(source(tag=" + 1").rstrip("\n") + "\n")
+    lines = LINES - 1
+
+    def bash(command: str):
+        return tool_use("Bash", {"command": command, "description": "read"})
+
+    script = [
+        bash("cat big.py"),                                                                  # 0 content
+        bash("cat big.py"),                                                                  # 1 the stub
+        tool_use("Edit", {"file_path": str(big), "old_string": "return x * 7\n", "new_string": "return x * 70\n"}),  # 2
+        bash("cat big.py"),                                                                  # 3 a diff
+        bash("cat big.py"),                                                                  # 4 run again: the output
+        bash("sed -n '100,160p' big.py"),                                                    # 5 a held range: its stub
+        tool_use("Read", {"file_path": str(big)}),                                           # 6 the stub: one ledger
+        bash("cd sub"),                                                                      # 7
+        bash("cat big.py"),                                                                  # 8 sub/big.py: content
+        bash("sed -n '100,160p' big.py"),                                                    # 9 sub/big.py's range: stub
+        bash("cat big.py | head -n 3"),                                                      # 10 a pipe: runs
+        "done",
+    ]
+    bodies = run(claude_cli, hh, run_host, script, tools="Read,Edit,Bash")
+    assert len(bodies) == len(script)
+    assert is_content(got(bodies, 0))
+    stub = got(bodies, 1)
+    assert stub.startswith(f"[unchanged] big.py {lines} lines") and "run the same command again right away" in stub, stub
+    assert "updated successfully" in got(bodies, 2), "Edit right after a refused shell re-read failed"
+    assert got(bodies, 3).startswith("[changed] big.py") and "+    return x * 70" in got(bodies, 3), got(bodies, 3)[:300]
+    assert is_content(got(bodies, 4)) and "x * 70" in got(bodies, 4), "running the command again gave no output"
+    assert got(bodies, 5).startswith(f"[unchanged] big.py L100-160 of {lines} lines"), got(bodies, 5)[:200]
+    assert got(bodies, 6).startswith(f"[unchanged] big.py {lines} lines"), got(bodies, 6)[:200]
+    assert is_content(got(bodies, 8)) and "x * 199 + 1" in got(bodies, 8), "after cd, the other big.py was not read"
+    assert got(bodies, 9).startswith(f"[unchanged] sub/big.py L100-160 of {lines} lines"), got(bodies, 9)[:200]
+    assert got(bodies, 10).startswith("def function_0"), got(bodies, 10)[:200]
+    lean.assert_no_hook_errors()
+    # `leanctx stats` by reader: the shell's stubs and diff, the diff it ran again for (a re-read
+    # that cancels the diff's saving), Read's stub; one context charged once
+    st = json.loads(lean.run("stats", "--json").stdout)
+    shell, builtin = st["by_reader"]["shell"], st["by_reader"]["builtin"]
+    assert (shell["stubs"], shell["diffs"], shell["rereads"]) == (3, 1, 1), shell
+    assert (builtin["reads"], builtin["stubs"]) == (1, 1) and "ctx_read" not in st["by_reader"], st["by_reader"]
+    assert st["contexts"] == 1 and st["reads"] == shell["reads"] + builtin["reads"]
+    assert st["tokens_saved"] == shell["tokens_saved"] + builtin["tokens_saved"] - st["tokens_overhead"]
+    assert st["tokens_saved"] == st["tokens_raw"] - st["tokens_sent"] - st["tokens_reread"] - st["tokens_overhead"]
+
+
+def test_shell_reads_after_another_program_compaction_and_a_new_session(claude_cli, wired, lean, run_host):
+    """Through the shell only: a change made by another program is a diff, never [unchanged];
+    after `/compact` the file read only with `cat` is not re-attached by Claude Code, so the
+    re-read is the content; a new session starts empty."""
+    hh = wired
+    big = hh.proj / "big.py"
+    big.write_text(source().rstrip("\n") + "\n")
+
+    def cat():  # each call its own id, as a model's
+        return tool_use("Bash", {"command": "cat big.py", "description": "read"})
+
+    def change_by_another_program(body):  # noqa: ANN001 - the fake model's callable script item
+        big.write_text(big.read_text().replace("return x * 9\n", "return x * 9 + 0\n"))
+        return tool_use("Bash", {"command": "cat big.py", "description": "read"})
+
+    bodies = run(claude_cli, hh, run_host, [cat(), cat(), change_by_another_program, "done"], tools="Read,Edit,Bash")
+    assert is_content(got(bodies, 0)) and got(bodies, 1).startswith("[unchanged] big.py"), got(bodies, 1)[:300]
+    changed = got(bodies, 2)
+    assert changed.startswith("[changed] big.py") and "+    return x * 9 + 0" in changed, changed[:300]
+    run(claude_cli, hh, run_host, ["summary of the conversation"], "--continue", prompt="/compact")
+    assert lean.only_record("claude")["compactions"] >= 1
+    bodies = run(claude_cli, hh, run_host, [cat(), "done"], "--continue", prompt="read it again", tools="Read,Edit,Bash")
+    assert is_content(got(bodies, 0)), "a shell read got a stub after the context was compacted"
+    bodies = run(claude_cli, hh, run_host, [cat(), "done"], tools="Read,Edit,Bash")
+    assert is_content(got(bodies, 0)), "a new session got a stub"
+    lean.assert_no_hook_errors()

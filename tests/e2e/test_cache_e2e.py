@@ -7,6 +7,7 @@ model server receives. The daemon the MCP server starts is stopped after each te
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -103,6 +104,13 @@ def test_second_read_in_a_session_is_the_stub_and_a_new_session_gets_content(cla
     # a new session (a new claude process) never inherits the stub
     bodies = run(claude_cli, hh, lean, run_host, [tool_use(READ, {"path": "big.py"}), "done"])
     assert "def function_199" in tool_results(bodies[1])[0]
+    # `leanctx stats`: each claude process is one context, charged once for our tool definition and
+    # rule (its MCP server's tools/list and its reads are the same context); net of that charge
+    st = json.loads(lean.run("stats", "--json").stdout)
+    assert (st["reads"], st["stubs"], st["contexts"]) == (3, 1, 2), st
+    assert st["tokens_saved"] == st["tokens_raw"] - st["tokens_sent"] - st["tokens_reread"] - st["tokens_overhead"]
+    assert st["by_reader"]["ctx_read"]["reads"] == 3 and st["by_agent"]["claude"]["contexts"] == 2
+    assert sum(b["contexts"] for b in st["by_conversation"].values()) == 2
     tracetap.check_replay(tracetap.to_trace(tap, hh.proj, {"big.py": content}), hh, ["full", "stub", "full"], "claude-two-sessions", host="Claude Code", source=__file__)
 
 

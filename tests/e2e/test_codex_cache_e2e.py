@@ -111,6 +111,12 @@ def test_codex_second_read_is_the_stub_and_a_new_session_gets_content(codex_cli,
     again = read_call("big.py")
     _, bodies, tap = exec_codex(codex_cli, hh, lean, run_host, [again, "done"], tap=True)
     assert "def function_199" in outputs_by_call(bodies)[again["call_id"]]
+    # `leanctx stats`: two codex processes, one context each, charged once for our tool definition
+    # and the rule Codex gets (its tools/list and its reads are the same context)
+    st = json.loads(lean.run("stats", "--json").stdout)
+    assert (st["reads"], st["stubs"], st["contexts"]) == (3, 1, 2), st
+    assert st["by_agent"]["codex"]["contexts"] == 2 and st["by_reader"]["ctx_read"]["reads"] == 3
+    assert st["tokens_saved"] == st["tokens_raw"] - st["tokens_sent"] - st["tokens_reread"] - st["tokens_overhead"]
     # both runs, replayed from what Codex itself sent: the same answers, 0 wrong, ours == oracle
     trace = tracetap.to_trace(tap, hh.proj, {"big.py": content}, agent="codex")
     tracetap.check_replay(trace, hh, ["full", "stub", "full"], "codex-two-sessions", host="Codex", source=__file__)
