@@ -196,6 +196,10 @@ class Gemini(GeminiShapeAgent):
                        builtin_read: bool = False) -> list[tuple[EventSpec, tuple[str, ...]]]:
         wired = super().profile_events(bot, guard, read_gate, mcp_name, builtin_read)
         if not any(spec is self.builtin_read_post_event for spec, _ in wired):
+            if any(spec.name == "BeforeTool" and spec.matcher is None for spec, _ in wired):
+                # the guard's BeforeTool sees invoke_agent too, and opens a subagent's window
+                # (normalize): its AfterTool closes it
+                wired.append((EventSpec("AfterTool", POST_TOOL, matcher="|".join(SUBAGENT_TOOLS)), ("--guard",)))
             return wired
         # the gated reads' BeforeTool also opens a subagent's window (normalize)
         out = []

@@ -244,6 +244,9 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_hosts_that_nam
     assert gemini[("AfterTool", "read_file|run_shell_command|invoke_agent")] == ("--builtin-read",)
     guarded = {(spec.name, spec.matcher): flags for spec, flags in agents.get("gemini").profile_events(guard=True, read_gate=True, builtin_read=True)}
     assert guarded[("BeforeTool", None)] == ("--guard", "--read-gate", "--builtin-read")
+    # the guard alone sees invoke_agent on BeforeTool too (a subagent's window): AfterTool closes it
+    guard_only = {(spec.name, spec.matcher): flags for spec, flags in agents.get("gemini").profile_events(guard=True, read_gate=True)}
+    assert guard_only[("AfterTool", "invoke_agent")] == ("--guard",)
     qwen = {(spec.name, spec.matcher): flags for spec, flags in agents.get("qwen").profile_events(read_gate=True, builtin_read=True)}
     assert qwen[("PreToolUse", "mcp__leanctx__ctx_read|read_file|run_shell_command")] == ("--read-gate", "--builtin-read")
     assert qwen[("PostToolUse", "read_file|run_shell_command")] == ("--builtin-read",)
