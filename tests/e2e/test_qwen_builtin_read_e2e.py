@@ -174,3 +174,45 @@ def test_a_subagents_reads_are_never_credited_to_the_conversation(qwen_cli, wire
     assert is_content(results[main_read["id"]]), "the subagent's read was credited to the conversation"
     assert results[main_again["id"]].startswith(f"[unchanged] big.py {LINES} lines")
     lean.assert_no_hook_errors()
+
+
+def test_qwen_clearing_old_tool_results_on_a_later_prompt_is_a_compaction(qwen_cli, host_home, lean, run_host):
+    """Qwen Code clears old tool results (all but the last `toolResultsNumToKeep`) from its
+    context when a user prompt comes `toolResultsThresholdMinutes` after its last answer, with no
+    hook and nothing in its chat recording. Here the threshold is 0 and one result is kept: the
+    second prompt of one process (stream-json input) finds the first read's result replaced by
+    `[Old tool result content cleared]`, and the re-read after it gets the content, not the stub."""
+    hh = host_home
+    settings = USER_SETTINGS.replace('"$version": 4', '"context": {"clearContextOnIdle": {"toolResultsThresholdMinutes": 0, '
+                                                      '"toolResultsNumToKeep": 1}},\n  "$version": 4')
+    wire(hh, lean, "qwen", settings)
+    lean.run("serve", "--detach")
+    path = str(hh.proj / "big.py")
+    first, again = call("read_file", {"file_path": path}), call("read_file", {"file_path": path})
+    script = [first, call("run_shell_command", {"command": "echo hi"}), "first done", again, "second done"]
+    try:
+        with FakeGeminiChat(script) as srv:
+            env = hostcli.base_env(hh.home, {**lean.host_env, "OPENAI_API_KEY": "sk-fake", "OPENAI_BASE_URL": srv.chat_url,
+                                             "OPENAI_MODEL": "fake-model"})
+            proc = subprocess.Popen([qwen_cli, "--input-format", "stream-json", "--output-format", "stream-json", "--yolo"],
+                                    cwd=hh.proj, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True)
+            try:
+                for prompt in ("read big.py", "read it again"):
+                    proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
+                    proc.stdin.flush()
+                    for line in proc.stdout:  # this prompt's turn ends with a result message
+                        if json.loads(line).get("type") == "result":
+                            break
+                proc.stdin.close()
+                proc.wait(timeout=120)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+            last = chat_tool_results(srv.main_requests[-1])
+    finally:
+        subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
+    assert last[first["id"]] == "[Old tool result content cleared]", "Qwen did not clear the old result"
+    assert is_content(last[again["id"]]), last[again["id"]][:200]
+    assert lean.only_record("qwen")["compactions"] >= 1
+    lean.assert_no_hook_errors()
