@@ -225,7 +225,7 @@ def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_by
     assert path.read_bytes() == original
 
 
-def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_hosts_that_name_their_readers_have_it() -> None:
+def test_the_built_in_read_gate_rides_on_the_guard_entry_on_the_hosts_that_have_it() -> None:
     from leanctx import agents
 
     claude = agents.get("claude")
@@ -235,9 +235,19 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_hosts_that_nam
     assert not any(name == "PreToolUse" and matcher for name, matcher in wired)
     # no read gate (init --no-mcp): no daemon to ask, so no built-in gate either
     assert all("--builtin-read" not in flags for _, flags in claude.profile_events(read_gate=False, builtin_read=True))
-    for name in ("codebuddy", "codex", "droid", "copilot"):
-        host = agents.get(name)
-        assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
+    # Codex: its shell tool (`Bash` in its hooks) on the read gate's own entry, and a post-tool entry
+    codex = agents.get("codex")
+    wired = {(spec.name, spec.matcher): flags for spec, flags in codex.profile_events(read_gate=True, builtin_read=True)}
+    assert wired[("PreToolUse", "mcp__leanctx__ctx_read|Bash")] == ("--read-gate", "--builtin-read")
+    assert wired[("PostToolUse", "Bash")] == ("--builtin-read",)
+    assert ("PreToolUse", "mcp__leanctx__ctx_read") in dict(((s.name, s.matcher), f) for s, f in codex.profile_events(read_gate=True))
+    copilot = agents.get("copilot")
+    assert copilot.profile_events(read_gate=True, builtin_read=True) == copilot.profile_events(read_gate=True)
+    # CodeBuddy's Read and Bash, Droid's Read and Execute: on the ctx_read gate's entry and a post-tool one
+    for name, tools, read in (("codebuddy", "Read|Bash", "mcp__leanctx__ctx_read"), ("droid", "Read|Execute", "leanctx___ctx_read")):
+        wired = {(spec.name, spec.matcher): flags for spec, flags in agents.get(name).profile_events(read_gate=True, builtin_read=True)}
+        assert wired[("PreToolUse", f"{read}|{tools}")] == ("--read-gate", "--builtin-read"), name
+        assert wired[("PostToolUse", tools)] == ("--builtin-read",), name
     # Gemini CLI: read_file and run_shell_command, and invoke_agent (a subagent's window) on both events
     gemini = {(spec.name, spec.matcher): flags for spec, flags in agents.get("gemini").profile_events(read_gate=True, builtin_read=True)}
     assert gemini[("BeforeTool", "mcp_leanctx_ctx_read|read_file|run_shell_command|invoke_agent")] == ("--read-gate", "--builtin-read")
