@@ -136,6 +136,9 @@ class HookEvent:
         "tool_input",
         "tool_use_id",
         "timestamp",  # the host's own time of the event, as it sent it (Copilot: epoch ms)
+        # a prompt after at least this many seconds since the conversation's previous model
+        # request may find old tool results cleared from the context (Qwen Code: agents/qwen.py)
+        "idle_clear_s",
     )
     __slots__ = ("agent", "event", "kind") + FIELDS
 
