@@ -249,11 +249,16 @@ def strings(value) -> Iterator[str]:  # noqa: ANN001
 
 
 WRAPPER = "<untrusted_context>\n"  # Gemini CLI puts this line before a tool's output
+# what hosts put before a refused call's reason (a refusal carries our stub): Claude Code 2.1.332
+# "PreToolUse:Read hook error: ", Codex 0.171.0 "Command blocked by PreToolUse hook: ", CodeBuddy
+# and Droid "Error: "
+REFUSED = re.compile(r"^(?:PreToolUse:\w+ hook error: |Command blocked by PreToolUse hook: |Error: )(?=\[)")
 
 
 def unwrapped(text: str) -> str:
     """A tool result without the line a host puts before it."""
-    return text[len(WRAPPER):] if text.startswith(WRAPPER) else text
+    text = text[len(WRAPPER):] if text.startswith(WRAPPER) else text
+    return REFUSED.sub("", text, count=1)
 
 
 def stub_regions(text: str, nlines: int) -> Optional[list[tuple[int, int]]]:
