@@ -95,7 +95,7 @@ def main() -> None:
 @click.option("--guard", is_flag=True, help="Multi-user bots: deny tool calls that touch another user's folder under $CKS_HOME/user/.")
 @click.option("--no-mcp", is_flag=True, help="Do not register leanctx's MCP server (ctx_read) or its read rule.")
 @click.option("--mcp-name", metavar="NAME", help="Register leanctx's MCP server under NAME instead of `leanctx` (when you have a server of that name). Remembered for later runs.")
-@click.option("--no-builtin-gate", is_flag=True, help="Leave the host's own file reader (Claude Code's Read) ungated: only ctx_read gets the read cache's stubs.")
+@click.option("--no-builtin-gate", is_flag=True, help="Leave the host's own file reader and shell reads (Read, Bash, read_file, view, ...) ungated: only ctx_read gets the read cache's stubs.")
 def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot: bool, guard: bool, no_mcp: bool, mcp_name: str | None,
          no_builtin_gate: bool) -> None:
     """Wire leanctx's hooks into a host's config (merging, never replacing).
@@ -161,8 +161,8 @@ class _HookCommand(click.Command):
                 rows.append(("", f"with --read-gate: {gate.name}" + (f" (matcher {gate.matcher})" if gate.matcher else "")))
             if agent.builtin_read_tools and agent.builtin_read_post_event is not None:
                 post = agent.builtin_read_post_event
-                gate = agent.read_gate_event or agent.guard_event
-                pre = gate.name if gate is not None else "?"
+                pre_spec = agent.builtin_read_pre_event or agent.read_gate_event or agent.guard_event
+                pre = pre_spec.name if pre_spec is not None else "?"
                 rows.append(("", f"with --builtin-read: {', '.join(agent.builtin_read_tools)} on {pre} and {post.name}"))
         with formatter.section("Agents and events"):
             formatter.write_dl(rows)

@@ -9,6 +9,7 @@ lines. Shell commands are recognised here, once for every host, and only in thei
     tail -n N F    tail -N F       tail -n +K F
     sed -n 'Ap' F  sed -n 'A,Bp' F sed -n 'A,$p' F
 
+each also as the one script of `bash -c '…'` / `bash -lc '…'` (or sh, zsh; once, not nested),
 with F one file, named plainly (letters, digits, `/._-+,@:%=`, or quoted without `$`, backquotes
 or backslashes). Anything else (a pipe, `;`, `&&`, a redirection, a glob, a variable, a second file,
 an option we do not know) is not a read of a file's content as far as the cache goes: it runs and
@@ -31,6 +32,7 @@ MAX_PATH_CHARS = 4096
 MAX_LINE = 10**9
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,@:%=")
 _QUOTED_BAD = frozenset("$`\\!\n\r\x00")
+SHELLS = ("bash", "sh", "zsh")  # `<shell> -c '<script>'` / `-lc`: the script is what runs
 
 
 class Ask:
@@ -114,8 +116,22 @@ def _count(text: str) -> int | None:
     return None
 
 
+def _climbs_after_a_name(word: str) -> bool:
+    """`..` after a folder name (or anywhere in an absolute path): through a symlink it leads where
+    the kernel says, not where the cleaned-up name says. Leading `..` of a relative name climb out
+    of the working directory the host reports, which is a real path (getcwd)."""
+    named = os.path.isabs(word)
+    for part in word.split("/"):
+        if part == "..":
+            if named:
+                return True
+        elif part not in ("", "."):
+            named = True
+    return False
+
+
 def _file(word: str, cwd: str | None) -> str | None:
-    if not word or word.startswith("-") or "\x00" in word:
+    if not word or word.startswith("-") or "\x00" in word or _climbs_after_a_name(word):
         return None
     if os.path.isabs(word):
         return os.path.normpath(word)
@@ -162,6 +178,10 @@ def shell_ask(command: str, cwd: str | None) -> Ask | None:
     if not argv:
         return None
     prog, args = argv[0], argv[1:]
+    if prog in SHELLS and len(args) == 2 and args[0] in ("-c", "-lc"):
+        # `bash -lc 'cat F'`: the one quoted script, read by the same rules (never nested)
+        inner = words(args[1])
+        return shell_ask(args[1], cwd) if inner and inner[0] not in SHELLS else None
     if args and args[0] == "--" and prog != "sed":
         args = args[1:]
     if prog == "cat":

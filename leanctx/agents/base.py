@@ -136,6 +136,9 @@ class HookEvent:
         "tool_input",
         "tool_use_id",
         "timestamp",  # the host's own time of the event, as it sent it (Copilot: epoch ms)
+        # a prompt after at least this many seconds since the conversation's previous model
+        # request may find old tool results cleared from the context (Qwen Code: agents/qwen.py)
+        "idle_clear_s",
     )
     __slots__ = ("agent", "event", "kind") + FIELDS
 
@@ -233,6 +236,9 @@ class Agent:
     #: they delivered (`builtin_read_delivery`); empty: the host's readers are not gated
     builtin_read_tools: ClassVar[tuple[str, ...]] = ()
     builtin_read_post_event: ClassVar[EventSpec | None] = None
+    #: the pre-tool event that gates them when it is not the read gate's own (Copilot: its read
+    #: gate listens on preMcpToolCall, its built-in tools go through preToolUse); None: the read gate's
+    builtin_read_pre_event: ClassVar[EventSpec | None] = None
     #: the host runs hooks from whole files of ours (OpenCode's plugin, Cline's executable files)
     #: rather than from entries in a config: `hook_folder`/`hook_files` say which, with this mode
     #: (`installer/hookfiles.py` writes them); None: hooks are entries in `user_config_path`
@@ -323,7 +329,8 @@ class Agent:
 
     def event(self, name: str) -> EventSpec | None:
         """The spec of an event we may wire, in any profile."""
-        extra = tuple(e for e in (self.guard_event, self.read_gate_event, self.builtin_read_post_event) if e is not None)
+        extra = tuple(e for e in (self.guard_event, self.read_gate_event, self.builtin_read_pre_event,
+                                  self.builtin_read_post_event) if e is not None)
         for spec in self.events + self.bot_events + extra:
             if spec.name == name:
                 return spec
@@ -341,6 +348,14 @@ class Agent:
         (`--builtin-read`, their names added to the matcher), and a post-tool entry credits it."""
         builtin = builtin_read and read_gate and bool(self.builtin_read_tools) and self.builtin_read_post_event is not None
         more = ("--builtin-read",) if builtin else ()
+        # a host whose built-in tools pass another pre-tool event than ctx_read (Copilot), or that
+        # has no pre-tool event of its own for ctx_read (OpenCode: the general one, the guard's),
+        # gets the built-in gate on that event: with the guard's entry when both listen there,
+        # else an entry of its own
+        own_pre = (self.builtin_read_pre_event or (self.guard_event if self.read_gate_event is None else None)) if builtin else None
+        if own_pre is not None and self.read_gate_event is not None and own_pre.name == self.read_gate_event.name:
+            own_pre = None
+        gate_more = () if own_pre is not None else more
         bot_kinds = (SESSION_START, PROMPT, STOP, REPLY)
         wired = [(spec, ("--bot",) if bot and spec.kind in bot_kinds else ()) for spec in self.events]
         if bot:
@@ -348,22 +363,20 @@ class Agent:
         # one pre-tool entry does both jobs when the gate listens on the guard's event (Claude
         # Code); a host with a separate MCP pre-call event (Copilot) gets the two entries
         shared = self.guard_event is not None and self.read_gate_event is not None and self.guard_event.name == self.read_gate_event.name
-        # a host with no pre-tool event of its own for ctx_read (OpenCode) gates its readers on
-        # the general pre-tool event: the guard's entry carries the flag, or one entry of its own
-        on_general_pre = builtin and self.read_gate_event is None and self.guard_event is not None
+        with_guard = own_pre is not None and guard and self.guard_event is not None and self.guard_event.name == own_pre.name
         if guard and self.guard_event is not None:
-            flags = ("--guard", "--read-gate", *more) if read_gate and shared else ("--guard", *more) if on_general_pre else ("--guard",)
-            wired.append((self.guard_event, flags))
-        elif on_general_pre and self.guard_event is not None:
-            wired.append((self.guard_event, more))
+            flags = ("--guard", "--read-gate", *gate_more) if read_gate and shared else ("--guard",)
+            wired.append((self.guard_event, flags + more if with_guard else flags))
         if read_gate and self.read_gate_event is not None and not (guard and shared):
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:
                 spec = EventSpec(spec.name, spec.kind, matcher=self.read_tool(mcp_name))
-            if builtin and spec.matcher is not None:
+            if gate_more and spec.matcher is not None:
                 # one entry per event (hookconfig keeps one of ours per event): both tools by name
                 spec = EventSpec(spec.name, spec.kind, matcher="|".join((spec.matcher, *self.builtin_read_tools)))
-            wired.append((spec, ("--read-gate", *more)))
+            wired.append((spec, ("--read-gate", *gate_more)))
+        if own_pre is not None and not with_guard:
+            wired.append((own_pre, more))
         if builtin and self.builtin_read_post_event is not None:
             wired.append((self.builtin_read_post_event, more))
         return wired
@@ -456,12 +469,16 @@ class Agent:
 
     def builtin_read_ask(self, event: HookEvent):  # -> readers.Ask | None
         """What this pre-tool call of one of `builtin_read_tools` will read (hooks/readers.py:
-        one file, one span of lines); None when it is not a read we can name for sure."""
+        one file, one span of lines); None when it is not a read we can name for sure. A host
+        whose payloads name no call sets `event.tool_use_id` here when it can find it (Copilot:
+        its session log); the gate answers only a call with an id."""
         return None
 
     def builtin_read_delivery(self, event: HookEvent, payload: dict):  # -> tuple[readers.Ask, str] | None
         """(what was read, the file text it handed the model) for a post-tool call of one of
-        `builtin_read_tools`; None for anything else (an error, an image, a cut or odd output)."""
+        `builtin_read_tools`; None for anything else (an error, an image, a cut or odd output).
+        As in `builtin_read_ask`, a host may set `event.tool_use_id` here; only a call with an id
+        is credited."""
         return None
 
     def builtin_refusal_output(self, event: HookEvent, text: str) -> str:

@@ -13,7 +13,11 @@ Facts we rely on, verified on 1.0.102 in runs (shared/reference/hosts-gemini-qwe
 opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/payloads/copilot/):
 - events: sessionStart(`source` new|resume) → userPromptSubmitted → preToolUse →
   preMcpToolCall → agentStop(`transcriptPath`) → sessionEnd; every payload has `sessionId`
-  and `cwd`, none an event name; pre/postToolUse carry no call id;
+  and `cwd`, none an event name; pre/postToolUse carry no call id: for the built-in `view` and
+  `bash` reads the gate takes it from Copilot's session log (copilotlog.py);
+- a preToolUse deny reaches the model as `Denied by preToolUse hook: <reason>`, the call's
+  result; postToolUse's `toolResult.textResultForLlm` is what the model gets, unless a
+  postToolUse hook answers `modifiedResult` (then the last such hook's text);
 - any non-zero exit of preToolUse denies the tool, and plain stdout on permissionRequest
   denies it too: our runner always exits 0, we wire no permissionRequest, and on preToolUse
   and preMcpToolCall we print nothing or one JSON object;
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
 
 from leanctx import fastjson
 from leanctx.agents.base import (
+    POST_TOOL,
     PRE_COMPACT,
     PRE_TOOL,
     PROMPT,
@@ -94,6 +99,12 @@ class Copilot(Agent):
     # no matchers in this dialect: the gate sees every MCP call and notes only our ctx_read
     read_gate_event = EventSpec("preMcpToolCall", PRE_TOOL)
     hooks_file = "leanctx.json"
+    # the built-in `view` and plain `bash` reads, gated like ctx_read (hooks/readgate.py,
+    # readers.py; tests/e2e/test_copilot_builtin_read_e2e.py). They pass preToolUse, not
+    # preMcpToolCall, and this dialect has no matchers: both entries see every tool call
+    builtin_read_tools = ("view", "bash")
+    builtin_read_pre_event = EventSpec("preToolUse", PRE_TOOL)
+    builtin_read_post_event = EventSpec("postToolUse", POST_TOOL)
     # verified on 1.0.102: a hooks file with a comment and trailing commas never runs, while
     # mcp-config.json with both still starts its servers
     mcp_jsonc_ok = True
@@ -158,6 +169,39 @@ class Copilot(Agent):
         normalized.timestamp = stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else None
         return normalized
 
+    # -- built-in readers -------------------------------------------------------------------
+    def builtin_read_ask(self, event: HookEvent):  # -> readers.Ask | None
+        if event.event != "preToolUse" or event.subagent_id:
+            return None  # a subagent's calls sit in its parent's log, which its payloads do not name
+        ask = _builtin_ask(event.tool_name, event.tool_input, event.cwd)
+        if ask is None or not os.path.isfile(ask.path):
+            return None
+        event.tool_use_id = self._call_id(event)
+        return ask if event.tool_use_id else None
+
+    def builtin_read_delivery(self, event: HookEvent, payload: dict):  # -> tuple[readers.Ask, str] | None
+        if event.event != "postToolUse" or event.subagent_id:
+            return None
+        ask = _builtin_ask(event.tool_name, event.tool_input, event.cwd)
+        result = payload.get("toolResult")
+        if ask is None or not isinstance(result, dict) or result.get("resultType") != "success":
+            return None
+        text = result.get("textResultForLlm")
+        content = view_content(text) if event.tool_name == "view" else shell_output_content(ask, text)
+        if not content:
+            return None
+        event.tool_use_id = self._call_id(event)
+        return (ask, content) if event.tool_use_id else None
+
+    def _call_id(self, event: HookEvent) -> str | None:
+        """The model's id for this call, from Copilot's session log (its payloads name none)."""
+        from leanctx.agents import copilotlog
+
+        config = os.environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
+        payload = {"sessionId": event.session_id, "timestamp": event.timestamp, "toolName": event.tool_name,
+                   "toolArgs": event.tool_input}
+        return copilotlog.call_id(event.event, payload, config)
+
     def reply_text(self, event: HookEvent) -> str | None:
         if event.event != "agentStop" or event.subagent_id or not event.transcript_path:
             return None
@@ -213,6 +257,84 @@ class Copilot(Agent):
         elif kind == PRE_TOOL:
             payload.update(toolName="view", toolArgs={"path": os.path.join(cwd, "README.md")})
         return payload
+
+
+_VIEW_ARGS = frozenset(("path", "view_range", "forceReadLargeFiles"))
+# `bash` runs in the session's working directory unless a `shellId` reuses a shell (then the one
+# it was made in); `async`/`detach` return before the output: only a plain synchronous run counts
+_BASH_ARGS = frozenset(("command", "description", "mode", "initial_wait"))
+_VIEW_REFUSED = "File too large to read at once"  # view's answer for a file over 20 KB (no range)
+_VIEW_CUT = "\n\n[Output truncated."  # a range over 20 KB: the lines up to there, then this note
+_SHELL_SAVED = "Output too large to read at once"  # bash's answer over 20 KB: a file and a preview
+_SHELL_DONE = "\n<shellId: "
+_SHELL_OK = " completed with exit code 0>"
+
+
+def _builtin_ask(tool: object, args: object, cwd: str | None):  # -> readers.Ask | None
+    """The span a `view` or `bash` call reads (1.0.102's arguments), or None."""
+    from leanctx import readers
+
+    if not isinstance(args, dict):
+        return None
+    if tool == "view":
+        path = readers.abs_path(args.get("path"))  # view also takes a relative path: not named here
+        # `..` after a symlink leads where the kernel says, not where the name says: not named here
+        if path is None or ".." in path.split("/") or set(args) - _VIEW_ARGS or args.get("forceReadLargeFiles") not in (None, True, False):
+            return None
+        span = args.get("view_range")
+        if span is None:
+            return readers.Ask(os.path.normpath(path))
+        # [start, end] inclusive, 1-based; end -1 reads through the end of the file (view's own
+        # description); any other shape (one number, 0, end before start) is an error in view
+        if not isinstance(span, list) or len(span) != 2:
+            return None
+        start, last = readers.line_number(span[0]), span[1]
+        if start is None or isinstance(last, bool) or not isinstance(last, int):
+            return None
+        end = None if last == -1 else readers.line_number(last)
+        if last != -1 and (end is None or end < start):
+            return None
+        return readers.Ask(os.path.normpath(path), start, end)
+    if tool == "bash":
+        command = args.get("command")
+        if not isinstance(command, str) or set(args) - _BASH_ARGS or args.get("mode") not in (None, "sync"):
+            return None
+        return readers.shell_ask(command, cwd)
+    return None
+
+
+def view_content(text: object) -> str | None:
+    """The file text a successful `view` gave the model: its output as it is (1.0.102 adds no
+    line numbers, and keeps the file's final newline only when the span reaches it). None for
+    its own notes (a file too large, a cut range)."""
+    if not isinstance(text, str) or not text or text.startswith(_VIEW_REFUSED) or _VIEW_CUT in text:
+        return None
+    return text
+
+
+def shell_output_content(ask, text: object) -> str | None:  # noqa: ANN001 - readers.Ask
+    """The file text a `bash` read gave the model. Copilot 1.0.102 hands the model the command's
+    output trimmed of blank space at both ends, then `\n<shellId: N completed with exit code C>`:
+    only exit code 0 counts, and trimmed text that was not the file's (leading spaces, trailing
+    blank lines) never equals the file, so the daemon does not credit it. The trim takes the
+    padding of `cat -n`'s first number too: that prefix is put back before the numbers are
+    stripped (they are not the file's text). None for any other shape (a failure, a run still
+    going, output over 20 KB saved to a file)."""
+    from leanctx import readers
+
+    if not isinstance(text, str) or not text.endswith(_SHELL_OK):
+        return None
+    cut = text.rfind(_SHELL_DONE)
+    if cut < 0 or "\n" in text[cut + 1:] or ">" in text[cut + len(_SHELL_DONE):-len(_SHELL_OK)]:
+        return None
+    body = text[:cut]
+    if not body or body.startswith(_SHELL_SAVED):
+        return None
+    if ask.numbered:
+        number, tab, _rest = body.partition("\t")
+        if tab and number.isdigit() and len(number) < 6:
+            body = " " * (6 - len(number)) + body
+    return readers.shell_content(ask, body)
 
 
 def last_reply(path: str, stamp: object) -> str | None:

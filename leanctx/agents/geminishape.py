@@ -51,3 +51,53 @@ def disabled_ours(names: object) -> list[str]:
     """Our commands in a host's list of disabled hook names/commands."""
     return [n for n in names if is_our_command(n)] if isinstance(names, list) else []
 
+
+
+# --- their built-in readers (recorded: tests/fixtures/payloads/{gemini,qwen}/builtin/) ---------
+
+MAX_LINE = 10**9
+MAX_PATH_CHARS = 4096
+
+
+def count(value: object, low: int = 1) -> int | None:
+    """A whole number >= `low` as a tool input holds it (JSON numbers may arrive as 3.0), else None."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= MAX_LINE:
+        return value
+    return None
+
+
+def file_path(value: object, cwd: object, relative_ok: bool) -> str | None:
+    """The absolute path a tool's `file_path` names; a relative one only against an absolute cwd
+    (the folder the host resolves it against), never one the host may reinterpret (`@…`)."""
+    import os
+
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_PATH_CHARS or "\x00" in value:
+        return None
+    if os.path.isabs(value):
+        return os.path.normpath(value)
+    if not relative_ok or value.startswith(("@", "~")) or not isinstance(cwd, str) or not os.path.isabs(cwd):
+        return None
+    return os.path.normpath(os.path.join(cwd, value))
+
+
+def shell_dir(value: object, cwd: object, relative_ok: bool) -> str | None:
+    """The folder a shell call runs in: its own directory argument, else the session's cwd."""
+    if value is None:
+        return cwd if isinstance(cwd, str) else None
+    return file_path(value, cwd, relative_ok)
+
+
+def settings_mention(paths: list, word: bytes) -> bool:
+    """Does any of these settings files mention `word`? One we cannot read: it may (doubt)."""
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                if word in f.read(1 << 22):
+                    return True
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+    return False

@@ -50,10 +50,22 @@ _LIMITS: dict[str, tuple[int, int | None]] = {
 DEFAULT = (7_800, 1_000)  # the smallest of the above
 # A host's own reader and its shell cut by their own rules. Where a host module has not measured
 # them, the host's MCP limit above stands in, and the smallest one for a host we do not know.
-_BUILTIN_LIMITS: dict[str, tuple[int, int | None]] = {}
+_BUILTIN_LIMITS: dict[str, tuple[int, int | None]] = {
+    # CodeBuddy Code 2.117.0's Read: a 58,240-character file seen whole (61,445 with its line
+    # numbers); a 95,000-character one refused ("exceeds maximum allowed tokens (20000)")
+    "codebuddy": (58_000, None),
+    # Droid 0.215.0's Read: 58,240 characters seen whole; it cuts at 60,000 itself, with a note
+    "droid": (58_000, None),
+}
 _SHELL_LIMITS: dict[str, tuple[int, int | None]] = {
     # Claude Code's Bash keeps 30,000 characters of output (BASH_MAX_OUTPUT_LENGTH's default)
     "claude": (29_000, None),
+    # Codex 0.171.0 cuts exec_command output by the model's budget: whole at 9,984 characters and
+    # cut at 10,976 for a model it has no metadata for (gpt-5), whole at 40,000 and cut at 49,984
+    # for gpt-5.5; the smaller stands (its cut output starts "Warning: truncated output")
+    "codex": (10_000, None),
+    # Droid 0.215.0's Execute: 4,500 characters seen whole; 10,985 cut to head and tail (8,010)
+    "droid": (4_500, None),
 }
 
 

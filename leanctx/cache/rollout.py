@@ -11,7 +11,10 @@ which the next hooks name; the asking call is then not in the old file, so a rec
 it credits nothing, and what the kept part of the old file delivered is sent again. Each call's output
 is the `response_item` of payload type `function_call_output` with its `call_id`, written as the
 model will see it: an output over the tool-output budget is cut in the middle to
-`…N chars truncated…` (or `…N tokens truncated…`), and the model never received the rest.
+`…N chars truncated…` (or `…N tokens truncated…`), and the model never received the rest. A shell
+call (`exec_command`) that yielded before its process exited says "Process running with session ID
+N" instead of "Process exited with code N": the rest came under later `write_stdin` calls, so its
+own output is not whole either (its post-tool hook still carries all of it under this call's id).
 Observed on 0.171.0: an automatic compaction writes `compacted`; a 417,780-byte `ctx_read` answer
 reached the model as 11,991 characters; a revert starts a new segment.
 
@@ -43,13 +46,30 @@ POLL_S = 0.01
 # what Codex 0.171.0 puts where it cut a tool output (strings in its binary)
 TRUNCATED = ("chars truncated…", "tokens truncated…", "truncated output (original token count",
              "<truncated omitted_approx_tokens=")
+# the header of a unified exec output (exec_command, write_stdin) and the line saying its process
+# exited (0.171.0; a yielded call says "Process running with session ID N" there instead)
+EXEC_HEAD, EXEC_BODY, EXEC_EXITED = "Chunk ID: ", "\nOutput:\n", "\nProcess exited with code "
 # words a line must contain to be parsed at all (however its JSON is spaced)
 _LOSS = (b"compacted", b"thread_rolled_back")
 _CALLS = (b"function_call", b"custom_tool_call")
 
 
+def _unfinished(output: str) -> bool:
+    """An `exec_command` / `write_stdin` output (0.171.0: "Chunk ID: …\nWall time: …\nProcess
+    exited with code N\nOriginal token count: N\nOutput:\n<text>") whose header does not say the
+    process exited: the call yielded ("Process running with session ID N"), the rest of the output
+    came later under another call (write_stdin), yet Codex's post-tool hook hands the whole output
+    over under this call's id (observed on 0.171.0). So this call's output is not all of it."""
+    if not output.startswith(EXEC_HEAD):
+        return False
+    head, sep, _ = output.partition(EXEC_BODY)
+    return not sep or EXEC_EXITED not in head
+
+
 def _truncated(output: object) -> bool:
     if isinstance(output, str):
+        if _unfinished(output):
+            return True
         texts = [output]
     elif isinstance(output, list):
         texts = [c.get("text") for c in output if isinstance(c, dict) and isinstance(c.get("text"), str)]

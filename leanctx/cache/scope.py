@@ -323,6 +323,12 @@ SEVERAL_CHATS = ("cursor",)
 # timed out), so nobody can say who makes it, a subagent session whose first hooks are late included.
 CALL_ID_FROM_GATE = ("copilot",)
 
+# Hosts whose pre-tool payload may not name the subagent that makes a call: Qwen Code 0.15.10
+# sends a subagent's PreToolUse without `agent_id` (0.24.4 names it), Gemini CLI 0.61.0 names no
+# subagent anywhere (its window is the `invoke_agent` call: agents/gemini.py). A note without a
+# subagent id made while a subagent runs may be the subagent's: nobody can say whose it is.
+UNNAMED_SUBAGENT_CALLS = ("qwen", "gemini")
+
 TRANSCRIPT_AGENTS = ("claude", "codex")  # hosts whose own log of the context is asked (transcript.py, rollout.py)
 
 #: hosts that drop context with no hook leanctx receives and no file it reads: no stub, ever.
@@ -903,6 +909,9 @@ class Resolver:
             return Scope(None, rec.agent, 0, self._roots_of([rec], conn), False, "conversation ended", rec.cwd or conn.cwd, False)
         agent_id = rec.calls[call_id]
         key = rec.key()
+        if not agent_id and rec.agent in UNNAMED_SUBAGENT_CALLS and {**rec.inherited, **rec.subagents}:
+            return Scope(None, rec.agent, 0, self._roots_of([rec], conn), False,
+                         f"subagent window open ({len({**rec.inherited, **rec.subagents})})", rec.cwd or conn.cwd, False)
         if agent_id:
             # the subagent's incarnation: a SubagentStart (or the first note of a subagent whose start
             # is not seen yet) opens it; the same id used again later is a new, empty context

@@ -24,6 +24,7 @@ import stat
 import time
 
 from leanctx.agents.base import (
+    PROMPT,
     PRE_COMPACT,
     SESSION_END,
     SESSION_START,
@@ -40,6 +41,9 @@ LOCK_WAIT_S = 1.0
 # Caps on what a payload can make a record hold (every hook and every cache refresh parses it):
 MAX_TEXT = 4096  # a path or id longer than this is not stored (the field keeps its last value)
 MAX_ID = 200  # a subagent id longer than this is kept as its hash (start and stop still match)
+# subagent ids a host module makes up from the call that runs the subagent (Gemini CLI names no
+# subagent: agents/gemini.py), so two runs at once can share one: counted, not replaced
+COUNTED_SUBAGENTS = ("invoke_agent:",)
 MAX_SUBAGENTS = 64  # open subagents; past that the oldest go, and `subagents_overflow` keeps
 #                    stubs withheld until the session ends or restarts (one may still be running)
 MAX_ROOTS = 64  # workspace roots
@@ -191,6 +195,22 @@ def apply_event(record: dict, ev: HookEvent, ts: float, host: dict) -> dict:
             _compacted(record, stamp, ts)
     elif ev.kind == PRE_COMPACT:
         _compacted(record, stamp, ts)
+    elif ev.kind == PROMPT and isinstance(ev.idle_clear_s, (int, float)):
+        # the host clears old tool results from its context, with no hook and no line in its
+        # chat recording, when a prompt comes long enough after its last model answer; the
+        # previous request's prompt event came before that answer, so measuring from it can
+        # only count too often
+        last = record.get("last_request_ts")
+        if isinstance(last, (int, float)) and not isinstance(last, bool) and ts - last >= ev.idle_clear_s:
+            _compacted(record, stamp, ts)
+        record["last_request_ts"] = ts
+    elif ev.kind == SUBAGENT_START and sub_id and sub_id.startswith(COUNTED_SUBAGENTS) and sub_id in subagents:
+        # one more run under an id that is still open (the same call made twice at once): it
+        # stays open until as many stops came
+        info = subagents[sub_id] if isinstance(subagents[sub_id], dict) else {}
+        runs = info.get("runs")
+        info["runs"] = (runs if isinstance(runs, int) and not isinstance(runs, bool) and runs > 0 else 1) + 1
+        subagents[sub_id] = info
     elif ev.kind == SUBAGENT_START and sub_id:
         subagents.pop(sub_id, None)
         kind = ev.subagent_type[:MAX_ID] if isinstance(ev.subagent_type, str) else None
@@ -199,7 +219,12 @@ def apply_event(record: dict, ev: HookEvent, ts: float, host: dict) -> dict:
             del subagents[_oldest(subagents, "started_ts")]
             record["subagents_overflow"] = ts
     elif ev.kind == SUBAGENT_STOP and sub_id:
-        subagents.pop(sub_id, None)
+        info = subagents.get(sub_id)
+        runs = info.get("runs") if isinstance(info, dict) else None
+        if isinstance(runs, int) and not isinstance(runs, bool) and runs > 1:
+            info["runs"] = runs - 1
+        else:
+            subagents.pop(sub_id, None)
         record["last_subagent_stop_at"] = stamp
     elif ev.kind == STOP:
         record["stopped_at"] = stamp

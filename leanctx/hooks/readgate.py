@@ -106,10 +106,10 @@ def ask(data_dir: str, op: str, args: dict) -> dict | None:
 
 def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, HookEvent
     """The pre-tool answer for a host's built-in read: a refusal carrying the cache's text, or ''."""
-    if switched_off() or not isinstance(event.tool_use_id, str):
+    if switched_off():
         return ""
-    ask_ = agent.builtin_read_ask(event)
-    if ask_ is None:
+    ask_ = agent.builtin_read_ask(event)  # may set the call's id (a host whose payloads name none)
+    if ask_ is None or not isinstance(event.tool_use_id, str):
         return ""
     from leanctx.hooks.publish import note_read_call
 
@@ -130,10 +130,10 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
 
 def after_read(data_dir: str, payload: dict, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent
     """Hand the daemon what a built-in read delivered, to credit when it matches the disk."""
-    if switched_off() or not isinstance(event.tool_use_id, str):
+    if switched_off():
         return
-    got = agent.builtin_read_delivery(event, payload)
-    if got is None:
+    got = agent.builtin_read_delivery(event, payload)  # may set the call's id, as builtin_read_ask
+    if got is None or not isinstance(event.tool_use_id, str):
         return
     ask_, content = got
     ask(data_dir, "credit", {**ask_.args(), "content": content, "call_id": event.tool_use_id})

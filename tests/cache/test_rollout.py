@@ -146,3 +146,35 @@ def test_a_compaction_without_a_hook_gets_no_wrong_stub(world):
     world.rollout_line(world.rollout_of("t1"), "compacted", {"message": "summary", "replacement_history": []})
     assert world.read(c, "a.py")["kind"] == "full"
     assert world.read(c, "a.py")["kind"] == "stub"  # held again in the new context
+
+
+RECORDED = os.path.join(os.path.dirname(__file__), os.pardir, "e2e", "recorded_payloads", "codex", "shell_reads.json")
+
+
+def test_a_shell_call_that_yielded_before_its_process_exited_never_holds(tmp_path):
+    """Codex 0.171.0's rollout lines of real shell calls (exec_command): a call whose process was
+    still running when it returned ("Process running with session ID N") gave the model none of
+    the output its post-tool hook carries (that came under a later write_stdin call); a call
+    whose process exited holds; one cut by its token budget does not."""
+    lines = json.loads(open(RECORDED, encoding="utf-8").read())["rollout_lines"]
+    f = tmp_path / "rollout-2026-12-01T00-00-00-t1.jsonl"
+    f.write_bytes(META + b"".join((json.dumps(v, ensure_ascii=False) + "\n").encode() for v in lines) + call("asking"))
+    outputs = {v["payload"]["call_id"]: v["payload"]["output"] for v in lines
+               if v["payload"]["type"] in ("function_call_output", "custom_tool_call_output")}
+    assert "Process running with session ID" in outputs["call_yield"]  # the recorded shapes
+    assert "Process exited with code 0" in outputs["call_poll"] and "alpha\nbeta" in outputs["call_poll"]
+    ix = RolloutIndex()
+    assert ix.holds(str(f), ("call_cat",), "asking") and ix.holds(str(f), ("call_sed", "call_workdir"), "asking")
+    assert not ix.holds(str(f), ("call_yield",), "asking")
+    assert not ix.holds(str(f), ("call_cut",), "asking")  # "Warning: truncated output (original token count: …)"
+    assert not ix.holds(str(f), ("call_cat", "call_yield"), "asking")
+
+
+def test_an_exec_output_header_without_its_exit_line_is_not_whole():
+    assert not rollout._truncated("Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 1\nOriginal token count: 1\nOutput:\nx")
+    assert not rollout._truncated("Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOriginal token count: 1\nOutput:\nx")
+    assert rollout._truncated("Chunk ID: a\nWall time: 0.2 seconds\nProcess running with session ID 7\nOriginal token count: 0\nOutput:\n")
+    assert rollout._truncated("Chunk ID: a\nWall time: 0.2 seconds\nsomething else\nOutput:\nProcess exited with code 0\n")
+    assert rollout._truncated("Chunk ID: a\nProcess exited with code 0")  # no Output: line at all
+    # other tools' outputs are not read as exec headers: a file that says so is only text
+    assert not rollout._truncated("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nProcess running with session ID 1\n")

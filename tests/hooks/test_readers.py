@@ -69,6 +69,17 @@ def test_each_form_names_its_span_and_its_real_output_is_credited_as_those_lines
 def test_a_relative_file_needs_an_absolute_working_directory(tmp_path: Path) -> None:
     assert shell_ask("cat src/a.py", str(tmp_path)) == Ask(str(tmp_path / "src" / "a.py"), reader="shell")
     assert shell_ask("cat ../b.py", str(tmp_path / "src")) == Ask(str(tmp_path / "b.py"), reader="shell")
+    assert shell_ask("cat ../../b.py", str(tmp_path / "src" / "x")) == Ask(str(tmp_path / "b.py"), reader="shell")
+    # `..` after a name: through a symlink the kernel goes elsewhere than the cleaned-up name
+    link = tmp_path / "link"
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    link.symlink_to(tmp_path / "elsewhere" / "sub")
+    (tmp_path / "elsewhere" / "b.py").write_text("the file the shell reads\n")
+    (tmp_path / "b.py").write_text("the file the cleaned name names\n")
+    out = subprocess.run(["cat", "link/../b.py"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert out == "the file the shell reads\n"
+    for command in ("cat link/../b.py", f"cat {link}/../b.py", "cat ./link/../b.py", "cat /proj/../etc/x"):
+        assert shell_ask(command, str(tmp_path)) is None, command
     assert shell_ask("cat src/a.py", None) is None
     assert shell_ask("cat src/a.py", "relative/dir") is None
 
@@ -101,3 +112,33 @@ def test_numbered_output_must_number_every_line_from_the_first() -> None:
     assert shell_content(ask, "x\ny\n") is None
     assert shell_content(ask, "") is None
     assert shell_content(Ask("/p/a", reader="shell"), "") is None
+
+
+WRAPPED = [(form, want) for form, want in FORMS if "'" not in form and '"' not in form]
+
+
+@pytest.mark.parametrize("shell", ["bash -c", "bash -lc", "sh -c", "zsh -c"])
+@pytest.mark.parametrize("form,want", WRAPPED, ids=[f for f, _ in WRAPPED])
+def test_a_read_as_the_one_script_of_a_shell_is_the_same_read(tmp_path: Path, shell: str, form: str, want: dict) -> None:
+    """`bash -lc 'sed -n 3,9p f'` (a model may write its command so; Codex's older shell tool ran
+    every command as `bash -lc <script>`): the same span, and its real output credits it."""
+    f = tmp_path / "a file.py"
+    text = "".join(f"line {i}\n" for i in range(30))
+    f.write_text(text)
+    script = form.format(f=f'"{f}"')
+    ask = shell_ask(f"{shell} '{script}'", None)
+    assert ask == shell_ask(script, None) == Ask(str(f), **{"start": 1, "end": None, **want}, reader="shell")
+    if shell.startswith("zsh") and subprocess.run(["sh", "-c", "command -v zsh"], capture_output=True).returncode:
+        return  # no zsh here: the parse is checked, the run is not
+    out = subprocess.run(["sh", "-c", f"{shell} '{script}'"], capture_output=True, text=True, check=True).stdout
+    start, end = _span(ask, text)
+    assert builtin_delivery_matches(text, window_of(line_count(text), start, end), None, shell_content(ask, out))
+
+
+@pytest.mark.parametrize("command", [
+    "bash -c 'cat a.py; rm x'", "bash -c 'cat $A'", "bash -lc 'cat a.py' extra", "bash -x -c 'cat a.py'",
+    "bash -c", "bash -c ''", "python -c 'cat a.py'", "bash -c 'bash -c cat'", "bash -c \"sh -c 'cat a.py'\"",
+    "bash -i -c 'cat a.py'", "bash 'cat a.py'", "bash -c 'cat a.py | head'", "env bash -c 'cat a.py'",
+])
+def test_a_wrapped_script_that_is_not_a_plain_read_is_not_a_read(command: str) -> None:
+    assert shell_ask(command, "/proj") is None

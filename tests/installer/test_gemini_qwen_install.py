@@ -48,14 +48,16 @@ def test_user_level_init_twice_then_uninstall_is_byte_identical(home: Path, host
 def test_gemini_events_and_read_rule(home: Path) -> None:
     assert run_cli("init", "--agent", "gemini", "--guard").returncode == 0
     value = json.loads(settings(home, "gemini").read_text())
-    assert list(value["hooks"]) == ["SessionStart", "BeforeAgent", "PreCompress", "AfterAgent", "SessionEnd", "BeforeTool"]
+    # AfterTool: what read_file and run_shell_command delivered, and the end of a subagent's window
+    assert list(value["hooks"]) == ["SessionStart", "BeforeAgent", "PreCompress", "AfterAgent", "SessionEnd", "BeforeTool", "AfterTool"]
     before_tool = value["hooks"]["BeforeTool"][0]
-    assert "matcher" not in before_tool and before_tool["hooks"][0]["command"].endswith("gemini BeforeTool --guard --read-gate")
+    assert "matcher" not in before_tool and before_tool["hooks"][0]["command"].endswith("gemini BeforeTool --guard --read-gate --builtin-read")
     assert "`mcp_leanctx_ctx_read`" in (home / ".gemini" / "GEMINI.md").read_text()
     assert run_cli("uninstall", "--agent", "gemini").returncode == 0
     run_cli("init", "--agent", "gemini", "--mcp-name", "lc")
     value = json.loads(settings(home, "gemini").read_text())
-    assert value["hooks"]["BeforeTool"][0]["matcher"] == "mcp_lc_ctx_read"  # Gemini's own MCP tool name, as a regex
+    # Gemini's own MCP tool name, as a regex, beside its reader, its shell and invoke_agent
+    assert value["hooks"]["BeforeTool"][0]["matcher"] == "mcp_lc_ctx_read|read_file|run_shell_command|invoke_agent"
     assert "`mcp_lc_ctx_read`" in (home / ".gemini" / "GEMINI.md").read_text()
 
 
@@ -64,7 +66,7 @@ def test_qwen_read_rule_says_how_to_load_the_deferred_tool(home: Path) -> None:
     rules = (home / ".qwen" / "QWEN.md").read_text()
     assert '`tool_search` with `{"query": "select:mcp__leanctx__ctx_read"}`' in rules
     value = json.loads(settings(home, "qwen").read_text())
-    assert "Notification" in value["hooks"] and value["hooks"]["PreToolUse"][0]["matcher"] == "mcp__leanctx__ctx_read"
+    assert "Notification" in value["hooks"] and value["hooks"]["PreToolUse"][0]["matcher"] == "mcp__leanctx__ctx_read|read_file|run_shell_command"
 
 
 @pytest.mark.parametrize("host", ["gemini", "qwen"])

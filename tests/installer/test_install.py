@@ -80,7 +80,7 @@ def test_init_keeps_user_entries_comments_and_order(home: Path, data_dir: Path) 
     assert gate[0]["matcher"] == "mcp__leanctx__ctx_read|Read|Bash"
     # and the post-tool entry that credits what Read delivered, narrowed to Read and Bash
     assert wired["PostToolUse"] == [wrapper.command(wrapper_file, "claude", "PostToolUse", ("--builtin-read",))]
-    assert [g["matcher"] for g in value["hooks"]["PostToolUse"]] == ["Read"]
+    assert [g["matcher"] for g in value["hooks"]["PostToolUse"]] == ["Read|Bash"]
     assert not (data_dir / "read_gate.json").exists()
     # our group comes after the user's in an existing event list
     assert "notify-send" in json.dumps(value["hooks"]["Stop"][0]) and "leanctx-hook" in json.dumps(value["hooks"]["Stop"][1])
@@ -425,7 +425,7 @@ def test_trust_writes_only_our_keys_and_uninstall_restores(home: Path, data_dir:
 
     hooks_path = home / ".codex" / "hooks.json"
     report = trust_report(agents.get("codex"), home, hooks_path, hooks_path.read_text())
-    assert {r["status"] for r in report} == {"trusted"} and len(report) == len(agents.get("codex").events) + 1  # + the read gate
+    assert {r["status"] for r in report} == {"trusted"} and len(report) == len(agents.get("codex").events) + 2  # + the read gate, the shell-read credit
     assert all(r["key"].startswith(f"{hooks_path}:") for r in report)
     assert codex_trust.event_label("UserPromptSubmit") == "user_prompt_submit"
     # init --trust twice changes nothing

@@ -225,7 +225,7 @@ def test_the_built_in_read_gate_is_wired_checked_switched_off_and_uninstalled_by
     assert path.read_bytes() == original
 
 
-def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_has_it() -> None:
+def test_the_built_in_read_gate_rides_on_the_guard_entry_on_the_hosts_that_have_it() -> None:
     from leanctx import agents
 
     claude = agents.get("claude")
@@ -235,6 +235,31 @@ def test_the_built_in_read_gate_rides_on_the_guard_entry_and_only_claude_code_ha
     assert not any(name == "PreToolUse" and matcher for name, matcher in wired)
     # no read gate (init --no-mcp): no daemon to ask, so no built-in gate either
     assert all("--builtin-read" not in flags for _, flags in claude.profile_events(read_gate=False, builtin_read=True))
-    for name in ("codebuddy", "codex", "droid", "gemini", "qwen", "copilot"):
-        host = agents.get(name)
-        assert host.profile_events(read_gate=True, builtin_read=True) == host.profile_events(read_gate=True), name
+    # Codex: its shell tool (`Bash` in its hooks) on the read gate's own entry, and a post-tool entry
+    codex = agents.get("codex")
+    wired = {(spec.name, spec.matcher): flags for spec, flags in codex.profile_events(read_gate=True, builtin_read=True)}
+    assert wired[("PreToolUse", "mcp__leanctx__ctx_read|Bash")] == ("--read-gate", "--builtin-read")
+    assert wired[("PostToolUse", "Bash")] == ("--builtin-read",)
+    assert ("PreToolUse", "mcp__leanctx__ctx_read") in dict(((s.name, s.matcher), f) for s, f in codex.profile_events(read_gate=True))
+    # Copilot's built-in tools pass preToolUse (no matchers there), its read gate preMcpToolCall
+    copilot = [(s.name, f) for s, f in agents.get("copilot").profile_events(read_gate=True, builtin_read=True)]
+    assert ("preToolUse", ("--builtin-read",)) in copilot and ("preMcpToolCall", ("--read-gate",)) in copilot
+    # CodeBuddy's Read and Bash, Droid's Read and Execute: on the ctx_read gate's entry and a post-tool one
+    for name, tools, read in (("codebuddy", "Read|Bash", "mcp__leanctx__ctx_read"), ("droid", "Read|Execute", "leanctx___ctx_read")):
+        wired = {(spec.name, spec.matcher): flags for spec, flags in agents.get(name).profile_events(read_gate=True, builtin_read=True)}
+        assert wired[("PreToolUse", f"{read}|{tools}")] == ("--read-gate", "--builtin-read"), name
+        assert wired[("PostToolUse", tools)] == ("--builtin-read",), name
+    # Gemini CLI: read_file and run_shell_command, and invoke_agent (a subagent's window) on both events
+    gemini = {(spec.name, spec.matcher): flags for spec, flags in agents.get("gemini").profile_events(read_gate=True, builtin_read=True)}
+    assert gemini[("BeforeTool", "mcp_leanctx_ctx_read|read_file|run_shell_command|invoke_agent")] == ("--read-gate", "--builtin-read")
+    assert gemini[("AfterTool", "read_file|run_shell_command|invoke_agent")] == ("--builtin-read",)
+    guarded = {(spec.name, spec.matcher): flags for spec, flags in agents.get("gemini").profile_events(guard=True, read_gate=True, builtin_read=True)}
+    assert guarded[("BeforeTool", None)] == ("--guard", "--read-gate", "--builtin-read")
+    # the guard alone sees invoke_agent on BeforeTool too (a subagent's window): AfterTool closes it
+    guard_only = {(spec.name, spec.matcher): flags for spec, flags in agents.get("gemini").profile_events(guard=True, read_gate=True)}
+    assert guard_only[("AfterTool", "invoke_agent")] == ("--guard",)
+    qwen = {(spec.name, spec.matcher): flags for spec, flags in agents.get("qwen").profile_events(read_gate=True, builtin_read=True)}
+    assert qwen[("PreToolUse", "mcp__leanctx__ctx_read|read_file|run_shell_command")] == ("--read-gate", "--builtin-read")
+    assert qwen[("PostToolUse", "read_file|run_shell_command")] == ("--builtin-read",)
+    for name in ("gemini", "qwen"):  # without the read gate (init --no-mcp): neither
+        assert all("--builtin-read" not in flags for _, flags in agents.get(name).profile_events(read_gate=False, builtin_read=True))

@@ -1,0 +1,140 @@
+"""End to end: CodeBuddy Code's own `Read` and shell reads (`Bash`) under the read cache's rules, on
+the real CLI (`codebuddy -p`, offline, CodeBuddy Code 2.117.0 from npm @tencent-ai/agent-sdk).
+
+`leanctx init --agent codebuddy` wires the read gate's pre-tool entry for `Read` and `Bash` too,
+and a post-tool entry that credits what `Read` delivered. CodeBuddy's Bash post-tool payload
+carries no output, so a shell read is refused when the conversation holds the file but never
+credited itself. The scripted model uses only CodeBuddy's built-in tools; what it receives is read
+back from the requests the fake model server gets. Both runs of a test use one fake server
+(CodeBuddy keeps a session's base URL).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.fake_chat import FakeChat, tool_call
+from tests.e2e.test_codebuddy_e2e import codebuddy_env
+
+pytestmark = pytest.mark.e2e
+
+LINES = 600
+REFUSED = "Error: "  # CodeBuddy hands the model a PreToolUse deny's reason after this
+
+
+def source(n: int = 200) -> str:
+    return "".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(n))
+
+
+def is_content(text: str, last: str = "def function_199") -> bool:
+    return last in text and not text.startswith(REFUSED)
+
+
+def refusal(text: str) -> str:
+    assert text.startswith(REFUSED), text[:300]
+    return text[len(REFUSED):]
+
+
+@pytest.fixture
+def wired(host_home, lean):
+    (host_home.proj / "big.py").write_text(source())
+    cb = host_home.home / ".codebuddy"
+    cb.mkdir()
+    settings = cb / "settings.json"
+    settings.write_text(json.dumps({"model": "default-model"}, indent=4))
+    before = settings.read_bytes()
+    lean.run("init", "--agent", "codebuddy")
+    lean.run("serve", "--detach")  # up before the fake model's instant first call
+    yield host_home, settings, before
+    subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
+
+
+def run(cli, hh, srv, run_host, prompt="work on big.py"):
+    cp, _ = run_host(["node", cli, "-p", prompt, "--dangerously-skip-permissions"], cwd=hh.proj,
+                     env=codebuddy_env(hh.home, srv.base_url))
+    assert cp.returncode == 0, cp.stderr[-3000:]
+
+
+def test_read_only_model_stub_edit_right_after_ask_again_changes_and_new_session(codebuddy_cli, wired, lean, run_host):
+    hh, settings, before = wired
+    big = hh.proj / "big.py"
+    path = str(big)
+    read = lambda **kw: tool_call("Read", {"file_path": path, **kw})  # noqa: E731
+    edit = lambda old, new: tool_call("Edit", {"file_path": path, "old_string": old, "new_string": new})  # noqa: E731
+
+    def change_by_another_program(body):  # noqa: ANN001 - the fake model's callable script item
+        big.write_text(big.read_text().replace("return x * 9\n", "return x * 9 + 0\n"))
+        return calls[6]
+
+    calls = [read(), read(), edit("return x * 7\n", "return x * 70\n"), read(), read(), read(offset=100, limit=30),
+             read(), read(), edit("return x * 11\n", "return x * 110\n")]
+    again = read()
+    with FakeChat(script=[*calls[:6], change_by_another_program, *calls[7:], "done", again, "done"]) as srv:
+        run(codebuddy_cli, hh, srv, run_host)
+        got = [srv.tool_results().get(c["id"], "") for c in calls]
+        assert is_content(got[0])
+        stub = refusal(got[1])
+        assert stub.startswith(f"[unchanged] big.py {LINES} lines") and "read it again right away" in stub, stub
+        assert "Successfully edited" in got[2], f"Edit right after a refused re-read failed: {got[2]}"
+        diff = refusal(got[3])
+        assert diff.startswith("[changed] big.py") and "+    return x * 70" in diff, diff[:400]
+        assert is_content(got[4]) and "x * 70" in got[4], "asking again right after a diff gave no content"
+        assert refusal(got[5]).startswith(f"[unchanged] big.py L100-129 of {LINES} lines")
+        after_change = refusal(got[6])
+        assert after_change.startswith("[changed] big.py") and "+    return x * 9 + 0" in after_change, after_change[:300]
+        assert is_content(got[7]) and "x * 9 + 0" in got[7], "asking again right after a diff gave no content"
+        assert "Successfully edited" in got[8], got[8]
+        assert "return x * 110\n" in big.read_text()
+
+        # a new session (a new codebuddy process) never inherits the stub
+        run(codebuddy_cli, hh, srv, run_host, "read it again")
+        assert is_content(srv.tool_results()[again["id"]]), "a new session got a stub"
+    lean.assert_no_hook_errors()
+
+    rc, report = lean.doctor("codebuddy")
+    assert rc == 0 and report["ok"] is True, json.dumps(report, indent=2)
+    gate = [c for c in report["agents"][0]["checks"] if c["name"] == "built-in reader gate"]
+    assert gate and "Read and Bash gated" in gate[0]["detail"], gate
+    lean.run("stop")
+    lean.run("uninstall", "--agent", "codebuddy")
+    assert settings.read_bytes() == before, "uninstall did not restore settings.json"
+
+
+def test_shell_reads_are_refused_when_held_and_never_credited(codebuddy_cli, wired, lean, run_host):
+    """A shell-only model gets the output every time (CodeBuddy's Bash payload has none to credit);
+    once a Read delivered the file, `cat`/`sed` with its absolute path get the stub, running the
+    command again right after gets the output, an Edit right after works, and a change by another
+    program gets a diff (what a diff shows counts as held, as for ctx_read)."""
+    hh, _settings, _before = wired
+    big = hh.proj / "big.py"
+    path = str(big)
+    bash = lambda command: tool_call("Bash", {"command": command, "description": "Show the file"})  # noqa: E731
+
+    def change_by_another_program(body):  # noqa: ANN001
+        big.write_text(big.read_text().replace("return x * 9\n", "return x * 9 + 0\n"))
+        return calls[8]
+
+    calls = [bash(f"cat {path}"), bash(f"cat {path}"), tool_call("Read", {"file_path": path}), bash(f"cat -n {path}"),
+             tool_call("Edit", {"file_path": path, "old_string": "return x * 7\n", "new_string": "return x * 70\n"}),
+             bash(f"cat {path}"), bash(f"cat {path}"), bash(f"sed -n '100,129p' {path}"), bash(f"cat {path}"),
+             bash("cat big.py")]
+    with FakeChat(script=[*calls[:8], change_by_another_program, calls[9], "done"]) as srv:
+        run(codebuddy_cli, hh, srv, run_host, "look at big.py")
+        got = [srv.tool_results().get(c["id"], "") for c in calls]
+        assert is_content(got[0]) and is_content(got[1]), "a shell read was credited with output nobody saw"
+        assert is_content(got[2])
+        stub = refusal(got[3])
+        assert stub.startswith(f"[unchanged] big.py {LINES} lines") and "run the same command again right away" in stub, stub
+        assert "Successfully edited" in got[4], f"Edit right after a refused shell read failed: {got[4]}"
+        diff = refusal(got[5])
+        assert diff.startswith("[changed] big.py") and "+    return x * 70" in diff, diff[:400]
+        assert is_content(got[6]) and "x * 70" in got[6], "running the command again right after a diff gave no output"
+        # the diff told the model the new version: a window of it is held
+        assert refusal(got[7]).startswith(f"[unchanged] big.py L100-129 of {LINES} lines"), got[7][:300]
+        after_change = refusal(got[8])
+        assert after_change.startswith("[changed] big.py") and "+    return x * 9 + 0" in after_change, after_change[:300]
+        assert is_content(got[9]), "a relative path was gated (the shell's working directory is not known)"
+    lean.assert_no_hook_errors()

@@ -1,0 +1,192 @@
+"""End to end: GitHub Copilot CLI's built-in `view` tool and its `bash` shell reads under the read
+cache's rules, on the real CLI (`copilot -p`, offline, BYOK against tests/e2e/fake_openai.py).
+
+`leanctx init --agent copilot` wires preToolUse (the gate: a refusal carrying the cache's text) and
+postToolUse (the credit). Copilot's hook payloads name no call: each hook finds its call's id in
+Copilot's session log (leanctx/agents/copilotlog.py). The scripted model uses only the built-in
+tools (view, edit, or bash); what it receives is read back from the requests the fake server gets.
+Copilot hands a preToolUse refusal to the model as "Denied by preToolUse hook: <reason>"
+(1.0.102, verified here).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.fake_openai import function_call
+from tests.e2e.test_codex_cache_e2e import outputs_by_call
+from tests.e2e.test_copilot_e2e import copilot_cli, copilot_home, run_copilot, user_files  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.e2e
+
+LINES = 600
+REFUSAL = "Denied by preToolUse hook: "
+
+
+def source(n: int = 200, tag: str = "") -> str:
+    return "".join(f"def function_{i}(x):\n    return x * {i}{tag}\n\n" for i in range(n))
+
+
+@pytest.fixture
+def wired(copilot_home, lean):
+    hh = copilot_home
+    hh.before = user_files(hh)
+    lean.run("init", "--agent", "copilot")
+    (hh.proj / "big.py").write_text(source())
+    # the daemon is the MCP server's; up before the fake model's instant first call
+    lean.run("serve", "--detach")
+    yield hh
+    subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=lean.env(), capture_output=True, timeout=60)
+
+
+def is_content(text: str) -> bool:
+    return "def function_199" in text and not text.startswith(("[", REFUSAL))
+
+
+def refused(text: str) -> str:
+    """The cache's text inside Copilot's refusal ('' when the call was not refused)."""
+    return text[len(REFUSAL):] if text.startswith(REFUSAL) else ""
+
+
+def converse(cli, hh, run_host, script: list, prompt: str = "work on big.py", *args) -> tuple[list, list]:
+    """Run one `copilot -p` turn; the answer the model got for each scripted call, in order."""
+    calls = [item for item in script if isinstance(item, dict)]
+    _, bodies, _ = run_copilot(cli, hh, run_host, script, *args, prompt=prompt)
+    out = outputs_by_call(bodies)
+    return [out.get(c["call_id"], "") for c in calls], bodies
+
+
+def test_view_only_model_stub_edit_right_after_ask_again_changes_and_new_session(copilot_cli, wired, lean, run_host):
+    hh = wired
+    big = hh.proj / "big.py"
+    path = str(big)
+
+    def view(**kw):
+        return function_call("view", {"path": path, **kw})
+
+    def edit(old: str, new: str):
+        return function_call("edit", {"path": path, "old_str": old, "new_str": new})
+
+    changed_by_another_program = view()
+
+    def other_program(body):  # noqa: ANN001 - the fake model's callable script item
+        big.write_text(big.read_text().replace("return x * 9\n", "return x * 9 + 0\n"))
+        return changed_by_another_program
+
+    script = [
+        view(),                                         # 0 content
+        view(),                                         # 1 unchanged: the stub
+        edit("return x * 7\n", "return x * 70\n"),      # 2 an edit right after the refusal
+        view(),                                         # 3 after the model's own edit: a diff, never [unchanged]
+        view(),                                         # 4 asked again right after: the content
+        view(view_range=[100, 129]),                    # 5 a held range: its stub
+        view(view_range=[100, 129]),                    # 6 asked again right after: the content
+        other_program,                                  # 7 changed by another program: never [unchanged]
+        view(),                                         # 8 asked again: the content
+        "done",
+    ]
+    calls = [changed_by_another_program if item is other_program else item for item in script[:-1]]
+    _, bodies, session = run_copilot(copilot_cli, hh, run_host, script, prompt="work on big.py")
+    out = outputs_by_call(bodies)
+    got = [out.get(c["call_id"], "") for c in calls]
+    assert is_content(got[0]), got[0][:300]
+    assert refused(got[1]).startswith(f"[unchanged] big.py {LINES} lines"), got[1][:300]
+    assert "updated" in got[2].lower() and "return x * 70\n" in big.read_text(), got[2][:300]
+    diff = refused(got[3])
+    assert diff.startswith("[changed] big.py") and "+    return x * 70" in diff, got[3][:400]
+    assert is_content(got[4]) and "x * 70" in got[4], "asking again right after a diff gave no content"
+    assert refused(got[5]).startswith(f"[unchanged] big.py L100-129 of {LINES} lines"), got[5][:300]
+    assert not refused(got[6]) and got[6].startswith("def function_33"), got[6][:300]
+    after_change = refused(got[7])
+    assert after_change.startswith("[changed] big.py") and "+    return x * 9 + 0" in after_change, got[7][:300]
+    assert is_content(got[8]) and "x * 9 + 0" in got[8]
+    lean.assert_no_hook_errors()
+    notes = lean.only_record("copilot")["read_calls"]
+    views = {c["call_id"] for c in calls if c["name"] == "view"}
+    assert views <= set(notes), (sorted(notes), sorted(views))  # every view named by its id from Copilot's log
+
+    # a new session (a new copilot process) never inherits the stub
+    again = view()
+    got, _ = converse(copilot_cli, hh, run_host, [again, "done"])
+    assert is_content(got[0]), got[0][:300]
+
+    rc, report = lean.doctor("copilot")
+    assert rc == 0, report
+    (mine,) = [a for a in report["agents"] if a["agent"] == "copilot"]
+    checks = {c["name"]: c for c in mine["checks"]}
+    assert "view and bash gated like ctx_read" in checks["built-in reader gate"]["detail"], checks["built-in reader gate"]
+    assert {"event preToolUse", "event postToolUse"} <= set(checks), sorted(checks)  # smoke-run by doctor
+    lean.run("uninstall", "--agent", "copilot")
+    assert user_files(hh) == hh.before
+    assert not (hh.home / ".copilot" / "hooks" / "leanctx.json").exists()
+
+
+def test_bash_only_model_gets_the_stub_and_content_when_it_changed(copilot_cli, wired, lean, run_host):
+    hh = wired
+    big = hh.proj / "big.py"
+
+    def sh(command: str):
+        return function_call("bash", {"command": command, "description": "read big.py"})
+
+    # big.py ends in a blank line, which Copilot trims off a command's output before the model
+    # sees it: the model never got the file's exact text, so a second cat is content again
+    once, twice = sh("cat big.py"), sh("cat big.py")
+    _, bodies, _ = run_copilot(copilot_cli, hh, run_host, [once, twice, "done"], prompt="read big.py with the shell")
+    out = outputs_by_call(bodies)
+    assert is_content(out[once["call_id"]]) and is_content(out[twice["call_id"]]), out[twice["call_id"]][:200]
+    big.write_text(source().rstrip("\n") + "\n")
+    lines = LINES - 1
+
+    def edit_by_another_program(body):  # noqa: ANN001
+        big.write_text(big.read_text().replace("return x * 5\n", "return x * 50\n"))
+        return sh("cat big.py")
+
+    first, second, asked_again, numbered, ranged, ranged_again = (sh("cat big.py"), sh("cat big.py"), sh("cat big.py"),
+                                                                  sh("cat -n big.py"), sh("sed -n '10,20p' big.py"),
+                                                                  sh("sed -n '10,20p' big.py"))
+    # (a span inside one just refused counts as asking again: the range comes before `cat -n`)
+    script = [first, second, asked_again, ranged, ranged_again, numbered, edit_by_another_program, "done"]
+    _, bodies, _ = run_copilot(copilot_cli, hh, run_host, script, prompt="read big.py with the shell")
+    out = outputs_by_call(bodies)
+    changed_id = next(c["call_id"] for body in bodies for c in body.get("input", [])
+                      if c.get("type") == "function_call" and c["call_id"] not in
+                      {x["call_id"] for x in (first, second, asked_again, numbered, ranged, ranged_again)})
+    assert is_content(out[first["call_id"]]) and "<shellId:" in out[first["call_id"]], out[first["call_id"]][:300]
+    assert refused(out[second["call_id"]]).startswith(f"[unchanged] big.py {lines} lines"), out[second["call_id"]][:300]
+    assert is_content(out[asked_again["call_id"]]), "asking again right after the stub gave no content"
+    assert refused(out[numbered["call_id"]]).startswith(f"[unchanged] big.py {lines} lines"), out[numbered["call_id"]][:300]
+    assert refused(out[ranged["call_id"]]).startswith(f"[unchanged] big.py L10-20 of {lines} lines"), out[ranged["call_id"]][:300]
+    assert not refused(out[ranged_again["call_id"]]) and "function_3" in out[ranged_again["call_id"]]
+    changed = refused(out[changed_id])  # changed by another program: its diff, never [unchanged]
+    assert changed.startswith("[changed] big.py") and "+    return x * 50" in changed, out[changed_id][:300]
+    assert "run it again right away for the whole file" in changed, changed[:300]
+    lean.assert_no_hook_errors()
+
+
+SUB_MARK = "SUBAGENT-TASK: view big.py, twice."
+
+
+def test_a_subagents_views_are_content_and_its_parent_keeps_its_stub(copilot_cli, wired, lean, run_host):
+    """A subagent (`task`) runs in the same process; its hook payloads name its own session while
+    its calls are logged in its parent's session log, so its calls are named by no id: they run and
+    are credited to nobody. The parent's re-read after it is still the parent's stub."""
+    hh = wired
+    path = str(hh.proj / "big.py")
+    p_first, p_last, s_first, s_second = (function_call("view", {"path": path}) for _ in range(4))
+    spawn = function_call("task", {"name": "reader", "description": "view big file", "agent_type": "general-purpose",
+                                   "prompt": SUB_MARK, "mode": "sync"})
+    parent = iter([p_first, spawn, p_last, "done"])
+    sub = iter([s_first, s_second, "sub: done"])
+
+    def route(body: dict):
+        mine = any(isinstance(i, dict) and i.get("role") == "user" and SUB_MARK in str(i) for i in body.get("input") or [])
+        return next(sub, "sub: done") if mine else next(parent, "done")
+
+    _, bodies, _ = run_copilot(copilot_cli, hh, run_host, [route] * 12, prompt="view big.py, then let a subagent view it")
+    out = outputs_by_call(bodies)
+    assert is_content(out[p_first["call_id"]])
+    assert is_content(out[s_first["call_id"]]) and is_content(out[s_second["call_id"]]), out[s_second["call_id"]][:200]
+    assert refused(out[p_last["call_id"]]).startswith(f"[unchanged] big.py {LINES} lines"), out[p_last["call_id"]][:200]
+    lean.assert_no_hook_errors()
