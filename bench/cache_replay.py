@@ -225,7 +225,9 @@ class Trace:
             size = self.rng.choice([60, 120, 200])
             ev["start"], ev["end"] = start, min(n, start + size)
         if readers:
-            reader = self.rng.choice(["ctx_read", "builtin", "builtin", "shell", "shell"])
+            codex = any(e.get("op") == "host" and e.get("host") == host and e.get("agent") == "codex" for e in self.ev)
+            # (Codex has no file reader of its own: its model reads through the shell)
+            reader = self.rng.choice(["ctx_read", "shell", "shell"] if codex else ["ctx_read", "builtin", "builtin", "shell", "shell"])
             if reader != "ctx_read":
                 ev["reader"] = reader
                 ev.pop("fresh")
@@ -369,9 +371,8 @@ def sc_concurrent_cli(rng: random.Random, scale: float) -> list[dict]:
 
 def sc_readers(rng: random.Random, scale: float) -> list[dict]:
     """Two Claude Code sessions and a Codex one reading through ctx_read, the host's own reader
-    (Read) and the shell (cat, sed -n, tail, head, cat -n), with edits, a subagent and a
-    compaction: the built-in reads are gated and credited where the host's hooks do it (Claude
-    Code), and only read elsewhere (Codex: its shell is not gated)."""
+    (Claude Code's Read) and the shell (cat, sed -n, tail, head, cat -n), with edits, a subagent
+    and a compaction: the built-in and shell reads are gated and credited as each host's hooks do."""
     t = Trace(rng)
     sessions = [("c1", "claude", "rd-one"), ("c2", "claude", "rd-two"), ("x1", "codex", "rd-cdx")]
     for h, agent, conv in sessions:

@@ -175,7 +175,7 @@ T0 = 1_800_000_000.0
 GATED_AGENTS = ("claude", "codex")
 # a read op's "reader": the host's own tools that do it (Claude Code's names where a host has not
 # said; a host module lists the ones its hooks gate in Agent.builtin_read_tools)
-READER_TOOLS = {"claude": ("Read", "Bash")}
+READER_TOOLS = {"claude": ("Read", "Bash"), "codex": ("Read", "Bash")}  # (Codex has no reader of its own)
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,@:%=")
 
 
@@ -813,7 +813,8 @@ class Engine:
                     command = f"sed -n '{int(ev.get('start') or 1)},{int(end) if end is not None else '$'}p' {q}"
                 else:
                     command = f"cat -n {q}" if ev.get("numbered") else f"cat {q}"
-            tool_input = {"command": command, "description": "read"}
+            # Codex 0.171.0's hooks get {"command": ...} alone; Claude Code's Bash a description too
+            tool_input = {"command": command} if host.agent == "codex" else {"command": command, "description": "read"}
         try:
             agent = agents.get(host.agent)
         except agents.UnknownAgent:
@@ -859,7 +860,7 @@ class Engine:
                     pre = call["agent"].normalize("PreToolUse", payload(host.agent, "PreToolUse", conv, call["cwd"],
                                                   tool_name=call["tool"], tool_input=tool_input, tool_use_id=ev["call_id"]))
                     ask = call["agent"].builtin_read_ask(pre) or ask
-        got, response = self._reader_run(ask, ev)
+        got, response = self._reader_run(ask, ev, host.agent)
         if call["gated"] and ev.get("call_id") is not None and response is not None:
             post = dict(payload(host.agent, "PostToolUse", conv, call["cwd"], tool_name=call["tool"], tool_input=tool_input,
                                 tool_use_id=ev["call_id"]), tool_response=response)
@@ -891,7 +892,7 @@ class Engine:
         w = self._reader_window(ask)
         return tokens.count("\n".join(w[0].split("\n")[w[2] - 1:w[3]])) if w else 0
 
-    def _reader_run(self, ask, ev: dict) -> tuple[dict, dict | None]:  # noqa: ANN001 - readers.Ask
+    def _reader_run(self, ask, ev: dict, agent: str = "claude") -> tuple[dict, object]:  # noqa: ANN001 - readers.Ask
         """The reader runs: (what the model receives, as a "full" result whose fingerprint is
         the file's only when it received exactly the window's lines; the host's post-tool
         `tool_response`, Claude Code's shape). `ev["delivered"]` replaces what the reader gave
@@ -912,10 +913,15 @@ class Engine:
         else:
             body = [f"{i:6d}\t{line}" for i, line in enumerate(lines[s - 1:e], start=s)] if ask.numbered else lines[s - 1:e]
             stdout = ev.get("delivered", "\n".join(body) + ("\n" if e < len(lines) else ""))
-            # Claude Code trims the blank lines around a command's output, in what its model gets
-            # and in its post-tool payload's stdout alike (2.1.197: the final newline goes too)
-            trimmed = stdout.strip("\n")
-            response = {"stdout": trimmed, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False}
+            if agent == "codex":
+                # Codex 0.171.0 hands its model and its post-tool hook the output as it is, one string
+                trimmed, response = stdout, stdout
+            else:
+                # Claude Code trims the blank lines around a command's output, in what its model gets
+                # and in its post-tool payload's stdout alike (2.1.197: the final newline goes too)
+                trimmed = stdout.strip("\n")
+                response = {"stdout": trimmed, "stderr": "", "interrupted": False, "isImage": False,
+                            "noOutputExpected": False}
             seen = readers.shell_content(ask, trimmed) if trimmed else None
         raw = tokens.count(exact)
         shown = content if ask.reader == "builtin" else trimmed  # what the model got, as text

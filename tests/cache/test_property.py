@@ -94,9 +94,10 @@ class Gen:
                 ev["gate_fails"] = True
             if win is not None:
                 ev["start"], ev["end"] = win[0], win[0] + win[1]
-            if reader is not None and self.agent(h) == "claude":
+            if reader is not None and (self.agent(h) == "claude" or (self.agent(h) == "codex" and reader != "builtin")):
                 # the host's own reader, gated before and credited after (Claude Code gates Read
-                # and Bash; a host that gates none: test_replay_trace.py's ungated-reader case)
+                # and Bash, Codex its shell; a host that gates none: test_replay_trace.py's
+                # ungated-reader case)
                 ev.update(self.reader(reader, FILES[fi], win))
             self.ev.append(ev)
         elif kind == "edit":

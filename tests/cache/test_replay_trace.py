@@ -125,8 +125,8 @@ def test_a_built_in_or_shell_output_other_than_the_files_lines_is_held_as_nothin
 
 def test_a_built_in_read_is_judged_by_what_the_model_received() -> None:
     """The oracle credits exactly what the reader delivered: a Read of lines 1-30 then ctx_read of
-    1-60 is a pointer for both policies; a shell read on a host whose hooks do not gate it (Codex)
-    is held by the context but unknown to ours (content), while the oracle may stub it."""
+    1-60 is a pointer for both policies; a `cat` on Codex (its hooks gate the shell, and hand
+    the post-tool hook the output as one string) counts for its next ctx_read: the stub."""
     events = _claude([{"op": "write", "path": "a.py", "text": code(80)},
                       {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", "reader": "builtin", "start": 1, "end": 30},
                       {"op": "read", "host": "h1", "conv": "s1", "path": "a.py", "start": 1, "end": 60},
@@ -137,21 +137,20 @@ def test_a_built_in_read_is_judged_by_what_the_model_received() -> None:
     with tempfile.TemporaryDirectory() as base:
         ours, oracle = Ours(), Oracle()
         Engine(base, [ours, oracle]).run(events)
-    assert ours.sequence == ["full", "pointer", "full", "full"], ours.sequence
-    assert oracle.sequence == ["full", "pointer", "full", "stub"], oracle.sequence
+    assert ours.sequence == oracle.sequence == ["full", "pointer", "full", "stub"], (ours.sequence, oracle.sequence)
     assert ours.wrong == oracle.wrong == 0
 
 
-@pytest.mark.xfail(strict=True, reason="a host whose own readers leanctx does not gate (Codex today) can show the "
+@pytest.mark.xfail(strict=True, reason="a host whose own readers leanctx does not gate (Cursor) can show the "
                    "model a newer version that the cache never sees; the next ctx_read diffs against the older copy")
 def test_an_ungated_shell_read_of_a_newer_version_makes_the_older_copy_no_base() -> None:
-    """Codex: ctx_read gives A; another program changes line 9 (B) and the model reads B with a
+    """Cursor (its module gates none of its own readers): ctx_read gives A; another program changes line 9 (B) and the model reads B with a
     shell command no hook of ours sees; line 9 goes back and line 40 changes (C). A diff from A
     to C says nothing of line 9, so the model keeps B's line 9 as current: by the oracle's rule
     (only the latest version received under a name counts) the diff is wrong. Gating and
     crediting the host's own readers (Agent.builtin_read_tools) makes the cache see B."""
     events = [{"op": "write", "path": "a.py", "text": code(80)},
-              {"op": "host", "host": "x1", "agent": "codex"}, {"op": "hook", "host": "x1", "event": "start", "conv": "c1"},
+              {"op": "host", "host": "x1", "agent": "cursor"}, {"op": "hook", "host": "x1", "event": "start", "conv": "c1"},
               {"op": "hook", "host": "x1", "event": "prompt", "conv": "c1"},
               {"op": "read", "host": "x1", "conv": "c1", "path": "a.py"},
               {"op": "edit", "path": "a.py", "mode": "line", "n": 9},
