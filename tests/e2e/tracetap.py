@@ -99,7 +99,9 @@ def to_trace(log: Path, proj: Path, files: dict[str, str], agent: str = "claude"
         p = e["payload"]
         if e["event"] == post_event and p.get("tool_name") in host.builtin_read_tools:
             response = p.get("tool_response")
-            if p.get("tool_name") == "Bash" and isinstance(response, dict) and isinstance(response.get("stdout"), str):
+            if isinstance(response, str):  # Codex: the output as one string
+                delivered[p.get("tool_use_id")] = response
+            elif p.get("tool_name") == "Bash" and isinstance(response, dict) and isinstance(response.get("stdout"), str):
                 delivered[p.get("tool_use_id")] = response["stdout"]
             elif isinstance(response, dict) and isinstance(response.get("file"), dict) \
                     and isinstance(response["file"].get("content"), str):
