@@ -251,8 +251,9 @@ def strings(value) -> Iterator[str]:  # noqa: ANN001
 WRAPPER = "<untrusted_context>\n"  # Gemini CLI puts this line before a tool's output
 # what hosts put before a refused call's reason (a refusal carries our stub): Claude Code 2.1.332
 # "PreToolUse:Read hook error: ", Codex 0.171.0 "Command blocked by PreToolUse hook: ", CodeBuddy
-# and Droid "Error: "
-REFUSED = re.compile(r"^(?:PreToolUse:\w+ hook error: |Command blocked by PreToolUse hook: |Error: )(?=\[)")
+# and Droid "Error: ", Gemini CLI "Tool execution blocked: ", Copilot CLI "Denied by preToolUse hook: "
+REFUSED = re.compile(r"^(?:PreToolUse:\w+ hook error: |Command blocked by PreToolUse hook: |Error: "
+                     r"|Tool execution blocked: |Denied by preToolUse hook: )(?=\[)")
 
 
 def unwrapped(text: str) -> str:
@@ -325,6 +326,9 @@ def received_texts(body: dict, leave_out: str) -> list[str]:
     for s in raw:
         t = NUMBERED.sub("", OUTPUT.sub("", unwrapped(s)))
         pool.append(t)
+        if "<content>\n" in t:  # OpenCode's read: the file's lines between its wrapper's lines
+            inner = t.split("<content>\n", 1)[1].rsplit("\n</content>", 1)[0]
+            pool.append(re.split(r"\n\n\((?:End of file|Showing lines|Output capped)", inner, maxsplit=1)[0] + "\n")
         if "\nOutput:\n" in t:  # Codex's shell output: the command's output follows its header
             pool.append(t.split("\nOutput:\n", 1)[1])
     for s in map(unwrapped, raw):

@@ -61,3 +61,18 @@ def test_a_pointer_claims_only_its_held_spans(tmp_path):
     assert bench.stub_regions(stub, 40) == [(1, 10)]
     assert not check(tmp_path, NEW, numbered("".join(NEW.splitlines(True)[:10])), stub=stub)
     assert check(tmp_path, "changed\n" + NEW, numbered(NEW), stub=stub)
+
+
+def opencode_read(text: str) -> str:
+    lines = "".join(f"{i}: {line}\n" for i, line in enumerate(text.splitlines(), 1))
+    return f"<path>/p/f.py</path>\n<type>file</type>\n<content>\n{lines}\n(End of file - total 40 lines)\n</content>"
+
+
+def test_a_diff_applies_to_the_file_inside_a_hosts_read_wrapper_and_refusal_prefixes(tmp_path):
+    """OpenCode wraps a read in <path>/<content> lines and hosts put their own words before a
+    refusal's reason: the check must see through both, or it flags a right stub as wrong."""
+    diff = "[changed] f.py (40 lines now) changed on disk\n" + "".join(
+        difflib.unified_diff(OLD.splitlines(True), NEW.splitlines(True), "a/f.py", "b/f.py"))
+    for prefix in ("", "Denied by preToolUse hook: ", "Tool execution blocked: ", "Error: "):
+        assert not check(tmp_path, NEW, opencode_read(OLD), prefix + diff), prefix
+    assert check(tmp_path, NEW, opencode_read(OLD))  # without the diff the model does not hold the change
