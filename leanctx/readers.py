@@ -74,6 +74,22 @@ def abs_path(value: object) -> str | None:
     return None
 
 
+def offset_limit_ask(tool_input: object, default_limit: int) -> Ask | None:
+    """The span of a `Read {file_path, offset, limit}` call (Claude Code, CodeBuddy, Droid: lines
+    from 1, `default_limit` lines when it names none); None when we cannot say for sure (a
+    relative path, an offset or limit that is not a positive whole number, an argument we do not
+    know: a PDF's pages, an image's quality)."""
+    if not isinstance(tool_input, dict) or set(tool_input) - {"file_path", "offset", "limit"}:
+        return None
+    path = abs_path(tool_input.get("file_path"))
+    offset, limit = tool_input.get("offset"), tool_input.get("limit")
+    start = 1 if offset is None else line_number(offset)
+    count = default_limit if limit is None else line_number(limit)
+    if path is None or start is None or count is None:
+        return None
+    return Ask(path, start, start + count - 1)
+
+
 def words(command: str) -> list[str] | None:
     """Split a one-line command into words; None for anything but plain and quoted words
     separated by spaces (no operator, expansion, escape or comment can survive this)."""

@@ -147,17 +147,7 @@ def read_request(tool_input: object):  # -> readers.Ask | None
     that is not a positive number, pages of a PDF, a relative path)."""
     from leanctx import readers
 
-    if not isinstance(tool_input, dict):
-        return None
-    path = readers.abs_path(tool_input.get("file_path"))
-    if path is None or set(tool_input) - {"file_path", "offset", "limit"}:
-        return None
-    offset, limit = tool_input.get("offset"), tool_input.get("limit")
-    start = 1 if offset is None else readers.line_number(offset)
-    count = READ_DEFAULT_LIMIT if limit is None else readers.line_number(limit)
-    if start is None or count is None:
-        return None
-    return readers.Ask(path, start, start + count - 1)
+    return readers.offset_limit_ask(tool_input, READ_DEFAULT_LIMIT)
 
 
 def read_delivery(tool_input: object, tool_response: object):  # -> tuple[readers.Ask, str] | None

@@ -108,15 +108,7 @@ def read_request(tool_input: object):  # -> readers.Ask | None
     offset or limit that is not a positive whole number, an argument we do not know)."""
     from leanctx import readers
 
-    if not isinstance(tool_input, dict) or set(tool_input) - {"file_path", "offset", "limit"}:
-        return None
-    path = readers.abs_path(tool_input.get("file_path"))
-    offset, limit = tool_input.get("offset"), tool_input.get("limit")
-    start = 1 if offset is None else readers.line_number(offset)
-    count = READ_DEFAULT_LIMIT if limit is None else readers.line_number(limit)
-    if path is None or start is None or count is None:
-        return None
-    return readers.Ask(path, start, start + count - 1)
+    return readers.offset_limit_ask(tool_input, READ_DEFAULT_LIMIT)
 
 
 def numbered_text(output: str, start: int) -> str | None:

@@ -156,33 +156,7 @@ def _post_id(lines: list, session: str, stamp: int, tool: str, args: dict):
 def _tail(path: str) -> list | None:
     """The complete lines of the log's last TAIL_BYTES; None when it is not a regular file of
     this user's (a symlink included). A missing file is no lines yet."""
-    import stat
+    from leanctx.agents.logtail import tail
 
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError):
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or (hasattr(os, "geteuid") and info.st_uid != os.geteuid()):
-            return None
-        start = max(0, info.st_size - TAIL_BYTES)
-        os.lseek(fd, start, os.SEEK_SET)
-        chunks, left = [], info.st_size - start
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    lines = data.split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # the first one may be cut
-    return lines[:-1]  # the last one is not complete until its newline is written
+    lines = tail(path, TAIL_BYTES, own_only=True, missing_ok=True)
+    return None if lines is None else lines[:-1]  # the last one is not complete until its newline is written

@@ -145,15 +145,7 @@ def read_request(tool_input: object):  # -> readers.Ask | None
     offset or limit that is not a positive whole number, an image's quality)."""
     from leanctx import readers
 
-    if not isinstance(tool_input, dict) or set(tool_input) - {"file_path", "offset", "limit"}:
-        return None
-    path = readers.abs_path(tool_input.get("file_path"))
-    offset, limit = tool_input.get("offset"), tool_input.get("limit")
-    start = 1 if offset is None else readers.line_number(offset)
-    count = READ_DEFAULT_LIMIT if limit is None else readers.line_number(limit)
-    if path is None or start is None or count is None:
-        return None
-    return readers.Ask(path, start, start + count - 1)
+    return readers.offset_limit_ask(tool_input, READ_DEFAULT_LIMIT)
 
 
 def read_delivery(tool_input: object, tool_response: object):  # -> tuple[readers.Ask, str] | None
@@ -216,32 +208,11 @@ def _pending_call(transcript: str | None, session: str | None, tool: str | None,
     if not (transcript and session and tool and isinstance(tool_input, dict)) or not os.path.isabs(transcript) \
             or os.path.basename(transcript) != session + ".jsonl":
         return None
-    try:
-        fd = os.open(transcript, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        import stat
+    from leanctx.agents.logtail import tail
 
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        start = max(0, st.st_size - TRANSCRIPT_TAIL_BYTES)
-        os.lseek(fd, start, os.SEEK_SET)
-        chunks, left = [], st.st_size - start
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError:
+    lines = tail(transcript, TRANSCRIPT_TAIL_BYTES)
+    if lines is None:
         return None
-    finally:
-        os.close(fd)
-    lines = b"".join(chunks).split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # the first one may be cut
     answered: set = set()
     for raw in reversed(lines):
         if not raw.strip():

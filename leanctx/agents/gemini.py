@@ -42,7 +42,8 @@ from leanctx.agents.base import (
     env_dir,
 )
 from leanctx import fastjson
-from leanctx.agents.geminishape import GeminiShapeAgent, count, disabled_ours, file_path, settings_mention, shell_dir
+from leanctx.agents.geminishape import (GeminiShapeAgent, count, disabled_ours, file_path, ranged_delivery, settings_mention,
+                                        shell_dir)
 
 
 READ_TOOL, SHELL_TOOL = "read_file", "run_shell_command"
@@ -77,19 +78,7 @@ def read_delivered(tool_input: object, cwd: object, tool_response: object) -> tu
     asked = read_window(tool_input, cwd)
     if asked is None or not isinstance(tool_response, dict) or tool_response.get("error"):
         return None
-    text = tool_response.get("llmContent")
-    if not isinstance(text, str) or not text:
-        return None
-    if not text.startswith(RANGE_HEAD):
-        # the whole file, as it is: only when it starts at line 1 (any other start has the head)
-        return (asked[0], 1, None, text) if asked[1] == 1 else None
-    status, sep, body = text[len(RANGE_HEAD):].partition(RANGE_BODY)
-    lines, _, _rest = status.partition(" of ")
-    first, dash, last = lines.partition("-")
-    start, end = count(int(first)) if first.isdigit() else None, count(int(last)) if last.isdigit() else None
-    if not sep or not dash or start != asked[1] or end is None or end < start or not body:
-        return None
-    return asked[0], start, end, body
+    return ranged_delivery(asked, tool_response.get("llmContent"), RANGE_HEAD, RANGE_BODY)
 
 
 def shell_output(tool_response: object) -> str | None:

@@ -101,3 +101,22 @@ def settings_mention(paths: list, word: bytes) -> bool:
         except OSError:
             return True
     return False
+
+
+def ranged_delivery(asked: tuple, text: object, head: str, body_mark: str) -> tuple[str, int, int | None, str] | None:
+    """(path, first line, last line or None for the end, text) from a read_file result: the
+    whole file as it is (asked from line 1), or `head` "A-B of N..." `body_mark` and lines A..B.
+    Gemini CLI and Qwen Code word the head differently, and shape it alike."""
+    if not isinstance(text, str) or not text:
+        return None
+    if not text.startswith(head):
+        # the whole file, as it is: only when it starts at line 1 (any other start has the head)
+        return (asked[0], 1, None, text) if asked[1] == 1 else None
+    status, sep, body = text[len(head):].partition(body_mark)
+    lines, _, _rest = status.partition(" of ")
+    first, dash, last = lines.partition("-")
+    start, end = count(int(first)) if first.isdigit() else None, count(int(last)) if last.isdigit() else None
+    if not sep or not dash or start != asked[1] or end is None or end < start or not body:
+        return None
+    return asked[0], start, end, body
+

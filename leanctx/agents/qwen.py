@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from leanctx.agents.base import CLAUDE_STYLE_EVENTS, MCP_SERVER, NOTICE, POST_TOOL, PROMPT, EventSpec, HookEvent
-from leanctx.agents.geminishape import GeminiShapeAgent, count, file_path, settings_mention, shell_dir
+from leanctx.agents.geminishape import GeminiShapeAgent, count, file_path, ranged_delivery, settings_mention, shell_dir
 
 # Qwen Code clears old tool results (read_file, run_shell_command, grep, glob, web_fetch, edit,
 # write_file: all but the last 5) from its context when a user's prompt comes at least
@@ -75,15 +75,7 @@ def read_delivered(tool_input: object, tool_response: object) -> tuple[str, int,
     text = tool_response.get("llmContent")
     if not isinstance(text, str) or not text or (text.startswith(UNCHANGED_HEAD) and UNCHANGED_MARK in text[:MAX_HEAD]):
         return None
-    if not text.startswith(RANGE_HEAD):
-        return (asked[0], 1, None, text) if asked[1] == 1 else None
-    status, sep, body = text[len(RANGE_HEAD):].partition(RANGE_BODY)
-    lines, _, _total = status.partition(" of ")
-    first, dash, last = lines.partition("-")
-    start, end = count(int(first)) if first.isdigit() else None, count(int(last)) if last.isdigit() else None
-    if not sep or not dash or start != asked[1] or end is None or end < start or not body:
-        return None
-    return asked[0], start, end, body
+    return ranged_delivery(asked, text, RANGE_HEAD, RANGE_BODY)
 
 
 def shell_output(command: str, tool_response: object) -> str | None:
