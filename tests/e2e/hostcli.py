@@ -373,10 +373,12 @@ def run_codex_exec(prompt: str, *, home: PathLike, cwd: PathLike, bypass_hook_tr
 # --------------------------------------------------------------------------------------------
 # codex app-server (JSON-RPC over stdio): hooks/list, config/batchWrite
 # --------------------------------------------------------------------------------------------
-def codex_app_server(home: PathLike, cwd: PathLike, calls: Sequence[tuple], *, timeout: float = 30,
+def codex_app_server(home: PathLike, cwd: PathLike, calls: Sequence[tuple], *, timeout: float = 90,
                      cli: Optional[str] = None) -> list:
     """Run ``codex app-server`` once, send ``initialize`` then each ``(method, params)``; return the
     list of JSON-RPC responses (``{"id":..,"result":..}`` or ``{"error":..}``), in order.
+    ``timeout`` only guards against a hang: on a loaded 2-core machine the app-server has taken
+    over 30 s to answer its first call.
 
     Useful calls (0.171): ``("hooks/list", {"cwds": [str(cwd)]})`` -> per hook ``key``,
     ``currentHash``, ``trustStatus`` (untrusted|trusted|modified|managed), ``enabled``;
