@@ -468,7 +468,7 @@ class Agent:
         return self.no_opinion(event.event)
 
     def builtin_read_ask(self, event: HookEvent):  # -> readers.Ask | None
-        """What this pre-tool call of one of `builtin_read_tools` will read (hooks/readers.py:
+        """What this pre-tool call of one of `builtin_read_tools` will read (leanctx/readers.py:
         one file, one span of lines); None when it is not a read we can name for sure. A host
         whose payloads name no call sets `event.tool_use_id` here when it can find it (Copilot:
         its session log); the gate answers only a call with an id."""

@@ -74,9 +74,6 @@ class Claude(ClaudeShapeAgent):
         content = readers.shell_content(ask, stdout)
         return (ask, content) if content else None
 
-    def builtin_refusal_output(self, event, text: str) -> str:  # noqa: ANN001
-        return self.guard_output(event.event, text)
-
     def builtin_again_output(self, event, ask) -> str:  # noqa: ANN001
         if event.tool_name != "Read":
             return self.no_opinion(event.event)  # a shell command has no "unchanged" answer of its own

@@ -1,7 +1,7 @@
 """The built-in reader gate: a host's own file reader and shell reads under the read cache's rules.
 
 Each host module says which of its tool calls read a file and what they delivered
-(`Agent.builtin_read_ask` / `builtin_read_delivery`; shell commands: hooks/readers.py). Below,
+(`Agent.builtin_read_ask` / `builtin_read_delivery`; shell commands: leanctx/readers.py). Below,
 Claude Code's `Read` as the example. Before a `Read` runs (PreToolUse, matcher `Read`), the hook notes who is reading (the same note
 the ctx_read gate writes, under the call's `tool_use_id`) and asks the cache daemon, over its
 Unix socket, op "gate": does this context provably hold this file (range) unchanged? The daemon
@@ -29,7 +29,6 @@ import os
 from leanctx import fastjson
 
 ENV = "LEANCTX_BUILTIN_GATE"
-TOOL = "Read"
 CONNECT_TIMEOUT_S = 0.3
 # the daemon may wait up to 0.5 s for the host's transcript to show the call (cache/transcript.py)
 ANSWER_TIMEOUT_S = 2.0  # a hung daemon delays a Read by at most this much; a slow answer: no opinion
