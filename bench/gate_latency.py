@@ -183,6 +183,8 @@ def main() -> None:  # noqa: PLR0915 - one linear script
             raise SystemExit(f"daemon did not start: {(tmp / 'daemon.log').read_text()}")
         text = target.read_text(encoding="utf-8")
         nlines = len(text.splitlines())
+        codex_target = proj / "codex_read.py"
+        codex_target.write_text(text)
         sessions = {"claude": str(uuid.uuid4()), "codex": str(uuid.uuid4())}
         logs = {"claude": proj / "transcript.jsonl",
                 "codex": home / ".codex" / "sessions" / f"rollout-2026-12-02T00-00-00-{sessions['codex']}.jsonl"}
@@ -201,20 +203,26 @@ def main() -> None:  # noqa: PLR0915 - one linear script
                                                        "startLine": 1, "totalLines": nlines}}),
             Reader("claude Bash", "claude", sessions["claude"], logs["claude"], proj, target, "Bash", cat,
                    lambda t: {"stdout": t, "stderr": "", "interrupted": False, "isImage": False}),
-            Reader("codex Bash", "codex", sessions["codex"], logs["codex"], proj, target, "Bash", cat, lambda t: t),
+            # its own file: the rounds' edit of module.py (the diff row) is Claude Code's conversation's
+            Reader("codex Bash", "codex", sessions["codex"], logs["codex"], proj, codex_target, "Bash",
+                   {"command": "cat codex_read.py"}, lambda t: t),
         ]
         commands = {(r.agent, ev): hook_command(home, r.agent, ev) for r in readers for ev in ("PreToolUse", "PostToolUse")}
         wall: dict[str, list[float]] = {}
         cpu: dict[str, list[float]] = {}
 
-        def timed(name: str, agent: str, command: str, stdin: bytes, warm: bool, env_: dict = env) -> str:
-            w, c, out = hosts[agent].run(command, stdin, env_, proj)
+        # Claude Code gives its hooks CLAUDE_CODE_SESSION_ID (2.1.197), which tells them at once that
+        # the caller is Claude Code itself, not Cursor running Claude Code's hooks
+        host_env = {"claude": dict(env, CLAUDE_CODE_SESSION_ID=sessions["claude"]), "codex": env}
+
+        def timed(name: str, agent: str, command: str, stdin: bytes, warm: bool, env_: dict | None = None) -> str:
+            w, c, out = hosts[agent].run(command, stdin, env_ or host_env[agent], proj)
             if not warm:
                 wall.setdefault(name, []).append(w)
                 cpu.setdefault(name, []).append(c)
             return out
 
-        no_daemon = dict(env, LEANCTX_HOME=str(tmp / "no-daemon"))  # the process alone: no socket to ask
+        no_daemon = dict(env, LEANCTX_HOME=str(tmp / "no-daemon"), CLAUDE_CODE_SESSION_ID=sessions["claude"])  # the process alone: no socket to ask
         floor_cmd = f"exec {sys.executable} -I -S -c pass"
         def refused(r: Reader, call_id: str, text: str) -> None:
             """The refusal's result as the host writes it to its log."""
@@ -258,7 +266,21 @@ def main() -> None:  # noqa: PLR0915 - one linear script
                                      f"daemon log: {(tmp / 'daemon.log').read_text()[-500:]}\nstats: {stats[-1500:]}")
                 refused(r, gate_id, out)
                 read_through(r, warm)
+            # an edit by another program, then the same Read: the answer is a diff against the copy
+            # the conversation holds, and the daemon writes its index before it answers (a held
+            # version was replaced: readcache._save_replaced)
             r0 = readers[0]
+            lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+            lines[len(lines) // 2] = f"    return {round_no}  # edited\n"
+            target.write_text("".join(lines))
+            gate_id = r0.next_id()
+            r0.written(gate_id, with_result=False)
+            out = timed("claude Read: pre-tool, diff after an edit (index written)", "claude",
+                        commands[("claude", "PreToolUse")], r0.payload("PreToolUse", gate_id), warm)
+            if "[changed]" not in out:
+                raise SystemExit(f"after an edit the gate did not answer with the diff: {out[:200]!r}")
+            refused(r0, gate_id, out)
+            read_through(r0, warm)  # the model reads it again after the diff (the no-loop rule lets it)
             timed("claude Read: pre-tool, no daemon (the process alone)", "claude", commands[("claude", "PreToolUse")],
                   r0.payload("PreToolUse", r0.next_id()), warm, no_daemon)
     finally:
