@@ -843,11 +843,9 @@ class Gemini(Host):
         return any(is_compaction(r.body) for r in srv.log if isinstance(r.body, dict))
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
-        from tests.e2e.fake_gemini_chat import FakeGeminiChat
+        from tests.e2e.fake_gemini_chat import FakeGeminiChat, is_compaction
 
-        from tests.e2e.fake_gemini_chat import is_compaction
-
-        host = self
+        host = self  # the fake reports the prompt sizes this driver asks for
 
         class Fake(FakeGeminiChat):
             def answer_with_usage(self, body: dict) -> tuple:
