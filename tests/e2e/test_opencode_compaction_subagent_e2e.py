@@ -9,6 +9,9 @@ real CLI (`opencode run`), offline against the fake Chat Completions server.
 - Subagent: the `task` tool runs a child session (its own `sessionID`, `parentID` the parent's).
   A read in it of a file the parent holds is the content (the child never saw it), its own re-read
   is the stub, and the parent keeps its holding: its re-read after the subagent is the stub.
+- Pruning (`compaction.prune`): in a long-lived `opencode serve` (prompts sent with `opencode run
+  --attach`), OpenCode clears old tool outputs at the end of a prompt; the plugin forwards the
+  cleared parts as a loss, and a re-read of a pruned result is the content.
 
 Verified on OpenCode 1.18.33.
 """
@@ -166,5 +169,88 @@ def test_a_task_subagent_reads_what_its_parent_holds_and_the_parent_keeps_its_st
             recs = lean.records("opencode")
             assert len(recs) == 2, recs  # the parent's session and the child's, each its own record
         finally:
+            setup.stop()
+        setup.doctor_and_uninstall()
+
+
+def wide(tag: str, n: int = 400) -> str:
+    """About 40 KB in 400 lines: under `read`'s 2,000 lines and 50 KB, about 10,000 tokens."""
+    return "".join(f"{tag}_{i} = '{'x' * 90}'\n" for i in range(n))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(check, what: str, limit_s: float = 120.0):  # noqa: ANN001, ANN201 - waits for an event, asserts nothing on time
+    import time
+
+    end = time.monotonic() + limit_s
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.2)
+
+
+def test_a_read_opencode_pruned_is_content_again_in_a_long_lived_server(opencode_cli, host_home, lean, run_host):
+    """`compaction.prune` (off by default) clears old tool outputs at the end of a prompt's loop
+    ("[Old tool result content cleared]" from then on). `opencode run` exits before that runs, and
+    each `opencode run` process is a context of its own for leanctx; in a long-lived process (the
+    TUI, `opencode serve`) the plugin sees the cleared parts (`message.part.updated`, marked
+    `time.compacted`) and counts them as a loss: a re-read of a pruned result is content."""
+    import os
+    import signal
+    import subprocess
+
+    hh = host_home
+    files = [hh.proj / f"f{k}.py" for k in range(6)]
+    for k, p in enumerate(files):
+        p.write_text(wide(f"v{k}"))
+    read = lambda p: function_call("read", {"filePath": str(p)})  # noqa: E731
+    first = [read(p) for p in files]                  # about 60,000 tokens: OpenCode keeps the newest 40,000
+    later = [read(files[0]), read(files[0])]          # pruned: content, then the stub
+    script = first + ["one done", "two done", "three done"] + later + ["four done"]
+    with FakeOpenAI(script=script, model="fake-model") as srv:
+        setup = Setup(hh, lean, srv.base_url)
+        prune = lambda text: text.replace('"autoupdate"', '"compaction": {"prune": true},\n  "autoupdate"')  # noqa: E731
+        setup.config.write_text(prune(setup.config.read_text()))
+        setup.before[setup.config] = prune(setup.before[setup.config].decode()).encode()
+        env = oc_env(hh, lean)
+        url = f"http://127.0.0.1:{free_port()}"
+        said = hh.root / "serve.log"
+        with open(said, "wb") as log:
+            server = subprocess.Popen([opencode_cli, "serve", "--hostname", "127.0.0.1", "--port", url.rsplit(":", 1)[1]],
+                                      cwd=hh.proj, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_for(lambda: server.poll() is not None or f"listening on {url}" in said.read_text(), "opencode serve listening")
+            assert server.poll() is None, f"opencode serve exited: {said.read_text()[-2000:]}"
+            session = None
+            for n, prompt in enumerate(["one", "two", "three", "four"]):
+                if n == 3:  # the end of the third prompt's loop pruned the first one's results
+                    wait_for(lambda: any(r["compactions"] for r in lean.records("opencode").values()), "the prune on record")
+                argv = [opencode_cli, "run", "--attach", url, prompt, "--format", "json", *(["--session", session] if session else [])]
+                cp, _ = run_host(argv, cwd=hh.proj, env=env, timeout=TIMEOUT)
+                assert cp.returncode == 0, f"opencode run --attach -> {cp.returncode}\n{cp.stdout[-2000:]}\n{cp.stderr[-2000:]}"
+                session = session or next(iter(hostcli.printed_ids(cp.stdout, "sessionID")))
+            out = chat_results(srv)
+            cleared = [c["call_id"] for c in first if out.get(c["call_id"]) == "[Old tool result content cleared]"]
+            assert first[0]["call_id"] in cleared, "OpenCode did not prune the oldest result"
+            got = [out.get(c["call_id"], "") for c in later]
+            assert got[0].startswith(f"<path>{files[0]}</path>") and "v0_399 = " in got[0], \
+                f"a re-read of a pruned result was not the content: {got[0][:300]}"
+            assert got[1].startswith("[unchanged] f0.py 400 lines"), got[1][:300]
+            records = lean.records("opencode")
+            assert len(records) == 1 and next(iter(records.values()))["session_id"] == session, records
+            lean.assert_no_hook_errors()
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=60)
             setup.stop()
         setup.doctor_and_uninstall()
