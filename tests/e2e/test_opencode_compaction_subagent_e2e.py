@@ -6,6 +6,8 @@ real CLI (`opencode run`), offline against the fake Chat Completions server.
   plugin's `experimental.session.compacting`, summarises the history in a request with no tools,
   publishes `session.compacted`, and goes on with only the summary. Every re-read after it must be
   the content, a read whose result only the summariser saw included; after that, stubs again.
+  The TUI's `/compact` (`POST /session/<id>/summarize`, sent to a long-lived `opencode serve`
+  between two prompts) likewise.
 - Subagent: the `task` tool runs a child session (its own `sessionID`, `parentID` the parent's).
   A read in it of a file the parent holds is the content (the child never saw it), its own re-read
   is the stub, and the parent keeps its holding: its re-read after the subagent is the stub.
@@ -199,16 +201,91 @@ def wait_for(check, what: str, limit_s: float = 120.0):  # noqa: ANN001, ANN201 
         time.sleep(0.2)
 
 
+class Server:
+    """`opencode serve` on a free port of 127.0.0.1, prompts sent with `opencode run --attach`: one
+    long-lived OpenCode process, as the TUI is."""
+
+    def __init__(self, cli: str, hh, lean, run_host) -> None:  # noqa: ANN001
+        import subprocess
+
+        self.cli, self.hh, self.run_host = cli, hh, run_host
+        self.env = oc_env(hh, lean)
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.said = hh.root / "serve.log"
+        self.session = None
+        with open(self.said, "wb") as log:
+            self.proc = subprocess.Popen([cli, "serve", "--hostname", "127.0.0.1", "--port", self.url.rsplit(":", 1)[1]],
+                                         cwd=hh.proj, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(lambda: self.proc.poll() is not None or f"listening on {self.url}" in self.said.read_text(), "opencode serve listening")
+        assert self.proc.poll() is None, f"opencode serve exited: {self.said.read_text()[-2000:]}"
+
+    def prompt(self, text: str) -> None:
+        argv = [self.cli, "run", "--attach", self.url, text, "--format", "json", *(["--session", self.session] if self.session else [])]
+        cp, _ = self.run_host(argv, cwd=self.hh.proj, env=self.env, timeout=TIMEOUT)
+        assert cp.returncode == 0, f"opencode run --attach -> {cp.returncode}\n{cp.stdout[-2000:]}\n{cp.stderr[-2000:]}"
+        self.session = self.session or next(iter(hostcli.printed_ids(cp.stdout, "sessionID")))
+
+    def compact(self) -> None:
+        """What the TUI's /compact sends: POST /session/<id>/summarize with the session's model."""
+        import urllib.request
+
+        body = json.dumps({"providerID": "fake", "modelID": "fake-model"}).encode()
+        req = urllib.request.Request(f"{self.url}/session/{self.session}/summarize", data=body, method="POST",
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as answer:
+            assert answer.status == 200, answer.status
+
+    def stop(self) -> None:
+        import os
+        import signal
+
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout=60)
+
+
+def test_reads_after_a_compact_command_are_content_then_stubs_again(opencode_cli, host_home, lean, run_host):
+    """The TUI's /compact (`session.summarize`, here through `opencode serve`'s HTTP API) between
+    two prompts of one session: the re-reads after it are content, then stubs again."""
+    hh = host_home
+    big, small = hh.proj / "big.py", hh.proj / "small.py"
+    big.write_text(source())
+    small.write_text(small_source())
+    read = lambda: function_call("read", {"filePath": str(big)})  # noqa: E731
+    cat = lambda: function_call("bash", {"command": "cat small.py", "description": "show the file"})  # noqa: E731
+    before = [read(), cat(), read(), cat()]        # content, content, stubs
+    after = [read(), cat(), read(), cat()]         # after /compact: content, content, then stubs
+    script = before + ["first done"] + after + ["second done"]
+    with FakeOpenAI(script=script, model="fake-model") as srv:
+        setup = Setup(hh, lean, srv.base_url)
+        server = Server(opencode_cli, hh, lean, run_host)
+        try:
+            server.prompt("one")
+            server.compact()
+            assert [r for r in srv.log if isinstance(r.body, dict) and is_compaction(r.body)], "no summary request"
+            server.prompt("two")
+            out = chat_results(srv)
+            b, a = [out.get(c["call_id"], "") for c in before], [out.get(c["call_id"], "") for c in after]
+            assert is_content(b[0]) and b[1] == small_source(), b
+            assert b[2].startswith(f"[unchanged] big.py {LINES} lines") and b[3].startswith("[unchanged] small.py 40 lines"), b
+            assert is_content(a[0]), f"a re-read after /compact was not the content: {a[0][:300]}"
+            assert a[1] == small_source(), f"cat after /compact was not the content: {a[1][:300]}"
+            assert a[2].startswith(f"[unchanged] big.py {LINES} lines") and a[3].startswith("[unchanged] small.py 40 lines"), a
+            rec = {r["session_id"]: r for r in lean.records("opencode").values()}[server.session]
+            assert rec["compactions"] >= 1, rec
+            model_got_what_the_after_hook_saw(setup, out)
+            lean.assert_no_hook_errors()
+        finally:
+            server.stop()
+            setup.stop()
+        setup.doctor_and_uninstall()
+
+
 def test_a_read_opencode_pruned_is_content_again_in_a_long_lived_server(opencode_cli, host_home, lean, run_host):
     """`compaction.prune` (off by default) clears old tool outputs at the end of a prompt's loop
     ("[Old tool result content cleared]" from then on). `opencode run` exits before that runs, and
     each `opencode run` process is a context of its own for leanctx; in a long-lived process (the
     TUI, `opencode serve`) the plugin sees the cleared parts (`message.part.updated`, marked
     `time.compacted`) and counts them as a loss: a re-read of a pruned result is content."""
-    import os
-    import signal
-    import subprocess
-
     hh = host_home
     files = [hh.proj / f"f{k}.py" for k in range(6)]
     for k, p in enumerate(files):
@@ -222,23 +299,12 @@ def test_a_read_opencode_pruned_is_content_again_in_a_long_lived_server(opencode
         prune = lambda text: text.replace('"autoupdate"', '"compaction": {"prune": true},\n  "autoupdate"')  # noqa: E731
         setup.config.write_text(prune(setup.config.read_text()))
         setup.before[setup.config] = prune(setup.before[setup.config].decode()).encode()
-        env = oc_env(hh, lean)
-        url = f"http://127.0.0.1:{free_port()}"
-        said = hh.root / "serve.log"
-        with open(said, "wb") as log:
-            server = subprocess.Popen([opencode_cli, "serve", "--hostname", "127.0.0.1", "--port", url.rsplit(":", 1)[1]],
-                                      cwd=hh.proj, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        server = Server(opencode_cli, hh, lean, run_host)
         try:
-            wait_for(lambda: server.poll() is not None or f"listening on {url}" in said.read_text(), "opencode serve listening")
-            assert server.poll() is None, f"opencode serve exited: {said.read_text()[-2000:]}"
-            session = None
             for n, prompt in enumerate(["one", "two", "three", "four"]):
                 if n == 3:  # the end of the third prompt's loop pruned the first one's results
                     wait_for(lambda: any(r["compactions"] for r in lean.records("opencode").values()), "the prune on record")
-                argv = [opencode_cli, "run", "--attach", url, prompt, "--format", "json", *(["--session", session] if session else [])]
-                cp, _ = run_host(argv, cwd=hh.proj, env=env, timeout=TIMEOUT)
-                assert cp.returncode == 0, f"opencode run --attach -> {cp.returncode}\n{cp.stdout[-2000:]}\n{cp.stderr[-2000:]}"
-                session = session or next(iter(hostcli.printed_ids(cp.stdout, "sessionID")))
+                server.prompt(prompt)
             out = chat_results(srv)
             cleared = [c["call_id"] for c in first if out.get(c["call_id"]) == "[Old tool result content cleared]"]
             assert first[0]["call_id"] in cleared, "OpenCode did not prune the oldest result"
@@ -247,10 +313,9 @@ def test_a_read_opencode_pruned_is_content_again_in_a_long_lived_server(opencode
                 f"a re-read of a pruned result was not the content: {got[0][:300]}"
             assert got[1].startswith("[unchanged] f0.py 400 lines"), got[1][:300]
             records = lean.records("opencode")
-            assert len(records) == 1 and next(iter(records.values()))["session_id"] == session, records
+            assert len(records) == 1 and next(iter(records.values()))["session_id"] == server.session, records
             lean.assert_no_hook_errors()
         finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=60)
+            server.stop()
             setup.stop()
         setup.doctor_and_uninstall()
