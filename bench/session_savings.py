@@ -964,17 +964,21 @@ class Qwen(Gemini):
 
 class OpenCode(Host):
     """OpenCode (`opencode run`, Chat Completions): read (offset, limit), bash, edit; leanctx is a
-    plugin there, not command hooks, so no hook time is taken."""
+    plugin there, not command hooks, so no hook time is taken. The subagent is its `task` tool (a
+    child session, its requests known by the task prompt they start with); the compaction is its
+    own automatic one, once a reply reports the model's window full (the model's `limit` below)."""
     name, agent, cli = "OpenCode", "opencode", "opencode"
-    has_subagent = False
-    compacts = False
     CTX = "leanctx_ctx_read"
+    SUB_MARK = "SUBAGENT-TASK: read src/app.py and src/util.py and list the handlers."
+    # OpenCode compacts once a reply's usage reaches the window less the output tokens
+    FULL = {"prompt_tokens": 199000, "completion_tokens": 5, "total_tokens": 199005}
     CONFIG = """{
   // the user's own settings
   "$schema": "https://opencode.ai/config.json",
   "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake",
-                        "options": {"baseURL": "@URL@", "apiKey": "sk-fake"},
-                        "models": {"fake-model": {"name": "Fake Model", "tool_call": true}}}},
+                        "options": {"baseURL": "@URL@", "apiKey": "sk-fake", "includeUsage": true},
+                        "models": {"fake-model": {"name": "Fake Model", "tool_call": true,
+                                                  "limit": {"context": 200000, "output": 4000}}}}},
   "model": "fake/fake-model",
   "autoupdate": false,
   "share": "disabled",
@@ -1000,6 +1004,8 @@ class OpenCode(Host):
             item = function_call(self.CTX, args)
         elif act.kind == "edit":
             item = function_call("edit", {"filePath": p, "oldString": act.old, "newString": act.new})
+        elif act.kind == "subagent":
+            item = function_call("task", {"description": "list handlers", "prompt": self.SUB_MARK, "subagent_type": "general"})
         else:
             raise ValueError(act.kind)
         return item["call_id"], item
@@ -1010,13 +1016,39 @@ class OpenCode(Host):
         return chat_tool_outputs(body).get(call_id)
 
     def is_sub(self, body: dict) -> bool:
-        return False
+        users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+        return bool(users) and self.SUB_MARK in json.dumps(users[0].get("content"))
+
+    @staticmethod
+    def is_compaction(body: dict) -> bool:
+        """Its summary request: no tools, the history as one user message in `<conversation>`."""
+        return "messages" in body and not body.get("tools") and any(
+            isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str)
+            and "<conversation>" in m["content"] for m in body["messages"])
+
+    def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        # a look at the tree, answered as the window is full: OpenCode compacts before the next turn
+        self.full = True
+        act = Act("shell", command="ls src tests")
+        call_id, item = self.call(act, body)
+        call = Call("main", act, call_id)
+        model.run.calls.append(call)
+        conv["pending"] = call
+        return item
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
         from tests.e2e.fake_openai import FakeOpenAI
 
         self.proj = hh.proj
-        with FakeOpenAI(script=[model.answer] * 400, model="fake-model") as srv:
+        self.full = False
+
+        def usage(kind: str, body: dict) -> Optional[dict]:
+            if kind == "main" and self.full:
+                self.full = False
+                return self.FULL
+            return None
+
+        with FakeOpenAI(script=[model.answer] * 400, model="fake-model", chat_usage=usage) as srv:
             config = hh.home / ".config" / "opencode" / "opencode.json"
             config.parent.mkdir(parents=True, exist_ok=True)
             config.write_text(self.CONFIG.replace("@URL@", srv.base_url))
@@ -1032,6 +1064,8 @@ class OpenCode(Host):
                                  cwd=hh.proj, env=oc_env, timeout=HOST_TIMEOUT)
             if cp.returncode != 0:
                 run.error = f"opencode exited {cp.returncode}: {cp.stderr[-400:]}"
+            elif model.compacted and not any(isinstance(b, dict) and self.is_compaction(b) for b in srv.requests):
+                run.error = "OpenCode did not compact"
             run.bodies[:] = srv.requests
 
 
@@ -1323,7 +1357,8 @@ def figures(host: Host, run: Run, base: Optional[Run]) -> dict:
 def _is_compaction(body: dict) -> bool:
     from tests.e2e import fake_anthropic, fake_gemini_chat, fake_openai
 
-    return fake_anthropic.is_compaction(body) or fake_openai.is_compaction(body) or fake_gemini_chat.is_compaction(body)
+    return (fake_anthropic.is_compaction(body) or fake_openai.is_compaction(body) or fake_gemini_chat.is_compaction(body)
+            or OpenCode.is_compaction(body))
 
 
 def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:
