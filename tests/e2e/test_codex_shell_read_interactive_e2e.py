@@ -1,0 +1,149 @@
+"""End to end: Codex's shell reads under the read gate in the interactive Codex TUI, in a pseudo-terminal, offline.
+
+The headless `codex exec` runs (test_codex_shell_read_e2e.py) are not the whole story: the TUI
+runs its turns in an app-server (by default a background daemon it starts, with `--no-daemon` in
+its own process), so the hooks run there, and it sends requests of its own (a thread title).
+Four turns of a model that uses only `exec_command` and `apply_patch`: the content; an unchanged
+re-read refused with the stub and an apply_patch edit right after it; after that edit a diff and
+the content when it runs `cat` again; a stub, and the output when it runs the same command again
+right after it. What the model got is read from the requests the fake model server received.
+
+Before the composer, Codex 0.171.0 shows a model upgrade notice ("Meet GPT-6 Sol") for `gpt-5.5`:
+the test picks "Use existing model", as a user would (Codex then records it under
+`[notice.model_migrations]` in config.toml). Hook trust is what `leanctx init --trust` wrote
+(codex_trust_notes.md); no folder trust screen is shown with `--sandbox workspace-write`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from tests.e2e import hostcli
+from tests.e2e.fake_openai import FakeOpenAI, default_classify, turn_metadata
+from tests.e2e.test_codex_shell_read_e2e import LINES, MODEL, got, is_content, outputs, patch, shell, source, stop_daemon
+from tests.e2e.tty import DOWN, ENTER, Terminal
+
+pytestmark = pytest.mark.e2e
+
+UPGRADE_NOTICE = r"1\.Trynewmodel\n›2\.Useexistingmodel|›1\.Trynewmodel\n2\.Useexistingmodel"
+IDLE = r"›AskCodextodoanything\n(.*\n)?.*\?forshortcuts"  # the empty composer and its footer
+READY = r"›AskCodextodoanything\nGPT-5\.5default·"  # the composer over the status line (model, effort, cwd)
+BUSY = r"esctointerrupt"
+TITLE = '{"title": "Read big file"}'
+
+
+def classify(body: dict) -> str:
+    """The TUI asks the model for a thread title in a thread of its own (turn metadata
+    `thread_source: "thread_title"`, with a tool list): not a turn of the scripted conversation."""
+    if turn_metadata(body).get("thread_source") == "thread_title":
+        return "side"
+    return default_classify(body)
+
+
+def start(term: Terminal) -> None:
+    """Wait until the session is ready: the composer over the model's status line. The composer
+    shows first, while the session loads; then, for `gpt-5.5`, the model upgrade notice, which
+    is answered with "Use existing model"."""
+    shown = term.wait_for(rf"Useexistingmodel|{READY}")
+    if "Useexistingmodel" in shown.group(0):
+        press_until(term, DOWN, r"›2\.Useexistingmodel")
+        press_until(term, ENTER, READY, absent=r"Useexistingmodel")
+
+
+def press_until(term: Terminal, key: str, pattern: str, absent: str | None = None, tries: int = 20) -> None:
+    """Press `key` until the screen shows `pattern`: a key pressed while the notice is still
+    being set up is dropped (seen with `--no-daemon`), so a press the screen does not answer is
+    repeated (the selection stops at the last option; Enter on a closed notice is an empty submit)."""
+    for _ in range(tries):
+        if re.search(pattern, term.shown()) and not (absent and re.search(absent, term.shown())):
+            return
+        term.send(key)
+        try:
+            term.wait_for(pattern, timeout=3, absent=absent)
+            return
+        except AssertionError:
+            continue
+    term.wait_for(pattern, absent=absent)
+
+
+def converse(term: Terminal, exchanges) -> None:  # noqa: ANN001
+    """Each (prompt, answer): submit the prompt, wait for the scripted answer and for the turn to end."""
+    for prompt, answer in exchanges:
+        term.submit(prompt)
+        term.wait_for(answer)
+        term.wait_for(IDLE, absent=BUSY)
+
+
+def stop_app_server_daemon(cli: str, hh, lean) -> None:  # noqa: ANN001
+    """The TUI's background app-server outlives it (its own session): stop it the way Codex offers
+    (`codex app-server daemon stop`); that leaves its updater loop running, which is ended by the
+    pid Codex recorded for it. Then drop the copy of Codex it installed into CODEX_HOME/packages."""
+    state = hh.codex_home / "app-server-daemon"
+    subprocess.run([cli, "app-server", "daemon", "stop"], cwd=str(hh.proj), env=hostcli.codex_env(hh.home, lean.host_env),
+                   capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    try:
+        pid = int(json.loads((state / "daemon-updater.pid").read_text())["pid"])
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            ours = str(hh.codex_home).encode() in f.read()
+        if ours:
+            os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    shutil.rmtree(hh.codex_home / "packages", ignore_errors=True)
+
+
+@pytest.mark.parametrize("daemon", [True, False], ids=["app-server-daemon", "no-daemon"])
+def test_tui_shell_read_stub_edit_right_after_diff_and_output_when_run_again(codex_cli, host_home, lean, daemon):
+    hh = host_home
+    big = hh.proj / "big.py"
+    big.write_text(source())
+    calls = {name: shell("cat big.py") for name in ("first", "stub", "diff", "again", "stub2", "rerun")}
+    edit = patch("big.py", "    return x * 7", "    return x * 70")
+    script = [
+        calls["first"], "ANSWER-ONE",                  # content
+        calls["stub"], edit, "ANSWER-TWO",             # unchanged: the stub; apply_patch right after it
+        calls["diff"], calls["again"], "ANSWER-THREE",  # after the model's own edit a diff; run again: content
+        calls["stub2"], calls["rerun"], "ANSWER-FOUR",  # unchanged: the stub; run again right after: output
+    ]
+    argv = [codex_cli, "--sandbox", "workspace-write"] + ([] if daemon else ["--no-daemon"])
+    try:
+        with FakeOpenAI(script=script, classify=classify, side_text=TITLE) as srv:
+            hostcli.write_codex_config(hh.home, srv.base_url, model=MODEL)
+            lean.run("init", "--agent", "codex", "--trust")
+            lean.run("serve", "--detach")  # the daemon up before the fake model's instant first call
+            env = hostcli.codex_env(hh.home, {**lean.host_env, "TERM": "xterm-256color"})
+            with Terminal(argv, cwd=hh.proj, env=env) as term:
+                start(term)
+                converse(term, (("show big.py", "ANSWER-ONE"),))
+                converse(term, (("show it again and fix function 7", "ANSWER-TWO"),))
+                assert "Blockedbyhook" in term.shown(), term.shown()  # how the TUI shows the refusal
+                converse(term, (("show it", "ANSWER-THREE"), ("show it once more", "ANSWER-FOUR")))
+            bodies = srv.main_requests
+        assert len(bodies) == len(script), f"{len(bodies)} scripted turns ran, not {len(script)}"
+        out = outputs(bodies)
+        assert got(out, calls["first"]) == source()
+        stub = got(out, calls["stub"])  # got() checks Codex's "Command blocked by PreToolUse hook: …" around it
+        assert stub.startswith(f"[unchanged] big.py {LINES} lines") and "run the same command again" in stub, stub[:300]
+        assert "Success" in got(out, edit), f"apply_patch right after a refused re-read failed: {got(out, edit)[:300]}"
+        assert "    return x * 70\n" in big.read_text(), "the edit did not reach the file"
+        diff = got(out, calls["diff"])
+        assert diff.startswith("[changed] big.py") and "+    return x * 70" in diff, diff[:400]
+        again = got(out, calls["again"])
+        assert is_content(again) and again == big.read_text(), "running it again right after the diff gave no content"
+        assert got(out, calls["stub2"]).startswith(f"[unchanged] big.py {LINES} lines"), got(out, calls["stub2"])[:200]
+        assert got(out, calls["rerun"]) == big.read_text(), "running it again right after the stub gave no output"
+        lean.assert_no_hook_errors()
+        notes = lean.only_record("codex")["read_calls"]
+        assert {c["call_id"] for c in calls.values()} <= set(notes), sorted(notes)
+        shell_stats = json.loads(lean.run("stats", "--json").stdout)["by_reader"]["shell"]
+        assert (shell_stats["stubs"], shell_stats["diffs"]) == (2, 1), shell_stats
+    finally:
+        stop_daemon(lean)
+        if daemon:
+            stop_app_server_daemon(codex_cli, hh, lean)
