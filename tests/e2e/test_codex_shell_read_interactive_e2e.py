@@ -147,3 +147,50 @@ def test_tui_shell_read_stub_edit_right_after_diff_and_output_when_run_again(cod
         stop_daemon(lean)
         if daemon:
             stop_app_server_daemon(codex_cli, hh, lean)
+
+
+def test_two_tui_sessions_on_one_app_server_daemon_each_get_only_their_own_stubs(codex_cli, host_home, lean):
+    """A second `codex` started while the first runs talks to the same background app-server: one
+    host process runs both sessions' hooks. Each session's reads are its own: the second's first
+    `cat` is content although the first session holds the file, and the first keeps its stub."""
+    hh = host_home
+    (hh.proj / "big.py").write_text(source())
+    first = {"read": shell("cat big.py"), "reread": shell("cat big.py")}
+    second = {"read": shell("cat big.py"), "reread": shell("cat big.py")}
+    plans = [[first["read"], "ANSWER-A1", first["reread"], "ANSWER-A2"], [second["read"], second["reread"], "ANSWER-B1"]]
+    queues: dict = {}
+
+    def route(body: dict):  # noqa: ANN202 - each session its own script, in the order the sessions first ask
+        session = (body.get("client_metadata") or {}).get("session_id")
+        if session not in queues:
+            queues[session] = plans[len(queues)] if len(queues) < len(plans) else []
+        return queues[session].pop(0) if queues[session] else "done"
+
+    argv = [codex_cli, "--sandbox", "workspace-write"]
+    try:
+        with FakeOpenAI(script=[route] * 7, classify=classify, side_text=TITLE) as srv:
+            hostcli.write_codex_config(hh.home, srv.base_url, model=MODEL)
+            lean.run("init", "--agent", "codex", "--trust")
+            lean.run("serve", "--detach")
+            env = hostcli.codex_env(hh.home, {**lean.host_env, "TERM": "xterm-256color"})
+            with Terminal(argv, cwd=hh.proj, env=env) as one:
+                start(one)
+                converse(one, (("show big.py", "ANSWER-A1"),))
+                with Terminal(argv, cwd=hh.proj, env=env) as two:
+                    start(two)
+                    converse(two, (("show big.py twice", "ANSWER-B1"),))
+                converse(one, (("show it again", "ANSWER-A2"),))
+            out = outputs(srv.main_requests)
+        assert len(queues) == 2 and not any(queues.values()), queues
+        assert got(out, first["read"]) == source() and got(out, second["read"]) == source(), \
+            "a stub in a session that never read the file"
+        for call in (second["reread"], first["reread"]):
+            assert got(out, call).startswith(f"[unchanged] big.py {LINES} lines"), got(out, call)[:200]
+        records = lean.records("codex")
+        assert len(records) == 2, sorted(records)
+        hosts = {(r["host"]["pid"], r["host"]["start_ticks"]) for r in records.values()}
+        assert len(hosts) == 1, f"the two sessions did not share one app-server: {hosts}"
+        lean.assert_no_hook_errors()
+    finally:
+        stop_daemon(lean)
+        stop_app_server_daemon(codex_cli, hh, lean)
