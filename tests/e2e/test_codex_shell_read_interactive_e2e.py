@@ -8,19 +8,23 @@ re-read refused with the stub and an apply_patch edit right after it; after that
 the content when it runs `cat` again; a stub, and the output when it runs the same command again
 right after it. What the model got is read from the requests the fake model server received.
 
-Before the composer, Codex 0.171.0 shows a model upgrade notice ("Meet GPT-6 Sol") for `gpt-5.5`:
-the test picks "Use existing model", as a user would (Codex then records it under
-`[notice.model_migrations]` in config.toml). Hook trust is what `leanctx init --trust` wrote
-(codex_trust_notes.md); no folder trust screen is shown with `--sandbox workspace-write`.
+A new user of Codex 0.171.0 first gets, in a git repository, a folder trust screen ("Trust and
+continue", saved as `[projects."<dir>"] trust_level = "trusted"`), then for `gpt-5.5` a model
+upgrade notice ("Meet GPT-6 Sol"; "Use existing model" is saved under `[notice.model_migrations]`).
+The first test answers both in the terminal; the second starts from a config that holds those
+answers, like the Claude Code tests' onboarding flags. Both screens discard pending terminal input
+as they open: a key pressed then is lost, or Codex exits with "Error: timed out discarding
+buffered terminal input" (seen here). Hook trust is what `leanctx init --trust` wrote
+(codex_trust_notes.md).
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -31,11 +35,16 @@ from tests.e2e.tty import DOWN, ENTER, Terminal
 
 pytestmark = pytest.mark.e2e
 
-UPGRADE_NOTICE = r"1\.Trynewmodel\n›2\.Useexistingmodel|›1\.Trynewmodel\n2\.Useexistingmodel"
 IDLE = r"›AskCodextodoanything\n(.*\n)?.*\?forshortcuts"  # the empty composer and its footer
 READY = r"›AskCodextodoanything\nGPT-5\.5default·"  # the composer over the status line (model, effort, cwd)
 BUSY = r"esctointerrupt"
 TITLE = '{"title": "Read big file"}'
+
+
+def answered(proj) -> str:  # noqa: ANN001
+    """What Codex 0.171.0 writes into config.toml once a user trusted the folder and answered the
+    "Meet GPT-6 Sol" notice for gpt-5.5 with "Use existing model"."""
+    return f'[projects."{proj}"]\ntrust_level = "trusted"\n\n[notice.model_migrations]\n"gpt-5.5" = "gpt-6-sol"'
 
 
 def classify(body: dict) -> str:
@@ -47,29 +56,24 @@ def classify(body: dict) -> str:
 
 
 def start(term: Terminal) -> None:
-    """Wait until the session is ready: the composer over the model's status line. The composer
-    shows first, while the session loads; then, for `gpt-5.5`, the model upgrade notice, which
-    is answered with "Use existing model"."""
-    shown = term.wait_for(rf"Useexistingmodel|{READY}")
-    if "Useexistingmodel" in shown.group(0):
-        press_until(term, DOWN, r"›2\.Useexistingmodel")
-        press_until(term, ENTER, READY, absent=r"Useexistingmodel")
-
-
-def press_until(term: Terminal, key: str, pattern: str, absent: str | None = None, tries: int = 20) -> None:
-    """Press `key` until the screen shows `pattern`: a key pressed while the notice is still
-    being set up is dropped (seen with `--no-daemon`), so a press the screen does not answer is
-    repeated (the selection stops at the last option; Enter on a closed notice is an empty submit)."""
-    for _ in range(tries):
-        if re.search(pattern, term.shown()) and not (absent and re.search(absent, term.shown())):
+    """Wait until the session is ready: the composer over the model's status line (the composer
+    shows first, while the session loads). The screens Codex shows a new user first are answered
+    as a user would: the folder trust screen of a git repository ("Trust and continue"), then the
+    model upgrade notice ("Use existing model")."""
+    while True:
+        shown = term.wait_for(rf"Trustandcontinue|Useexistingmodel|{READY}").group(0)
+        if "Trustandcontinue" not in shown and "Useexistingmodel" not in shown:
             return
-        term.send(key)
-        try:
-            term.wait_for(pattern, timeout=3, absent=absent)
-            return
-        except AssertionError:
-            continue
-    term.wait_for(pattern, absent=absent)
+        time.sleep(1.5)  # pacing only: as such a screen opens, Codex discards pending input for up to 1 s
+        if "Trustandcontinue" in shown:
+            term.wait_for(r"›1\.Trustandcontinue")
+            term.send(ENTER)
+            term.wait_for(r"Useexistingmodel|GPT-5\.5default·", absent=r"Trustandcontinue")
+        else:
+            term.send(DOWN)
+            term.wait_for(r"›2\.Useexistingmodel")
+            term.send(ENTER)
+            term.wait_for(READY, absent=r"Useexistingmodel")
 
 
 def converse(term: Terminal, exchanges) -> None:  # noqa: ANN001
@@ -103,6 +107,7 @@ def test_tui_shell_read_stub_edit_right_after_diff_and_output_when_run_again(cod
     hh = host_home
     big = hh.proj / "big.py"
     big.write_text(source())
+    subprocess.run(["git", "init", "-q", str(hh.proj)], check=True, capture_output=True, timeout=60)  # the trust screen's case
     calls = {name: shell("cat big.py") for name in ("first", "stub", "diff", "again", "stub2", "rerun")}
     edit = patch("big.py", "    return x * 7", "    return x * 70")
     script = [
@@ -125,6 +130,8 @@ def test_tui_shell_read_stub_edit_right_after_diff_and_output_when_run_again(cod
                 assert "Blockedbyhook" in term.shown(), term.shown()  # how the TUI shows the refusal
                 converse(term, (("show it", "ANSWER-THREE"), ("show it once more", "ANSWER-FOUR")))
             bodies = srv.main_requests
+        config = (hh.codex_home / "config.toml").read_text()
+        assert all(part in config for part in answered(hh.proj).split("\n\n")), "the screens' answers were not saved as expected"
         assert len(bodies) == len(script), f"{len(bodies)} scripted turns ran, not {len(script)}"
         out = outputs(bodies)
         assert got(out, calls["first"]) == source()
@@ -169,7 +176,7 @@ def test_two_tui_sessions_on_one_app_server_daemon_each_get_only_their_own_stubs
     argv = [codex_cli, "--sandbox", "workspace-write"]
     try:
         with FakeOpenAI(script=[route] * 7, classify=classify, side_text=TITLE) as srv:
-            hostcli.write_codex_config(hh.home, srv.base_url, model=MODEL)
+            hostcli.write_codex_config(hh.home, srv.base_url, model=MODEL, tables=answered(hh.proj))
             lean.run("init", "--agent", "codex", "--trust")
             lean.run("serve", "--detach")
             env = hostcli.codex_env(hh.home, {**lean.host_env, "TERM": "xterm-256color"})
