@@ -30,6 +30,7 @@ import pytest
 
 from tests.e2e import hostcli
 from tests.e2e.fake_openai import FakeOpenAI, default_classify, turn_metadata
+from tests.e2e.test_codex_cache_e2e import output_text, read_call
 from tests.e2e.test_codex_shell_read_e2e import LINES, MODEL, got, is_content, outputs, patch, shell, source, stop_daemon
 from tests.e2e.tty import DOWN, ENTER, Terminal
 
@@ -156,14 +157,30 @@ def test_tui_shell_read_stub_edit_right_after_diff_and_output_when_run_again(cod
             stop_app_server_daemon(codex_cli, hh, lean)
 
 
-def test_two_tui_sessions_on_one_app_server_daemon_each_get_only_their_own_stubs(codex_cli, host_home, lean):
+def received(bodies: list, call: dict) -> str:
+    """What the model got for a call: a shell call's as `got` reads it, an MCP call's text."""
+    if not call.get("namespace"):
+        return got(outputs(bodies), call)
+    items = [i for b in bodies for i in b.get("input") or [] if isinstance(i, dict)
+             and i.get("type") == "function_call_output" and i.get("call_id") == call["call_id"]]
+    assert items, f"no output for {call['call_id']}"
+    return output_text(items[-1])
+
+
+@pytest.mark.parametrize("reader", ["shell", "ctx_read"])
+def test_two_tui_sessions_on_one_app_server_daemon_each_get_only_their_own_stubs(codex_cli, host_home, lean, reader):
     """A second `codex` started while the first runs talks to the same background app-server: one
-    host process runs both sessions' hooks. Each session's reads are its own: the second's first
-    `cat` is content although the first session holds the file, and the first keeps its stub."""
+    host process runs both sessions' hooks and MCP calls. Each session's reads are its own: the
+    second's first read (`cat`, or `ctx_read`) is content although the first session holds the
+    file, and the first keeps its stub."""
     hh = host_home
     (hh.proj / "big.py").write_text(source())
-    first = {"read": shell("cat big.py"), "reread": shell("cat big.py")}
-    second = {"read": shell("cat big.py"), "reread": shell("cat big.py")}
+
+    def read() -> dict:
+        return shell("cat big.py") if reader == "shell" else read_call("big.py")
+
+    first = {"read": read(), "reread": read()}
+    second = {"read": read(), "reread": read()}
     plans = [[first["read"], "ANSWER-A1", first["reread"], "ANSWER-A2"], [second["read"], second["reread"], "ANSWER-B1"]]
     queues: dict = {}
 
@@ -187,12 +204,12 @@ def test_two_tui_sessions_on_one_app_server_daemon_each_get_only_their_own_stubs
                     start(two)
                     converse(two, (("show big.py twice", "ANSWER-B1"),))
                 converse(one, (("show it again", "ANSWER-A2"),))
-            out = outputs(srv.main_requests)
+            bodies = srv.main_requests
         assert len(queues) == 2 and not any(queues.values()), queues
-        assert got(out, first["read"]) == source() and got(out, second["read"]) == source(), \
+        assert is_content(received(bodies, first["read"])) and is_content(received(bodies, second["read"])), \
             "a stub in a session that never read the file"
         for call in (second["reread"], first["reread"]):
-            assert got(out, call).startswith(f"[unchanged] big.py {LINES} lines"), got(out, call)[:200]
+            assert received(bodies, call).startswith(f"[unchanged] big.py {LINES} lines"), received(bodies, call)[:200]
         records = lean.records("codex")
         assert len(records) == 2, sorted(records)
         hosts = {(r["host"]["pid"], r["host"]["start_ticks"]) for r in records.values()}
