@@ -138,8 +138,8 @@ class Holding:
 
 
 class _Conv:
-    __slots__ = ("agent", "carried", "carried_boundary", "carry_tries", "gate_stubs", "held", "persist", "roots",
-                 "stubbed", "used_ts")
+    __slots__ = ("agent", "asks", "carried", "carried_boundary", "carry_tries", "gate_stubs", "held", "persist",
+                 "roots", "stubbed", "used_ts")
 
     def __init__(self, agent: str | None, persist: bool) -> None:
         self.agent = agent
@@ -150,9 +150,11 @@ class _Conv:
         self.carried_boundary: str | None = None  # the transcript's compact_boundary credited then
         self.carry_tries: tuple = ()  # (counter, transcript size, mtime, tries) of the last look
         self.roots: tuple = ()  # every workspace root (real) the conversation was given: see paths.named
-        # name -> (fingerprint, window) of the built-in reader gate's last refusal of a read of it:
-        # those lines asked for again, unchanged since, the reader runs instead (no loop)
+        # name -> (fingerprint, window, compaction counter, asks then) of the built-in reader gate's
+        # last refusal of a read of it: those lines asked for again soon after (AGAIN_WITHIN),
+        # unchanged since, the reader runs instead (no loop)
         self.gate_stubs: dict[str, tuple] = {}
+        self.asks = 0  # reads this context asked for (gate and ctx_read), in order
         # name -> (fingerprint, window, compaction counter, raw tokens, reader) of the last stub,
         # pointer or diff: a full read of those bytes in this context after it is one we caused
         self.stubbed: OrderedDict[str, tuple] = OrderedDict()
@@ -268,6 +270,10 @@ def window_of(n: int, start_line: object, end_line: object) -> tuple[int, int] |
 
 READERS = ("ctx_read", "builtin", "shell")  # who reads: our tool, a host's own reader, a shell command
 MAX_GATE_STUBS = 64  # refusals remembered per conversation for the no-loop rule (oldest go first)
+# A refused read asked for again within this many reads of the same context (the refusal's own
+# included: a model that issued several calls at once asks again in its next turn) is the model
+# wanting the content; later, it is a read like any other, answered by the ledger
+AGAIN_WITHIN = 4
 MAX_BUILTIN_LINE_CHARS = 2000  # a longer line may reach the model cut short: never credited
 
 
@@ -983,9 +989,12 @@ class ReadCache:
                     t = render_diff(rel, old.decode("utf-8", "surrogatepass"), snap.text, n, hint)
                     if t is not None and tok(t) < DIFF_RATIO * tokens_raw:
                         kind, text, claims, base_fp = "diff", t, [(1, h.lines)] if h.lines else [], h.fp
+            if conv is not None and mode != "credit":
+                conv.asks += 1
             refused = conv.gate_stubs.get(name) if mode == "gate" and kind != "full" and conv is not None else None
             if refused is not None and refused[0] == snap.fp and window is not None \
-                    and refused[1][0] <= window[0] and window[1] <= refused[1][1] and refused[2] == scope.compactions:
+                    and refused[1][0] <= window[0] and window[1] <= refused[1][1] and refused[2] == scope.compactions \
+                    and conv.asks - refused[3] <= AGAIN_WITHIN:
                 # lines this context was just refused, asked for again (all or some of them) with
                 # the file unchanged since: the model wants the content (no loop). A file changed
                 # since (a diff) is news; a window reaching past them (paging on) is a new read
@@ -1012,7 +1021,7 @@ class ReadCache:
                 if mode == "gate":
                     conv.gate_stubs.pop(name, None)
                     # (the compaction epoch: a refusal from before a compaction is not in the context any more)
-                    conv.gate_stubs[name] = (snap.fp, window or (1, 1), scope.compactions)
+                    conv.gate_stubs[name] = (snap.fp, window or (1, 1), scope.compactions, conv.asks)
                     while len(conv.gate_stubs) > MAX_GATE_STUBS:
                         del conv.gate_stubs[next(iter(conv.gate_stubs))]
                 elif kind == "full" and conv.gate_stubs:

@@ -29,8 +29,11 @@ Base semantics (seed 000, lean-ctx's conversation gate), then our two improvemen
    - **per-connection identity** (improvement 2): the records whose `host` (pid + start ticks
      from /proc; where /proc is missing no host is named and nothing matches by host) is the
      connection's host process, i.e. the MCP server's parent. A CLI host
-     (Claude Code, Codex) runs one process per session and spawns both its hooks and its MCP
-     server, so concurrent CLI sessions each resolve to their own record. When no record
+     (Claude Code, `codex exec`) runs one process per session and spawns both its hooks and its
+     MCP server, so concurrent CLI sessions each resolve to their own record. Codex's interactive
+     TUI runs every session in one app-server daemon by default: there several sessions share a
+     host process: the per-call notes tell them apart, and a call without one, while two of
+     them are active, gets no stub (below); When no record
      matches the host, `CLAUDE_CODE_SESSION_ID` / `CODEX_THREAD_ID` from the connection's
      environment match a record's session/conversation id — but only when one side has no host
      facts (a record that names a different live host belongs to another process: after a

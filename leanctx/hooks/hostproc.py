@@ -1,6 +1,6 @@
 """Which host process fired this hook.
 
-A CLI host (Claude Code, Codex) runs one process per session and spawns both its hooks and its
+A CLI host (Claude Code, `codex exec`) runs one process per session and spawns both its hooks and its
 MCP servers, so the host's pid (plus its start time, against pid reuse) lets the cache service
 match an MCP connection to the hook records of the same session. Hooks run under `sh -c`, so we
 walk up past shells. Linux reads /proc.

@@ -111,6 +111,36 @@ def test_asking_again_right_after_a_stub_returns_the_content_no_loop(world: Worl
     assert host.read("app.py")["kind"] == "full"
 
 
+def test_a_refused_read_asked_for_again_much_later_is_a_read_like_any_other(world: World) -> None:
+    """The no-loop rule is for asking again soon after a refusal (within AGAIN_WITHIN reads of the
+    context, its own included: a batch of parallel calls is answered before the model asks
+    again). Many reads later, the same lines unchanged are a re-read the ledger answers."""
+    from leanctx.cache.readcache import AGAIN_WITHIN
+
+    others = iter(range(100))
+
+    def other() -> str:  # a file this context never read: its first read, the content
+        name = f"m{next(others)}.py"
+        world.write(name, code(30, name))
+        res = host.read(name)
+        assert res["kind"] == "full"
+        return name
+
+    world.write("app.py", code(80))
+    host = Host(world)
+    host.read("app.py")
+    assert host.read("app.py")["kind"] == "stub"
+    other()
+    other()  # two other reads between the refusal and the re-ask (a batch of three calls): a re-ask
+    assert host.read("app.py")["kind"] == "full"
+    assert host.read("app.py")["kind"] == "stub"
+    for _ in range(AGAIN_WITHIN):
+        other()
+    later = host.read("app.py")
+    assert later["kind"] == "stub", f"{AGAIN_WITHIN} reads after its refusal the same read is a re-read, not a re-ask"
+    assert host.read("app.py")["kind"] == "full", "asked again right after that stub, the content comes"
+
+
 def test_one_ledger_with_ctx_read_both_ways(world: World) -> None:
     world.write("a.py", code(90, "a"))
     world.write("b.py", code(90, "b"))
