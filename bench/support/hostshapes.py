@@ -97,13 +97,13 @@ class Shape:
         return {"agent_id": sub, "agent_type": "general-purpose"} if sub else {}
 
     def pre_payload(self, host, conv, sub, cwd, tool, tool_input, call: str) -> tuple[str, dict]:  # noqa: ANN001
-        p = dict(self.base(conv, sub, cwd), hook_event_name=self.pre_event, tool_name=tool,
-                 tool_input=dict(tool_input), **self.call_fields(call), **self.sub_fields(sub))
+        p = {**self.base(conv, sub, cwd), "hook_event_name": self.pre_event, "tool_name": tool,
+             "tool_input": dict(tool_input), **self.call_fields(call), **self.sub_fields(sub)}
         return self.pre_event, p
 
     def post_payload(self, host, conv, sub, cwd, tool, tool_input, call: str, response) -> tuple[str, dict]:  # noqa: ANN001
-        p = dict(self.base(conv, sub, cwd), hook_event_name=self.post_event, tool_name=tool,
-                 tool_input=dict(tool_input), tool_response=response, **self.call_fields(call), **self.sub_fields(sub))
+        p = {**self.base(conv, sub, cwd), "hook_event_name": self.post_event, "tool_name": tool,
+             "tool_input": dict(tool_input), "tool_response": response, **self.call_fields(call), **self.sub_fields(sub)}
         return self.post_event, p
 
     def after_call(self, host, conv, sub, tool, tool_input, call: str, ran: bool) -> None:  # noqa: ANN001
@@ -364,11 +364,14 @@ class Copilot(Shape):
         ms = self.stamp(host)
         session, agent = (sub or conv), sub
         if not host.state.get("copilot_no_log"):
+            # "twin": the same call twice in one response (both run; their ids cannot be told apart)
+            ids = [call, call + "-twin"] if host.state.get("twin") else [call]
             self.line(conv, "assistant.message", {"content": "", "toolRequests": [
-                {"toolCallId": call, "name": tool, "arguments": tool_input, "type": "function"}]}, ms - 3, agent)
-            self.line(conv, "tool.execution_start", {"toolCallId": call, "toolName": tool, "arguments": tool_input}, ms - 1, agent)
+                {"toolCallId": i, "name": tool, "arguments": tool_input, "type": "function"} for i in ids]}, ms - 3, agent)
+            for i in ids:
+                self.line(conv, "tool.execution_start", {"toolCallId": i, "toolName": tool, "arguments": tool_input}, ms - 1, agent)
             self.line(conv, "hook.start", {"hookType": "preToolUse", "input": {
-                "sessionId": session, "cwd": cwd, "toolCalls": [{"id": call, "name": tool, "args": tool_input}]}}, ms, agent)
+                "sessionId": session, "cwd": cwd, "toolCalls": [{"id": i, "name": tool, "args": tool_input} for i in ids]}}, ms, agent)
         p = {"sessionId": session, "timestamp": ms, "cwd": cwd, "toolName": tool, "toolArgs": dict(tool_input)}
         if sub:
             p.update(agentId=sub, agentType="general-purpose", parentAgentId=conv)
@@ -458,6 +461,7 @@ class OpenCode(Shape):
         out = f"<path>{tool_input['filePath']}</path>\n<type>file</type>\n<content>\n" + "\n".join(rows) + f"\n\n{foot}\n</content>"
         got = "\n".join(r.split(": ", 1)[1] for r in rows)
         exact = "\n".join(text.split("\n")[a - 1:last])
+        self.delivered_span = (a, last) if capped and last >= a else None
         seen = got if got == exact and last >= a else None
         response = {"title": tool_input["filePath"], "output": out,
                     "metadata": {"preview": got[:200], "truncated": last < n, "loaded": []}}
@@ -578,6 +582,8 @@ class Droid(Shape):
     def _span(self, tool_input, text):
         p = pieces(text)
         a = int(tool_input.get("offset") or 1)
+        if a < 0:  # a negative offset reads the last pieces
+            a = max(1, len(p) + a + 1)
         b = min(a - 1 + int(tool_input.get("limit") or self.DEFAULT), len(p))
         return p, a, b
 
@@ -621,7 +627,9 @@ class Droid(Shape):
 
     def pre_payload(self, host, conv, sub, cwd, tool, tool_input, call):
         if not host.state.get("droid_no_transcript"):
-            self._write(conv, {"role": "assistant", "content": [{"type": "tool_use", "id": call, "name": tool, "input": tool_input}]})
+            ids = [call, call + "-twin"] if host.state.get("twin") else [call]
+            self._write(conv, {"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": tool, "input": tool_input}
+                                                                for i in ids]})
         return "PreToolUse", dict(self.base(conv, sub, cwd), permission_mode="auto-low", hook_event_name="PreToolUse",
                                   tool_name=tool, tool_input=dict(tool_input))
 

@@ -279,6 +279,11 @@ class Ours(Policy):
         conn = Connection(f"hook-{host.name}-{self.eng.events}-{'credit' if delivered is not None else 'gate'}",
                           dict(host.env), host.fake.pid, host.fake.ticks, self.eng.root)
         scope = self.resolver.resolve(conn, fresh=True, call_id=call_id)
+        if delivered is not None and call_id is None:
+            # a delivery no call could be named for (hooks/readgate.py after_read, service.gate)
+            import dataclasses
+
+            scope = dataclasses.replace(scope, key=None, stub_ok=False, reason="a delivery no call could be named for")
         span = {"last_lines": ask.last} if ask.last is not None else {"start_line": ask.start, "end_line": ask.end}
         if delivered is None:
             self.last_scope = scope
@@ -791,6 +796,8 @@ class Engine:
                 p.truth.refused.pop((ctx, real), None)  # the content came: the next refusal is news
         if shaped:
             call["shape"].after_call(host, conv, sub, call["tool"], call["input"], call["model_call"], True)
+            for k in ev.get("host_state") or {}:
+                host.state.pop(k, None)  # for this call only
         if codex:
             self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
                              {"type": "function_call_output", "call_id": call_id, "output": [{"type": "input_text", "text": "…"}]})
@@ -1359,6 +1366,7 @@ class Engine:
                 text = f.read()
             proxy = HostProc(host.name, host.agent, host.fake, host.env)
             proxy.state = state
+            shape.delivered_span = None  # (a host that gives fewer lines than asked says which)
             response, shown, seen, note = shape.render_builtin(proxy, tool_input, text, ev.get("delivered"))
         else:
             w = self._reader_window(real)
@@ -1376,8 +1384,9 @@ class Engine:
             from leanctx import readers
 
             seen, note = (readers.shell_content(real, out) if out else None), False
-        got = self._shaped_got(real, seen, shown, p, host, note)
-        if call["gated"] and not oracle and isinstance(p, Ours):
+        got = self._shaped_got(real, seen, shown, p, host, note, getattr(shape, "delivered_span", None))
+        if call["tool"] in agent.builtin_read_tools and isinstance(p, Ours):
+            # the post-tool hook runs for every call of the tools it is wired for, gated or not
             key = json.dumps(response, sort_keys=True, default=str)
             if key not in call["posts"]:
                 call["posts"][key] = shape.post_payload(host, conv, sub, call["cwd"], call["tool"], tool_input,
@@ -1386,14 +1395,21 @@ class Engine:
             with self._host_env():
                 norm = agent.normalize(event, post)
                 delivery = agent.builtin_read_delivery(norm, post)
-            if delivery is not None and isinstance(norm.tool_use_id, str):
-                p.gate(host, conv, sub, delivery[0], norm.tool_use_id, delivered=delivery[1])
+            if delivery is not None:  # (hooks/readgate.py after_read: a call it cannot name goes unnamed)
+                p.gate(host, conv, sub, delivery[0], norm.tool_use_id if isinstance(norm.tool_use_id, str) else None,
+                       delivered=delivery[1])
         return got
 
-    def _shaped_got(self, real, seen: str | None, shown: str, p: Policy, host: HostProc, note: bool = False) -> dict:  # noqa: ANN001
+    def _shaped_got(self, real, seen: str | None, shown: str, p: Policy, host: HostProc, note: bool = False,
+                    span: tuple[int, int] | None = None) -> dict:  # noqa: ANN001
         """A read that ran, as the context received it: the file's lines when `seen` is exactly
         them (a final newline aside), else what it got instead (a cut or trimmed output: other
-        bytes under the name; a host's own note: nothing)."""
+        bytes under the name; a host's own note: nothing). `span`: the lines the host gave, when
+        fewer than the call reads (OpenCode's 50 KB cap)."""
+        from leanctx import readers
+
+        if span is not None and span != (real.start, real.end):
+            real = readers.Ask(real.path, span[0], span[1], reader=real.reader)
         w = self._reader_window(real)
         if w is None:
             return {"kind": "error", "text": "", "tokens_raw": 0, "tokens_sent": 0, "reader": real.reader}
