@@ -224,7 +224,7 @@ class Qwen(Shape):
     UNCHANGED = ("[File {name} unchanged since last read in this session \u2014 the full content was provided earlier "
                  "in this conversation. If you cannot retrieve that prior content (e.g. after context compaction) or you "
                  "suspect the file was modified outside the read/edit tools (shell command, MCP tool, another process), "
-                 "call read_file again with an explicit offset/limit to get the current content.]")
+                 "re-read with explicit offset/limit to fetch current content.]")
 
     def transcript(self, conv):
         return self.eng._qwen_chat(f"{conv}.jsonl")
@@ -534,6 +534,8 @@ class CodeBuddy(Shape):
         if "offset" in tool_input or "limit" in tool_input:
             limit = int(tool_input.get("limit") or self.DEFAULT)
             kept = text.splitlines(keepends=True)[a - 1:a - 1 + limit]
+            if not kept:  # an offset past the last line: an error, no text
+                return {"is_error": True, "tool_error_code": "1008"}, "Error: offset past the end of the file", None, True
             body = "".join(kept)
         else:
             body = "\n".join(text.split("\n")[: self.DEFAULT])

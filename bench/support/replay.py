@@ -165,7 +165,7 @@ from bench.support.oracle import (
 from bench.support.oracle import name_of
 from bench.support.hostshapes import SHAPES
 from leanctx import agents as _agents
-from leanctx.cache import ReadCache, Resolver, stubs, tokens
+from leanctx.cache import ReadCache, Resolver, hostcaps, stubs, tokens
 from leanctx.cache.paths import fingerprint, line_count
 from leanctx.cache.scope import Connection, Scope
 from leanctx.hooks.publish import now_iso, record_path
@@ -359,6 +359,8 @@ class Oracle(Policy):
         real, res = self.cache.read(ctx, roots, cwd, ask.path, w[2], end, hint=hint)
         if res["kind"] not in ("stub", "pointer", "diff"):
             return res
+        if not hostcaps.passes_whole(host.agent, res["text"], ask.reader):
+            return dict(res, kind="full")  # a refusal the host would cut reaches its model as no refusal: the reader runs
         window = (w[2], w[3])
         before = self.truth.refused.get((ctx, real))
         if before is not None and before[0] == res.get("fingerprint") and before[1][0] <= window[0] and window[1] <= before[1][1]:
