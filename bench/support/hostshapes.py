@@ -363,7 +363,7 @@ class Copilot(Shape):
     def pre_payload(self, host, conv, sub, cwd, tool, tool_input, call):
         ms = self.stamp(host)
         session, agent = (sub or conv), sub
-        if not host.state.get("copilot_no_log"):
+        if not host.state.get("copilot_no_log") and not host.state.get("copilot_no_pre_line"):
             # "twin": the same call twice in one response (both run; their ids cannot be told apart)
             ids = [call, call + "-twin"] if host.state.get("twin") else [call]
             self.line(conv, "assistant.message", {"content": "", "toolRequests": [
@@ -383,6 +383,10 @@ class Copilot(Shape):
              "toolResult": response}
         if sub:
             p.update(agentId=sub, agentType="general-purpose", parentAgentId=conv)
+        if host.state.get("copilot_no_pre_line"):  # the call's lines came late: after its preToolUse hook gave up
+            self.line(conv, "assistant.message", {"content": "", "toolRequests": [
+                {"toolCallId": call, "name": tool, "arguments": tool_input, "type": "function"}]}, ms - 3, sub)
+            self.line(conv, "tool.execution_start", {"toolCallId": call, "toolName": tool, "arguments": tool_input}, ms - 1, sub)
         if not host.state.get("copilot_no_log"):
             self.line(conv, "hook.start", {"hookType": "postToolUse", "input": p}, ms, sub)
         return "postToolUse", p
@@ -628,7 +632,7 @@ class Droid(Shape):
             f.write(json.dumps({"type": "message", "id": f"m{self.eng.calls}", "message": message}) + "\n")
 
     def pre_payload(self, host, conv, sub, cwd, tool, tool_input, call):
-        if not host.state.get("droid_no_transcript"):
+        if not host.state.get("droid_no_transcript") and not host.state.get("droid_late_transcript"):
             ids = [call, call + "-twin"] if host.state.get("twin") else [call]
             self._write(conv, {"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": tool, "input": tool_input}
                                                                 for i in ids]})
@@ -636,11 +640,13 @@ class Droid(Shape):
                                   tool_name=tool, tool_input=dict(tool_input))
 
     def post_payload(self, host, conv, sub, cwd, tool, tool_input, call, response):
+        if host.state.get("droid_late_transcript"):  # the call reached the transcript after its pre-tool hook gave up
+            self._write(conv, {"role": "assistant", "content": [{"type": "tool_use", "id": call, "name": tool, "input": tool_input}]})
         return "PostToolUse", dict(self.base(conv, sub, cwd), permission_mode="auto-low", hook_event_name="PostToolUse",
                                    tool_name=tool, tool_input=dict(tool_input), tool_response=response)
 
     def after_call(self, host, conv, sub, tool, tool_input, call, ran):
-        if not host.state.get("droid_no_transcript"):
+        if not host.state.get("droid_no_transcript") and not (host.state.get("droid_late_transcript") and not ran):
             self._write(conv, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": "…"}]})
 
     def sub_fields(self, sub):
