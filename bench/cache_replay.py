@@ -23,8 +23,11 @@ are printed beside them.
 Trace format (`--trace`, one JSON object per line; `#` comments allowed): see the docstring of
 bench/support/replay.py. In short: `host` (a host process and its MCP server), `hook` (an event
 by meaning, or a recorded host payload), `read` (a ctx_read, with the ground-truth conversation
-and subagent that made it; with `reader` "builtin"/"shell", the host's own Read or a shell
-command, gated before and credited after as the hooks do), `write`/`edit`, `tick`, `restart`, `miss`; for names and identity
+and subagent that made it; with `reader` "builtin"/"shell", the host's own reader or a shell
+command, in that host's own shapes, gated before and credited after as the hooks do: Claude
+Code's Read and Bash, Codex's shell, Gemini CLI's and Qwen Code's read_file and
+run_shell_command, Copilot CLI's view and bash, OpenCode's read and bash, CodeBuddy's Read and
+Bash, Droid's Read and Execute), `write`/`edit`, `tick`, `restart`, `miss`; for names and identity
 `symlink`/`hardlink`/`mv`/`utime`, `roots` (several workspace roots, a moving cwd), `attach`
 (a file Claude Code re-attached after a compaction) and `reconnect` (a new MCP connection). A recorded e2e run becomes
 a trace by logging, in order, each hook payload the host sent (with its event name), each

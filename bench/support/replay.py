@@ -39,6 +39,23 @@ object per line in a `.jsonl` file):
         lines around a command's output before its model sees it. On a host whose module gates
         no such tool the read runs and nothing is noted or credited. The oracle judges these
         answers exactly as ctx_read's (what the context really received, under the name asked).
+        On Gemini CLI, Qwen Code, Copilot CLI, OpenCode, CodeBuddy and Droid the call is made in
+        the host's own shape (bench/support/hostshapes.py: its tool names and arguments, its
+        payloads, what it writes to its own log first, its answer with its wrappers and cuts),
+        and the host module's own normalize, builtin_read_ask and builtin_read_delivery decide
+        the span, the call's id (Gemini: the call's words; Copilot: its session log; Droid: its
+        transcript) and what is credited; the oracle uses the span the host really reads, and a
+        stub for other lines than that counts as wrong. There:
+    {"op": "read", ..., "input": {...}?, "host_state": {"twin": true}?}
+        "input": the tool's arguments as the model wrote them (a relative path, Gemini without
+        end_line, OpenCode's offset 0, Droid's negative offset); "host_state", for this call
+        only: "twin" (Copilot, Droid: the same call twice in one response), "copilot_no_log",
+        "copilot_no_pre_line", "droid_no_transcript", "droid_late_transcript" (the host's log or
+        transcript lines for the call never written, or written only after its pre-tool hook).
+        Hooks by meaning (`start`, `prompt`, ...) are sent in each host's own payload shape (an
+        OpenCode subagent is a child session; Gemini's is an invoke_agent call; Droid has none),
+        and a Qwen Code prompt an hour after the conversation's previous one clears its context
+        (Qwen's idle clearing of old tool results, no hook).
     {"op": "write", "path": "src/a.py", "text": "..."}            create or replace a file
     {"op": "edit", "path": "src/a.py", "mode": "line"|"append"|"touch"|"same_mtime"|"revert", "n": int}
     {"op": "tick", "s": 31.0}                                      the clock moves
@@ -174,8 +191,9 @@ T0 = 1_800_000_000.0
 # hosts whose pre-tool hook (our read gate) gets the same call id the MCP server receives in
 # `_meta` (verified with Claude Code 2.1.197 and Codex 0.171.0)
 GATED_AGENTS = ("claude", "codex")
-# a read op's "reader": the host's own tools that do it (Claude Code's names where a host has not
-# said; a host module lists the ones its hooks gate in Agent.builtin_read_tools)
+# a read op's "reader" on Claude Code and Codex: the host's own tools that do it (the other gated
+# hosts' are in bench/support/hostshapes.py; a host module lists the ones its hooks gate in
+# Agent.builtin_read_tools)
 READER_TOOLS = {"claude": ("Read", "Bash"), "codex": ("Read", "Bash")}  # (Codex has no reader of its own)
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,@:%=")
 
