@@ -476,7 +476,7 @@ class OpenCode(Shape):
         if big:
             out = "...output truncated...\n" + stdout[-2000:]
             return {"title": command, "output": out, "metadata": {"output": out, "exit": 0, "truncated": True,
-                                                                   "outputPath": "/tmp/tool-output"}}, out
+                                                                   "outputPath": "~/.local/share/opencode/tool-output/tool_1"}}, out
         return {"title": command, "output": stdout, "metadata": {"output": stdout, "exit": 0, "truncated": False}}, stdout
 
     def shell_seen(self, stdout):
