@@ -720,18 +720,21 @@ class Codex(Host):
 
 
 class Gemini(Host):
-    """Gemini CLI: read_file (start_line/end_line), run_shell_command, replace; compresses on its
-    own once an answer reports a prompt over its threshold."""
+    """Gemini CLI: read_file (start_line/end_line), run_shell_command, replace, invoke_agent (its
+    subagent runs in the same process: its requests are known by the task prompt they start with).
+    Compression: Gemini compresses on its own before a request once the answer before it reported
+    a prompt over its threshold, and keeps the history from its last user prompt on; within one
+    `-p` run that prompt is the first message and nothing is compressed, so the session pauses
+    there and goes on in a second run (`--resume latest`), whose first call is answered as if the
+    prompt filled the window (tests/e2e/test_gemini_compression_e2e.py does the same)."""
     name, agent, cli = "Gemini CLI", "gemini", "gemini"
-    # not driven here yet: its subagents (invoke_agent), and its compression, which a reported
-    # prompt over the threshold did not set off within one `-p` run (it does across a resume:
-    # tests/e2e/test_gemini_compression_e2e.py)
-    has_subagent = False
-    compacts = False
     READ_TOOL, SHELL, EDIT, CTX = "read_file", "run_shell_command", "replace", "mcp_leanctx_ctx_read"
     HOOK_EVENTS = ("BeforeTool", "AfterTool")
     SETTINGS = ('{\n  // the user\'s own settings\n  "security": {"auth": {"selectedType": "gemini-api-key"}},\n'
                 '  "privacy": {"usageStatisticsEnabled": false}\n}\n')
+    SUB_MARK = "SUBAGENT-TASK: read src/app.py and src/util.py and list the handlers."
+    FULL = 1_000_000  # a reported prompt this big is over either CLI's compression threshold
+    SUMMARY_PROMPT: Optional[int] = None  # the prompt a compression's summary reports (None: the fake's)
 
     def call(self, act: Act, body: dict) -> tuple[str, object]:
         from tests.e2e.fake_gemini_chat import call
@@ -751,28 +754,55 @@ class Gemini(Host):
             item = call(self.CTX, args)
         elif act.kind == "edit":
             item = call(self.EDIT, {"file_path": p, "old_string": act.old, "new_string": act.new, "instruction": "edit"})
+        elif act.kind == "subagent":
+            item = self.spawn()
         else:
             raise ValueError(act.kind)
-        self.last_id = item["id"]
+        self.last_ids[self.is_sub(body)] = item["id"]
         return item["id"], item
 
+    def spawn(self) -> dict:
+        from tests.e2e.fake_gemini_chat import call
+
+        return call("invoke_agent", {"agent_name": "generalist", "prompt": self.SUB_MARK})
+
     def result(self, body: dict, call_id: str) -> Optional[str]:
-        """The tool result the request ends with: the answer to the model's one call of its last
-        turn (Gemini makes its own call ids)."""
+        """The tool result the request ends with: the answer to its conversation's one call of the
+        last turn (Gemini makes its own call ids); a refusal without the JSON Gemini puts it in."""
         from tests.e2e.fake_gemini_chat import gemini_tool_results
 
         contents = body.get("contents") or []
-        if call_id != self.last_id or not contents:
+        if call_id != self.last_ids.get(self.is_sub(body)) or not contents:
             return None
         found = gemini_tool_results({"contents": contents[-1:]})
-        return found[-1][1] if found else None
+        if not found:
+            return None
+        text = found[-1][1]
+        if text.startswith('{"error": '):
+            try:
+                return str(json.loads(text)["error"])
+            except (ValueError, KeyError):
+                return text
+        return text
 
     def is_sub(self, body: dict) -> bool:
+        """A subagent's request: a user message of its own (not a tool's answer) holds the task
+        prompt; the parent has that prompt only in its call's arguments."""
+        for content in body.get("contents") or []:
+            if content.get("role") == "user":
+                for part in content.get("parts") or []:
+                    if isinstance(part, dict) and self.SUB_MARK in str(part.get("text") or ""):
+                        return True
         return False
 
     def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
-        # a look at the tree, answered as if the prompt filled the window: the CLI compresses first
-        self.srv.prompt_tokens = [10] * (self.srv._next - 1) + [1_000_000]
+        model.paused = True  # this run ends here; the next one (a resume) compresses at its first call
+        return "pausing for a compaction"
+
+    def fill_window(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        """A look at the tree, answered as if the prompt filled the window: the CLI compresses
+        before the request that carries its output (no read's answer is lost to it)."""
+        self.full_now = True  # this answer's reported prompt (the fake has read its own by now)
         act = Act("shell", command="ls src tests")
         call_id, item = self.call(act, body)
         call = Call("main", act, call_id)
@@ -784,11 +814,38 @@ class Gemini(Host):
         return hostcli.base_env(hh.home, {**env, "GEMINI_API_KEY": "fake-key", "GEMINI_CLI_TRUST_WORKSPACE": "true",
                                           "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{srv.port}"})
 
-    def argv(self) -> list:
-        return ["-p", "work on the handlers", "--output-format", "json", "--approval-mode", "yolo"]
+    def argv(self, prompt: str = "work on the handlers") -> list:
+        return ["-p", prompt, "--output-format", "json", "--approval-mode", "yolo"]
+
+    def answering(self, model: Model, answer: Callable) -> Callable:
+        """The model's answer, with Gemini's own steps: a subagent ends by calling complete_task,
+        and the first call after the pause fills the window."""
+        from tests.e2e.fake_gemini_chat import call
+
+        def answer_(body: dict):  # noqa: ANN202
+            if self.fill_next and not self.is_sub(body):
+                with model.lock:
+                    self.fill_next = False
+                    model.run.bodies.append(body)
+                    return self.fill_window(model, model.convs["main"], body)
+            out = answer(body)
+            if out == "subagent finished":
+                item = call("complete_task", {"result": {"response": "listed the handlers"}})
+                self.last_ids[True] = item["id"]
+                return item
+            return out
+
+        return answer_
+
+    def is_compressed(self, srv) -> bool:  # noqa: ANN001
+        from tests.e2e.fake_gemini_chat import is_compaction
+
+        return any(is_compaction(r.body) for r in srv.log if isinstance(r.body, dict))
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
-        from tests.e2e.fake_gemini_chat import FakeGeminiChat
+        from tests.e2e.fake_gemini_chat import FakeGeminiChat, is_compaction
+
+        host = self  # the fake reports the prompt sizes this driver asks for
 
         class Fake(FakeGeminiChat):
             def answer_with_usage(self, body: dict) -> tuple:
@@ -796,10 +853,15 @@ class Gemini(Host):
                 if self._kind(body) == "side" and "Please analyze the conversation history" in json.dumps(body):
                     answer = {"unproductive_state_analysis": "steady progress", "unproductive_state_confidence": 0}
                     return "side", [{"text": json.dumps(answer)}], self.side_prompt_tokens
-                return super().answer_with_usage(body)
+                kind, parts, tokens = super().answer_with_usage(body)
+                if kind == "main" and host.full_now:
+                    host.full_now, tokens = False, host.FULL
+                elif kind != "main" and host.SUMMARY_PROMPT and is_compaction(body):
+                    tokens = host.SUMMARY_PROMPT
+                return kind, parts, tokens
 
         FakeGeminiChat = Fake  # noqa: N806
-        self.proj, self.last_id = hh.proj, None
+        self.proj, self.last_ids, self.fill_next, self.full_now = hh.proj, {}, False, False
         settings = hh.home / f".{self.agent}" / "settings.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
         settings.write_text(self.SETTINGS)
@@ -807,25 +869,38 @@ class Gemini(Host):
             lean.run("init", "--agent", self.agent)
             time_settings_hooks(settings, log, self.HOOK_EVENTS)
             lean.run("serve", "--detach")
-        with FakeGeminiChat([model.answer] * 400) as srv:
+        with FakeGeminiChat([self.answering(model, model.answer)] * 400) as srv:
             self.srv = srv
-            cp = hostcli.run_cli([hostcli.find_cli(self.cli), *self.argv()], cwd=hh.proj, env=self.env(hh, srv, env),
-                                 timeout=HOST_TIMEOUT)
-            if cp.returncode != 0:
-                run.error = f"{self.cli} exited {cp.returncode}: {cp.stderr[-400:]}"
+            argv = self.argv()
+            while True:
+                cp = hostcli.run_cli([hostcli.find_cli(self.cli), *argv], cwd=hh.proj, env=self.env(hh, srv, env),
+                                     timeout=HOST_TIMEOUT)
+                if cp.returncode != 0:
+                    run.error = f"{self.cli} exited {cp.returncode}: {cp.stderr[-400:]}"
+                    break
+                if not model.paused:
+                    break
+                model.paused, self.fill_next = False, True
+                argv = [*self.argv("go on with the handlers"), "--resume", "latest"]
+            if not run.error and model.compacted and not self.is_compressed(srv):
+                run.error = f"{self.name} did not compress"
             run.bodies[:] = [r.body for r in srv.log if r.kind in ("main", "side")]
 
 
 class Qwen(Gemini):
     """Qwen Code (a Gemini CLI fork on Chat Completions): read_file (offset from 0, limit),
-    run_shell_command, edit; MCP tools are deferred, so the model loads ctx_read with tool_search
-    first, as the installed read rule tells it."""
+    run_shell_command, edit, agent (its subagent runs in the same process); MCP tools are
+    deferred, so the model loads ctx_read with tool_search first, as the installed read rule tells
+    it. Qwen compresses within one run (it can split its history after the last tool answer)."""
     name, agent, cli = "Qwen Code", "qwen", "qwen"
     native_dedup = True  # its FileReadCache answers an unchanged re-read of read_file
     READ_TOOL, SHELL, EDIT, CTX = "read_file", "run_shell_command", "edit", "mcp__leanctx__ctx_read"
     HOOK_EVENTS = ("PreToolUse", "PostToolUse")
     SETTINGS = ('{\n  // the user\'s own settings\n  "security": {"auth": {"selectedType": "openai"}},\n'
                 '  "model": {"name": "fake-model"},\n  "privacy": {"usageStatisticsEnabled": false},\n  "$version": 4\n}\n')
+    # the summary's reported prompt: Qwen takes a compression whose new count, before - (this -
+    # 1000) + summary output, comes out higher than before as failed (tests/e2e/fake_gemini_chat.py)
+    SUMMARY_PROMPT = 600_000
 
     def call(self, act: Act, body: dict) -> tuple[str, object]:
         from tests.e2e.fake_gemini_chat import call, offered_tools
@@ -835,35 +910,51 @@ class Qwen(Gemini):
                                          "limit": act.end - act.start + 1})
             return item["id"], item
         if act.kind == "ctx_read" and self.CTX not in offered_tools(body):
-            self.held = act  # loaded first; the read follows on the next request
+            self.held[self.is_sub(body)] = act  # loaded first; the read follows on the next request
             item = call("tool_search", {"query": f"select:{self.CTX}"})
             return item["id"], item
         return super().call(act, body)
+
+    def spawn(self) -> dict:
+        from tests.e2e.fake_gemini_chat import call
+
+        return call("agent", {"subagent_type": "general-purpose", "description": "list handlers", "prompt": self.SUB_MARK})
 
     def result(self, body: dict, call_id: str) -> Optional[str]:
         from tests.e2e.fake_gemini_chat import chat_tool_results
 
         return chat_tool_results(body).get(call_id)
 
+    def is_sub(self, body: dict) -> bool:
+        for message in body.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") == "user" and self.SUB_MARK in json.dumps(message.get("content")):
+                return True
+        return False
+
+    def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        return self.fill_window(model, conv, body)
+
     def env(self, hh: hostcli.HostHome, srv, env: dict) -> dict:  # noqa: ANN001
         return hostcli.base_env(hh.home, {**env, "OPENAI_API_KEY": "sk-fake", "OPENAI_BASE_URL": srv.chat_url,
                                           "OPENAI_MODEL": "fake-model"})
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
-        self.held = None
+        self.held = {}
         answer = model.answer
 
         def loading(body: dict):  # noqa: ANN202
+            sub = self.is_sub(body)
             with model.lock:  # tool_search answered: the held ctx_read goes out now
-                pending = model.convs["main"]["pending"]
-                if self.held is not None and pending is not None and pending.act is self.held:
-                    act, self.held = pending.act, None
+                conv = model.convs.get("sub" if sub else "main") or {}
+                pending, held = conv.get("pending"), self.held.get(sub)
+                if held is not None and pending is not None and pending.act is held:
+                    self.held[sub] = None
                     pending.act, pending.text = Act("tool_search"), self.result(body, pending.call_id)
                     run.bodies.append(body)
-                    call_id, item = self.call(act, body)
-                    call = Call("main", act, call_id)
+                    call_id, item = self.call(held, body)
+                    call = Call(pending.conv, held, call_id)
                     run.calls.append(call)
-                    model.convs["main"]["pending"] = call
+                    conv["pending"] = call
                     return item
             return answer(body)
 
@@ -873,17 +964,21 @@ class Qwen(Gemini):
 
 class OpenCode(Host):
     """OpenCode (`opencode run`, Chat Completions): read (offset, limit), bash, edit; leanctx is a
-    plugin there, not command hooks, so no hook time is taken."""
+    plugin there, not command hooks, so no hook time is taken. The subagent is its `task` tool (a
+    child session, its requests known by the task prompt they start with); the compaction is its
+    own automatic one, once a reply reports the model's window full (the model's `limit` below)."""
     name, agent, cli = "OpenCode", "opencode", "opencode"
-    has_subagent = False
-    compacts = False
     CTX = "leanctx_ctx_read"
+    SUB_MARK = "SUBAGENT-TASK: read src/app.py and src/util.py and list the handlers."
+    # OpenCode compacts once a reply's usage reaches the window less the output tokens
+    FULL = {"prompt_tokens": 199000, "completion_tokens": 5, "total_tokens": 199005}
     CONFIG = """{
   // the user's own settings
   "$schema": "https://opencode.ai/config.json",
   "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake",
-                        "options": {"baseURL": "@URL@", "apiKey": "sk-fake"},
-                        "models": {"fake-model": {"name": "Fake Model", "tool_call": true}}}},
+                        "options": {"baseURL": "@URL@", "apiKey": "sk-fake", "includeUsage": true},
+                        "models": {"fake-model": {"name": "Fake Model", "tool_call": true,
+                                                  "limit": {"context": 200000, "output": 4000}}}}},
   "model": "fake/fake-model",
   "autoupdate": false,
   "share": "disabled",
@@ -909,6 +1004,8 @@ class OpenCode(Host):
             item = function_call(self.CTX, args)
         elif act.kind == "edit":
             item = function_call("edit", {"filePath": p, "oldString": act.old, "newString": act.new})
+        elif act.kind == "subagent":
+            item = function_call("task", {"description": "list handlers", "prompt": self.SUB_MARK, "subagent_type": "general"})
         else:
             raise ValueError(act.kind)
         return item["call_id"], item
@@ -919,13 +1016,39 @@ class OpenCode(Host):
         return chat_tool_outputs(body).get(call_id)
 
     def is_sub(self, body: dict) -> bool:
-        return False
+        users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+        return bool(users) and self.SUB_MARK in json.dumps(users[0].get("content"))
+
+    @staticmethod
+    def is_compaction(body: dict) -> bool:
+        """Its summary request: no tools, the history as one user message in `<conversation>`."""
+        return "messages" in body and not body.get("tools") and any(
+            isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), str)
+            and "<conversation>" in m["content"] for m in body["messages"])
+
+    def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        # a look at the tree, answered as the window is full: OpenCode compacts before the next turn
+        self.full = True
+        act = Act("shell", command="ls src tests")
+        call_id, item = self.call(act, body)
+        call = Call("main", act, call_id)
+        model.run.calls.append(call)
+        conv["pending"] = call
+        return item
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
         from tests.e2e.fake_openai import FakeOpenAI
 
         self.proj = hh.proj
-        with FakeOpenAI(script=[model.answer] * 400, model="fake-model") as srv:
+        self.full = False
+
+        def usage(kind: str, body: dict) -> Optional[dict]:
+            if kind == "main" and self.full:
+                self.full = False
+                return self.FULL
+            return None
+
+        with FakeOpenAI(script=[model.answer] * 400, model="fake-model", chat_usage=usage) as srv:
             config = hh.home / ".config" / "opencode" / "opencode.json"
             config.parent.mkdir(parents=True, exist_ok=True)
             config.write_text(self.CONFIG.replace("@URL@", srv.base_url))
@@ -941,6 +1064,8 @@ class OpenCode(Host):
                                  cwd=hh.proj, env=oc_env, timeout=HOST_TIMEOUT)
             if cp.returncode != 0:
                 run.error = f"opencode exited {cp.returncode}: {cp.stderr[-400:]}"
+            elif model.compacted and not any(isinstance(b, dict) and self.is_compaction(b) for b in srv.requests):
+                run.error = "OpenCode did not compact"
             run.bodies[:] = srv.requests
 
 
@@ -1230,9 +1355,10 @@ def figures(host: Host, run: Run, base: Optional[Run]) -> dict:
 
 
 def _is_compaction(body: dict) -> bool:
-    from tests.e2e import fake_anthropic, fake_openai
+    from tests.e2e import fake_anthropic, fake_gemini_chat, fake_openai
 
-    return fake_anthropic.is_compaction(body) or fake_openai.is_compaction(body)
+    return (fake_anthropic.is_compaction(body) or fake_openai.is_compaction(body) or fake_gemini_chat.is_compaction(body)
+            or OpenCode.is_compaction(body))
 
 
 def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:

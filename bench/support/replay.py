@@ -35,7 +35,8 @@ object per line in a `.jsonl` file):
         the host's post-tool payload (Claude Code's shape). Asked again right after a refusal,
         the host module's builtin_again_output may change the call (Read: one more line).
         "delivered" replaces what the reader gave (Read's content, the shell's stdout): a cut,
-        trimmed or stale output, which the model holds as nothing. Claude Code trims the blank
+        trimmed or stale output, which the model holds as nothing, except the window's first lines
+        when it is exactly those (a trim of trailing blank lines, a cut at a line's end). Claude Code trims the blank
         lines around a command's output before its model sees it. On a host whose module gates
         no such tool the read runs and nothing is noted or credited. The oracle judges these
         answers exactly as ctx_read's (what the context really received, under the name asked).
@@ -989,6 +990,13 @@ class Engine:
         if seen is not None and e == len(lines) - 1 and seen == exact + "\n":
             seen = exact  # Claude Code's Read of a whole file counts its final newline as an empty line: the same bytes
         fp = fingerprint(text.encode("utf-8", "surrogatepass")) if seen == exact else None
+        if fp is None and seen:
+            # exactly the window's first j lines and no more (trailing blank lines trimmed, or a
+            # cut at a line's end): the model holds those lines of this version
+            body = seen[:-1] if seen.endswith("\n") else seen
+            j = body.count("\n") + 1
+            if s + j - 1 < e and body == "\n".join(lines[s - 1:s - 1 + j]):
+                fp, e = fingerprint(text.encode("utf-8", "surrogatepass")), s + j - 1
         got = {"kind": "full", "text": seen or "", "path": ask.path, "lines": n, "fingerprint": fp, "window": [s, e],
                "tokens_raw": raw, "tokens_sent": tokens.count(seen) if seen and seen != exact else raw, "reader": ask.reader}
         if fp is None and shown:

@@ -316,8 +316,9 @@ def view_content(text: object) -> str | None:
 def shell_output_content(ask, text: object) -> str | None:  # noqa: ANN001 - readers.Ask
     """The file text a `bash` read gave the model. Copilot 1.0.102 hands the model the command's
     output trimmed of blank space at both ends, then `\n<shellId: N completed with exit code C>`:
-    only exit code 0 counts, and trimmed text that was not the file's (leading spaces, trailing
-    blank lines) never equals the file, so the daemon does not credit it. The trim takes the
+    only exit code 0 counts. Trimmed text that was not the file's (leading spaces) never equals
+    it, so the daemon does not credit it; a file's trailing blank lines trimmed off leave its
+    first lines exact, which the daemon credits as those lines (readcache.delivered_prefix). The trim takes the
     padding of `cat -n`'s first number too: that prefix is put back before the numbers are
     stripped (they are not the file's text). None for any other shape (a failure, a run still
     going, output over 20 KB saved to a file)."""

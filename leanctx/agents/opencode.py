@@ -13,9 +13,13 @@ Verified on 1.18.33 in real runs (reference hosts-gemini-qwen-copilot-opencode.m
 tests/e2e/test_opencode_e2e.py): session.created, chat.message, session.idle fire in `opencode
 run`; the MCP server and the plugin share the `opencode` process (MCP env `OPENCODE_PID`), and
 the MCP `tools/call` carries no call id (`_meta: {progressToken}` only). `run --continue` fires
-no session.created (chat.message still names the session). The context-loss events (below) are
-read from the bundle, not seen in a run. MCP: `opencode.json` `mcp.<name> = {type:
-"local", command: [argv], enabled: true, environment}`; OpenCode reads it as JSONC.
+no session.created (chat.message still names the session). The context-loss events (below):
+an automatic compaction's `experimental.session.compacting` and `session.compacted`, and the
+`message.part.updated` of outputs `compaction.prune` cleared (in `opencode serve`), seen in runs
+(tests/e2e/test_opencode_compaction_subagent_e2e.py); the undo's removals read from the bundle.
+A `task` subagent is a child session with its own id: its reads are its own conversation.
+MCP: `opencode.json` `mcp.<name> = {type: "local", command: [argv], enabled: true, environment}`;
+OpenCode reads it as JSONC.
 """
 
 from __future__ import annotations

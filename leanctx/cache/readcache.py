@@ -289,6 +289,22 @@ def builtin_delivery_matches(text: str, window: tuple[int, int] | None, start_li
     return all(len(line) <= MAX_BUILTIN_LINE_CHARS for line in lines[s - 1:e])
 
 
+def delivered_prefix(text: str, delivered: object) -> int | None:
+    """k when `delivered` is exactly the first k lines of `text` and not all of them (as
+    builtin_delivery_matches reads lines: a final newline after line k allowed), else None. A
+    whole-file read whose output a host trimmed of its trailing blank lines (Gemini CLI's and
+    Copilot CLI's shells do) or cut at a line's end still handed the model those k lines."""
+    if not isinstance(delivered, str) or not delivered:
+        return None
+    body = delivered[:-1] if delivered.endswith("\n") else delivered
+    k = body.count("\n") + 1
+    lines = text.split("\n")
+    last = len(lines) - 1 if text.endswith("\n") else len(lines)  # the file's line count
+    if k >= last or not builtin_delivery_matches(text, (1, k), 1, body):
+        return None
+    return k
+
+
 # `<agent>:<id>@<created_at>#<host pid>:<start ticks>`: a conversation's main context in one host
 # process (a subagent's key goes on with `/agent:<id>`, an explicit scope's has no host)
 _HOST_KEY = re.compile(r"^(.+)#(\d+):(\d+)$")
@@ -886,9 +902,15 @@ class ReadCache:
         hint = stubs.FRESH if mode != "gate" else stubs.RUN_AGAIN if reader == "shell" else stubs.AGAIN
         again = False
         if mode == "credit" and not builtin_delivery_matches(snap.text, window, start_line, delivered):
-            self._received_other(scope, name, snap, delivered)
-            return {"kind": "withheld", "text": "", "path": rel, "lines": n, "tokens_raw": 0, "tokens_sent": 0,
-                    "tokenizer": tokens.name(), "fingerprint": snap.fp, "window": list(window) if window else None}
+            k = delivered_prefix(snap.text, delivered) if whole and start_line in (None, 1) and last_lines is None else None
+            if k is None:
+                self._received_other(scope, name, snap, delivered)
+                return {"kind": "withheld", "text": "", "path": rel, "lines": n, "tokens_raw": 0, "tokens_sent": 0,
+                        "tokenizer": tokens.name(), "fingerprint": snap.fp, "window": list(window) if window else None}
+            # the whole file was asked for and its first k lines came, exactly (the host trimmed
+            # trailing blank lines, or cut the output at a line's end): those lines are held
+            window, whole = (1, k), False
+            raw_text = snap.slice(1, k)
         tokens_raw = self._file_token_count(snap) if whole else tokens.count(raw_text)
         tok = tokens.count
 

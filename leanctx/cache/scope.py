@@ -508,6 +508,7 @@ class RecordSnapshot:
         # any record existed (whose holdings may predate a compaction)
         self.explicit: OrderedDict[str, str] = OrderedDict()
         self._dirty = False
+        self._urgent = False  # an `explicit` change: saved before the answer (see save_if_dirty)
         self.version = 0
         self._view: View | None = None
         self._view_version = -1
@@ -542,21 +543,27 @@ class RecordSnapshot:
     def saw_explicit(self, match_id: str, created_at: str) -> None:
         if self.explicit.get(match_id) != created_at:
             self.explicit[match_id] = created_at
-            self._dirty = True
+            self._dirty = self._urgent = True
         self.explicit.move_to_end(match_id)
         while len(self.explicit) > MAX_EXPLICIT:
             self.explicit.popitem(last=False)
 
-    def save_if_dirty(self, now: float) -> None:
+    def save_if_dirty(self, now: float, urgent_only: bool = False) -> None:
+        """`urgent_only`: save only when `explicit` changed. A newer `last_good` record may wait
+        until after the answer (the daemon saves right after it sends it): a crash in between
+        leaves an older last good copy, which matters only for a record that is unreadable at the
+        next start, and such a record (a ghost) withholds stubs whatever its version. An explicit
+        scope's incarnation may not wait: lost, a scope whose record is then gone would fall back
+        to its bare key, whose holdings may predate a compaction."""
         self.forget_stale(now)
-        if not self._dirty or not self.state_file:
+        if not self._dirty or not self.state_file or (urgent_only and not self._urgent):
             return
         try:
             from leanctx.hooks.publish import write_json_atomic
 
             write_json_atomic(self.state_file, {"records": [r.to_dict() for r in self.last_good.values()],
                                                 "explicit": dict(self.explicit)})
-            self._dirty = False
+            self._dirty = self._urgent = False
         except OSError:
             pass
 
@@ -695,9 +702,12 @@ class _ConnState:
 
 class Resolver:
     def __init__(self, data_dir: str, clock: Callable[[], float] = time.time, *, persist: bool = True,
-                 shared: bool = False) -> None:
+                 shared: bool = False, save_after_answer: bool = False) -> None:
         self.data_dir = str(data_dir)
         self.clock = clock
+        # the daemon: a record snapshot that only a newer last good copy made dirty is saved by
+        # flush() after the answer went out (RecordSnapshot.save_if_dirty), not before it
+        self.save_after_answer = save_after_answer
         # The daemon serves every process of the user (shared=True): there a session variable
         # alone proves nothing (any process can be started with another chat's id), so a match
         # by id without the host process gets no stubs and credits nothing. An MCP server's own
@@ -727,10 +737,15 @@ class Resolver:
             scope, per_call = self._resolve_now(conn, st, now, call_id)
             if not per_call:  # the connection's own answer; one call's answer is not cached
                 st.scope, st.sampled_at = scope, now
-            self._snap.save_if_dirty(now)
+            self._snap.save_if_dirty(now, urgent_only=self.save_after_answer)
             if call_id and scope.verify and scope.call_id is None:
                 scope = replace(scope, call_id=call_id)  # the host named this call: its transcript entry anchors
             return scope
+
+    def flush(self) -> None:
+        """Save what resolve() left for after the answer (save_after_answer)."""
+        with self._lock:
+            self._snap.save_if_dirty(self.clock())
 
     def forget(self, connection_id: str) -> None:
         with self._lock:

@@ -227,7 +227,8 @@ class CacheCore:
         from leanctx.cache.readcache import ReadCache
         from leanctx.cache.scope import Resolver
 
-        self.resolver = Resolver(data_dir, shared=state_dir is not None)  # the daemon's is shared by every process
+        # the daemon's is shared by every process, and saves its record snapshot after the answer
+        self.resolver = Resolver(data_dir, shared=state_dir is not None, save_after_answer=state_dir is not None)
         self.cache = ReadCache(state_dir, **cache_options(data_dir))
         if state_dir is not None:
             from leanctx.cache import overhead
@@ -286,7 +287,12 @@ class CacheCore:
         return {"conversation": counts, "identified": s.key is not None or private,
                 "tokenizer": tok["tokenizer"], "tokens_exact": tok["tokens_exact"]}
 
+    def after_answer(self) -> None:
+        """What may wait until the asking hook or server has its answer."""
+        self.resolver.flush()
+
     def save(self) -> None:
+        self.resolver.flush()
         self.cache.save()
 
 
@@ -601,6 +607,8 @@ class Daemon:
                     ls.send(answer)
                 except OSError:
                     return
+                finally:
+                    self._after_answer()
                 with self._stats_lock:
                     me.busy = False
                     me.last_active = time.monotonic()
@@ -614,6 +622,13 @@ class Daemon:
                     self.last_active = time.monotonic()
                 if carried:
                     self._drop_id(carried)
+
+    def _after_answer(self) -> None:
+        try:
+            if self.core is not None:
+                self.core.after_answer()
+        except Exception:  # noqa: BLE001 - a failed save is retried on the next answer or at shutdown
+            log.exception("saving after an answer failed")
 
     def _note_id(self, cid: str, previous: str | None) -> None:
         with self._stats_lock:

@@ -113,6 +113,10 @@ export const LeanctxPlugin = async (ctx) => {
     }
   }
 
+  function drop(sessionID) {
+    for (const [callID, entry] of held) if (entry.sessionID === sessionID) held.delete(callID);
+  }
+
   function keep(sessionID, value) {
     if (typeof sessionID === "string" && typeof value.additionalContext === "string") {
       context.set(sessionID, value.additionalContext);
@@ -133,6 +137,10 @@ export const LeanctxPlugin = async (ctx) => {
     },
     "experimental.session.compacting": async (input) => {
       try {
+        // OpenCode then runs experimental.chat.messages.transform on the history it summarises:
+        // a read still held here would be handed on as if the model kept it, after the
+        // compaction was counted. What the summariser saw is not what the model holds.
+        drop(input && input.sessionID);
         if (typeof HOOKS["experimental.session.compacting"] !== "string") return;
         await lost(input && input.sessionID, fire("experimental.session.compacting", { input: { sessionID: input && input.sessionID } }));
       } catch (e) {}

@@ -397,8 +397,8 @@ for (const [name, args] of calls) await hooks[name](...args);
 def test_a_read_is_credited_only_when_the_next_request_carries_that_very_result(home: Path, data_dir: Path, tmp_path: Path) -> None:
     """The plugin holds a reader's result from tool.execute.after and hands it to the hook when
     the next request of its session carries it unchanged as the call's completed result: a
-    plugin after ours that changed it, a result pruned by compaction, another tool, a failed
-    call: never."""
+    plugin after ours that changed it, a result pruned by compaction, a result the compaction's
+    own pass over the history carries, another tool, a failed call: never."""
     assert run_cli("init", "--agent", "opencode").returncode == 0
     plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
     log = tmp_path / "credited"  # one file per hand-over: the plugin runs them at once
@@ -439,14 +439,20 @@ def test_a_read_is_credited_only_when_the_next_request_carries_that_very_result(
              request([part("c1"), part("c2", output="X, changed by a plugin after ours"), part("c3", tool="edit"),
                       part("c4", compacted=True), part("c5", status="error"), part("c7", tool="bash"), part("c8", tool="bash")]),
              request([part("c1")]),  # already handed on: once
-             request([part("c6")], session=other)]
+             request([part("c6")], session=other),
+             # a compaction of the session before the next request: OpenCode hands the history it
+             # summarises to the same transform, which is not what the model keeps; another
+             # session's read is still handed on
+             done("c9"), done("c10", session=other),
+             ["experimental.session.compacting", [{"sessionID": SESSION}, {"context": [], "prompt": None}]],
+             request([part("c9")]), request([part("c10")], session=other)]
     driver = tmp_path / "credit-driver.mjs"
     driver.write_text(CREDIT_DRIVER)
     proc = subprocess.run([NODE, str(driver), str(tapped), json.dumps(calls), str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert sorted(json.loads(f.read_text())["input"]["callID"] for f in asked.iterdir()) == ["c1", "c8"]
     sent = sorted((json.loads(f.read_text()) for f in log.iterdir()), key=lambda s: s["input"]["callID"])
-    assert [(s["input"]["callID"], s["input"]["sessionID"]) for s in sent] == [("c1", SESSION), ("c6", other), ("c8", SESSION)], sent
+    assert [(s["input"]["callID"], s["input"]["sessionID"]) for s in sent] == [("c1", SESSION), ("c10", other), ("c6", other), ("c8", SESSION)], sent
     assert sent[0] == {"hook_event_name": "tool.execute.after", "cwd": str(tmp_path),
                        "input": {"tool": "read", "sessionID": SESSION, "callID": "c1", "args": {"filePath": "/p/a"}},
                        "output": {"output": "X", "metadata": {"truncated": False}}}

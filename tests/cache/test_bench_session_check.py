@@ -4,6 +4,7 @@ earlier copy plus a diff that turns it into them."""
 from __future__ import annotations
 
 import difflib
+import json
 
 from bench import session_savings as bench
 
@@ -76,3 +77,59 @@ def test_a_diff_applies_to_the_file_inside_a_hosts_read_wrapper_and_refusal_pref
     for prefix in ("", "Denied by preToolUse hook: ", "Tool execution blocked: ", "Error: "):
         assert not check(tmp_path, NEW, opencode_read(OLD), prefix + diff), prefix
     assert check(tmp_path, NEW, opencode_read(OLD))  # without the diff the model does not hold the change
+
+
+def gemini_body(*results: dict) -> dict:
+    """A Gemini API request: the prompt, then each call of the model and its answer."""
+    contents: list = [{"role": "user", "parts": [{"text": "work on the handlers"}]}]
+    for response in results:
+        contents += [{"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"file_path": "f.py"}}}]},
+                     {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": response}}]}]
+    return {"contents": contents}
+
+
+def test_gemini_refusal_is_read_out_of_its_error_json(tmp_path):
+    """Gemini CLI hands the model a refused call as `{"error": "Tool execution blocked: <text>"}`:
+    the bench must take the stub out of it, or it never checks a gated stub on Gemini."""
+    (tmp_path / "f.py").write_text(NEW)
+    host = bench.Gemini()
+    host.last_ids = {False: "call_2"}
+    stub = "[unchanged] f.py 40 lines · already sent"
+    for held, wrong in ((NEW, False), (OLD, True)):
+        request = gemini_body({"output": held}, {"error": "Tool execution blocked: " + stub})
+        call = stub_call("f.py", "")
+        call.call_id, call.text = "call_2", host.result(request, "call_2")
+        assert bench.stub_regions(call.text, 40) == [(1, 40)], call.text
+        bench.Run("Gemini CLI", "c").check(tmp_path, call, request)
+        assert call.wrong is wrong
+
+
+def test_gemini_and_qwen_subagent_requests_are_told_by_their_task_prompt():
+    """A subagent's own request starts from the task prompt as a user message; the parent holds
+    it only in its call's arguments (and its answer), so it stays the parent's."""
+    gemini, qwen = bench.Gemini(), bench.Qwen()
+    parent = {"contents": [{"role": "user", "parts": [{"text": "work on the handlers"}]},
+                           {"role": "model", "parts": [{"functionCall": {"name": "invoke_agent", "args": {
+                               "agent_name": "generalist", "prompt": gemini.SUB_MARK}}}]}]}
+    sub = {"contents": [{"role": "user", "parts": [{"text": f"Your task:\n{gemini.SUB_MARK}"}]}]}
+    assert not gemini.is_sub(parent) and gemini.is_sub(sub)
+    parent = {"messages": [{"role": "user", "content": "work on the handlers"},
+                           {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                               "name": "agent", "arguments": json.dumps({"prompt": qwen.SUB_MARK})}}]},
+                           {"role": "tool", "tool_call_id": "c1", "content": f"done: {qwen.SUB_MARK}"}]}
+    sub = {"messages": [{"role": "system", "content": "You are a subagent"}, {"role": "user", "content": qwen.SUB_MARK}]}
+    assert not qwen.is_sub(parent) and qwen.is_sub(sub)
+
+
+def test_gemini_and_qwen_compressions_count_once():
+    from tests.e2e.fake_gemini_chat import is_compaction
+
+    system = {"parts": [{"text": "distill the history into a <state_snapshot>"}]}
+    summary = {"systemInstruction": system, "contents": [{"role": "user", "parts": [{"text": "Generate a new <state_snapshot>"}]}]}
+    second_look = {"systemInstruction": system, "contents": [
+        {"role": "user", "parts": [{"text": "Critically evaluate the <state_snapshot> you just generated."}]}]}
+    qwen = {"messages": [{"role": "system", "content": "distill the history into a <state_snapshot>"},
+                         {"role": "user", "content": "First, reason in your scratchpad."}]}
+    turn = dict(summary, tools=[{"functionDeclarations": [{"name": "read_file"}]}])
+    assert is_compaction(summary) and is_compaction(qwen)
+    assert not is_compaction(second_look) and not is_compaction(turn)

@@ -215,3 +215,41 @@ def test_a_refusal_longer_than_the_host_hands_its_model_whole_is_never_given(wor
     first = host.read("big.py")
     assert first["kind"] == "full", first.get("text", "")[:200]
     assert host.read("big.py")["kind"] == "full"
+
+
+def test_a_whole_file_output_trimmed_of_its_trailing_blank_lines_is_credited_as_the_lines_it_holds(world: World) -> None:
+    """`cat app.py` through a shell that trims trailing blank lines (Gemini CLI, Copilot CLI): the
+    model got the first k lines exactly, so those are held; a re-read is a pointer that sends only
+    the blank lines, and an output that is not a prefix of the file now is credited nothing."""
+    from leanctx.cache.readcache import delivered_prefix
+
+    text = code(40) + "\n\n"
+    world.write("app.py", text)
+    host = Host(world)
+    path = str(world.path("app.py"))
+
+    def cat(delivered: str) -> tuple[dict, dict]:
+        scope, call = host._call("Bash")
+        gate = world.cache.read(scope, path, None, None, mode="gate", reader="shell")
+        if gate["kind"] != "full":
+            host._result(scope, call, gate["text"])
+            return gate, {}
+        host._result(scope, call, delivered)
+        return gate, world.cache.read(scope, path, None, None, mode="credit", delivered=delivered, reader="shell")
+
+    trimmed = text.rstrip("\n")
+    gate, credit = cat(trimmed)
+    assert gate["kind"] == "full" and credit["kind"] == "full" and credit["window"] == [1, 40]
+    again, _ = cat(trimmed)
+    assert again["kind"] == "pointer" and "L1-40 was already sent" in again["text"], again["text"]
+    # a prefix of another version is not what the disk holds: nothing credited, the holding goes
+    world.write("app.py", code(40, "other") + "\n\n")
+    _, stale = cat(trimmed)
+    assert stale["kind"] == "withheld"
+    assert cat(trimmed)[0]["kind"] == "full"
+    assert delivered_prefix("a\nb\n\n", "a\nb") == 2
+    assert delivered_prefix("a\nb\n\n", "a\nb\n") == 2
+    assert delivered_prefix("a\nb\n\n\n", "a\nb\n\n") == 3
+    assert delivered_prefix("a\nb\n", "a\nb\n") is None  # the whole file: not a prefix
+    assert delivered_prefix("a\nb\nc\n", "a\nB") is None
+    assert delivered_prefix("ab\nc\n", "a") is None  # a cut inside a line

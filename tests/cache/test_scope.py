@@ -474,3 +474,27 @@ def test_a_session_id_alone_earns_no_stub_in_the_shared_daemon(world: World) -> 
     assert private.key and private.key.startswith("claude:sess-noproc@") and private.stub_ok
     shared = Resolver(str(world.data), world.clock, shared=True).resolve(conn, fresh=True)
     assert (shared.key, shared.stub_ok, shared.reason) == (None, False, ID_ONLY)
+
+
+def test_the_daemon_saves_a_newer_last_good_record_after_the_answer_and_an_explicit_scope_before(world: World) -> None:
+    """The daemon's resolver (save_after_answer) leaves a newer last good copy of a record for
+    flush(), which the daemon calls once the answer is sent; an explicit scope's incarnation is
+    saved before the answer, since losing it could bring back holdings from before a compaction."""
+    from leanctx.cache.scope import Resolver
+
+    state = os.path.join(world.data, "conversations", ".last_good.json")
+    world.resolver = Resolver(str(world.data), clock=world.clock, save_after_answer=True)
+    h = world.host("claude")
+    world.session(h, "s1")
+    c = world.conn(h)
+    assert world.scope(c).stub_ok
+    assert not os.path.exists(state)  # not before the answer
+    world.resolver.flush()  # the daemon, after sending it
+    with open(state) as f:
+        assert [r["conversation_id"] for r in json.load(f)["records"]] == ["s1"]
+    world.hook(h, "compact", "s1")
+    explicit = world.conn(None, "c9", env={"LEANCTX_SCOPE": "s1"})
+    assert world.scope(explicit).compactions == 1
+    with open(state) as f:  # saved before the answer: the explicit scope's incarnation, and the records with it
+        saved = json.load(f)
+    assert "s1" in saved["explicit"] and saved["records"][0]["compactions"] == 1

@@ -86,6 +86,18 @@ def chat_tool_results(body: dict) -> dict:
     return out
 
 
+def is_compaction(body: dict) -> bool:
+    """A compression's summary request (Gemini CLI 0.61, Qwen Code 0.15): no tools, a system
+    prompt that asks for a `<state_snapshot>`; not Gemini's second look at the summary it got
+    ("Critically evaluate the <state_snapshot> you just generated"), one compression each."""
+    if offered_tools(body):
+        return False
+    system = body.get("systemInstruction") or body.get("system_instruction") or [
+        m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "system"]
+    turns = body.get("contents") or body.get("messages") or [{}]
+    return "<state_snapshot>" in json.dumps(system) and "Critically evaluate the <state_snapshot>" not in json.dumps(turns[-1])
+
+
 class FakeGeminiChat(ScriptedFakeServer):
     NAME = "fake-gemini-chat"
 

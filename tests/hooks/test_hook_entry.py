@@ -252,6 +252,48 @@ def test_hook_path_imports_only_stdlib(hook_wrapper: Path, data_dir: Path, agent
     assert all(name in stdlib or name.startswith("_") for name in top_level - {"leanctx"}), top_level - stdlib
 
 
+def test_gated_read_path_imports_no_socket_module(hook_wrapper: Path, data_dir: Path, tmp_path: Path) -> None:
+    """A built-in read gated through the daemon: the hook speaks to its socket through `_socket`.
+    `socket` would pull in enum and selectors, which cost a gated call more than the daemon's whole
+    answer. A listener in this test plays the daemon and answers with a stub, which the hook
+    must hand Codex as its refusal (so the measurement saw the socket path really run)."""
+    import socket
+    import threading
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(data_dir / "leanctx.sock"))
+    listener.listen(1)
+    asked: list[dict] = []
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            buf = b""
+            while not buf.endswith(b"\n"):
+                buf += conn.recv(65536)
+            asked.append(json.loads(buf))
+            conn.sendall(json.dumps({"ok": True, "result": {"kind": "stub", "text": "[unchanged] a.txt 1 line"}}).encode() + b"\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    script = hook_wrapper.read_text().replace('-I -S -c', '-I -S -X importtime -c')
+    hook_wrapper.write_text(script)
+    (tmp_path / "a.txt").write_text("hello\n")
+    payload = {"session_id": "s-1", "turn_id": "t-1", "transcript_path": str(tmp_path / "rollout.jsonl"), "cwd": str(tmp_path),
+               "hook_event_name": "PreToolUse", "model": "gpt-5", "permission_mode": "bypassPermissions",
+               "tool_name": "Bash", "tool_input": {"command": "cat a.txt"}, "tool_use_id": "call_1"}
+    cmd = wrapper.command(hook_wrapper, "codex", "PreToolUse", ("--read-gate", "--builtin-read"))
+    proc = subprocess.run(["/bin/sh", "-c", cmd], input=json.dumps(payload).encode(), capture_output=True, timeout=30)
+    thread.join(10)
+    listener.close()
+    assert proc.returncode == 0
+    assert asked and asked[0]["op"] == "gate" and asked[0]["args"]["call_id"] == "call_1"
+    assert "[unchanged] a.txt" in proc.stdout.decode()
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines() if line.startswith("import time:")}
+    assert "_socket" in imported and "leanctx.hooks.readgate" in imported
+    assert not imported & {"socket", "enum", "selectors", "json", "re"}, imported & {"socket", "enum", "selectors", "json", "re"}
+
+
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(agent=st.sampled_from(["claude", "codex", "cursor", "codebuddy", "other"]),
        event=st.sampled_from(["SessionStart", "Stop", "beforeSubmitPrompt", "stop", "SubagentStart", "x"]),
