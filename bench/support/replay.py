@@ -1447,9 +1447,17 @@ class Engine:
             seen = exact
         raw = tokens.count(exact)
         fp = fingerprint(text.encode("utf-8", "surrogatepass")) if seen == exact else None
+        sent = raw if fp else tokens.count(shown or "")
+        if fp is None and seen:
+            # exactly the window's first j lines and no more (trailing blank lines trimmed, or a
+            # cut at a line's end): the model holds those lines of this version (as _reader_run)
+            lines = text.split("\n")
+            body = seen[:-1] if seen.endswith("\n") else seen
+            j = body.count("\n") + 1
+            if s + j - 1 < e and body == "\n".join(lines[s - 1:s - 1 + j]):
+                fp, e, seen = fingerprint(text.encode("utf-8", "surrogatepass")), s + j - 1, body
         got = {"kind": "full", "text": seen if fp else (shown or ""), "path": real.path, "lines": n, "fingerprint": fp,
-               "window": [s, e], "tokens_raw": raw, "tokens_sent": raw if fp else tokens.count(shown or ""),
-               "reader": real.reader}
+               "window": [s, e], "tokens_raw": raw, "tokens_sent": sent, "reader": real.reader}
         if fp is None and shown and not note:
             got["other_bytes"] = fingerprint(text.encode("utf-8", "surrogatepass")) if (seen or shown) in text else None
         return got
