@@ -23,8 +23,11 @@ are printed beside them.
 Trace format (`--trace`, one JSON object per line; `#` comments allowed): see the docstring of
 bench/support/replay.py. In short: `host` (a host process and its MCP server), `hook` (an event
 by meaning, or a recorded host payload), `read` (a ctx_read, with the ground-truth conversation
-and subagent that made it; with `reader` "builtin"/"shell", the host's own Read or a shell
-command, gated before and credited after as the hooks do), `write`/`edit`, `tick`, `restart`, `miss`; for names and identity
+and subagent that made it; with `reader` "builtin"/"shell", the host's own reader or a shell
+command, in that host's own shapes, gated before and credited after as the hooks do: Claude
+Code's Read and Bash, Codex's shell, Gemini CLI's and Qwen Code's read_file and
+run_shell_command, Copilot CLI's view and bash, OpenCode's read and bash, CodeBuddy's Read and
+Bash, Droid's Read and Execute), `write`/`edit`, `tick`, `restart`, `miss`; for names and identity
 `symlink`/`hardlink`/`mv`/`utime`, `roots` (several workspace roots, a moving cwd), `attach`
 (a file Claude Code re-attached after a compaction) and `reconnect` (a new MCP connection). A recorded e2e run becomes
 a trace by logging, in order, each hook payload the host sent (with its event name), each
@@ -214,8 +217,9 @@ class Trace:
             return self.rng.choice(seen)
         return self.rng.choice(list(self.files))
 
-    def read(self, host: str, conv: str, sub: str | None = None, reread: float = 0.4, readers: bool = False) -> None:
-        """One read; `readers`: by ctx_read, the host's built-in reader or a shell command, at random."""
+    def read(self, host: str, conv: str, sub: str | None = None, reread: float = 0.4, readers: bool | tuple = False) -> None:
+        """One read; `readers`: by ctx_read, the host's built-in reader or a shell command, at
+        random (or one of the readers named)."""
         ctx = f"{conv}/{sub}" if sub else conv
         path = self.pick_file(ctx, reread)
         n = self.files[path]
@@ -227,7 +231,9 @@ class Trace:
         if readers:
             codex = any(e.get("op") == "host" and e.get("host") == host and e.get("agent") == "codex" for e in self.ev)
             # (Codex has no file reader of its own: its model reads through the shell)
-            reader = self.rng.choice(["ctx_read", "shell", "shell"] if codex else ["ctx_read", "builtin", "builtin", "shell", "shell"])
+            choices = list(readers) if isinstance(readers, tuple) else \
+                ["ctx_read", "shell", "shell"] if codex else ["ctx_read", "builtin", "builtin", "shell", "shell"]
+            reader = self.rng.choice(choices)
             if reader != "ctx_read":
                 ev["reader"] = reader
                 ev.pop("fresh")
@@ -401,6 +407,47 @@ def sc_readers(rng: random.Random, scale: float) -> list[dict]:
     return t.ev
 
 
+def sc_host_readers(rng: random.Random, scale: float) -> list[dict]:
+    """Every other gated host reading through its own reader and its shell, in its own shapes
+    (bench/support/hostshapes.py: Gemini's read_file and run_shell_command, Qwen's, Copilot's view
+    and bash, OpenCode's read and bash, CodeBuddy's Read and Bash, Droid's Read and Execute), one
+    process each, with edits, subagents where the host has them, a compaction each and, once,
+    an idle hour (Qwen clears old tool results then)."""
+    t = Trace(rng)
+    sessions = [("g1", "gemini", "hr-gemini"), ("q1", "qwen", "hr-qwen"), ("p1", "copilot", "hr-copilot"),
+                ("o1", "opencode", "hr-opencode"), ("b1", "codebuddy", "hr-codebuddy"), ("d1", "droid", "hr-droid")]
+    for h, agent, conv in sessions:
+        t.host(h, agent)
+        t.hook(h, "start", conv)
+    nsub = 0
+    turns = int(48 * scale)
+    compacted: set = set()
+    for i in range(turns):
+        h, agent, conv = rng.choice(sessions)
+        t.hook(h, "prompt", conv)
+        for _ in range(rng.randint(3, 8)):
+            t.read(h, conv, reread=0.5, readers=("builtin", "builtin", "shell"))
+            t.tick(rng.uniform(0.5, 3))
+            if rng.random() < 0.08:
+                t.edit(conv)
+        if agent != "droid" and rng.random() < 0.25:  # (Droid's hooks name no subagent)
+            nsub += 1
+            sub = f"hr-{agent}-sub-{nsub}" if agent != "opencode" else f"ses_hrsub{nsub}"
+            t.hook(h, "sub_start", conv, sub=sub)
+            for _ in range(rng.randint(2, 5)):
+                t.read(h, conv, sub=sub, reread=0.4, readers=("builtin", "shell"))
+                t.tick(2)
+            t.hook(h, "sub_stop", conv, sub=sub)
+        t.hook(h, "stop", conv)
+        t.tick(rng.uniform(20, 90))
+        if i >= turns // 2 and conv not in compacted:
+            compacted.add(conv)
+            t.hook(h, "compact", conv)
+        if i == (2 * turns) // 3:
+            t.tick(3700)
+    return t.ev
+
+
 def sc_no_hooks(rng: random.Random, scale: float) -> list[dict]:
     t = Trace(rng)
     t.host("cc", "claude")
@@ -426,6 +473,7 @@ SCENARIOS = [
     ("concurrent CLI sessions (3 claude + 1 codex)", sc_concurrent_cli),
     ("claude + a host without hooks", sc_no_hooks),
     ("ctx_read + built-in Read + shell reads", sc_readers),
+    ("every other gated host's own readers", sc_host_readers),
 ]
 # the scenario with a caller no hook identifies: the rule "unknown caller -> no stub" withholds
 # there by design, so the target is reported with and without it

@@ -321,8 +321,10 @@ def publish_event(data_dir: str, agent: str, event: str, payload: dict, host: di
         # own readers, for those tools: it notes the call when it is a read it can name
         if (ev.tool_name or "").endswith("leanctx__ctx_read"):
             return note_read_call(data_dir, ev, ts, host)
-        if ev.tool_name in host_agent.builtin_read_tools and isinstance(ev.tool_use_id, str) \
-                and host_agent.builtin_read_ask(ev) is not None:
+        # (as hooks/readgate.py: the host module's ask may set the call's id, on a host whose
+        # payloads name none)
+        if ev.tool_name in host_agent.builtin_read_tools and host_agent.builtin_read_ask(ev) is not None \
+                and isinstance(ev.tool_use_id, str):
             return note_read_call(data_dir, ev, ts, host)
         return None
     if ev.kind == "post_tool":  # the post-tool hook credits a built-in read; it publishes nothing

@@ -40,6 +40,23 @@ object per line in a `.jsonl` file):
         lines around a command's output before its model sees it. On a host whose module gates
         no such tool the read runs and nothing is noted or credited. The oracle judges these
         answers exactly as ctx_read's (what the context really received, under the name asked).
+        On Gemini CLI, Qwen Code, Copilot CLI, OpenCode, CodeBuddy and Droid the call is made in
+        the host's own shape (bench/support/hostshapes.py: its tool names and arguments, its
+        payloads, what it writes to its own log first, its answer with its wrappers and cuts),
+        and the host module's own normalize, builtin_read_ask and builtin_read_delivery decide
+        the span, the call's id (Gemini: the call's words; Copilot: its session log; Droid: its
+        transcript) and what is credited; the oracle uses the span the host really reads, and a
+        stub for other lines than that counts as wrong. There:
+    {"op": "read", ..., "input": {...}?, "host_state": {"twin": true}?}
+        "input": the tool's arguments as the model wrote them (a relative path, Gemini without
+        end_line, OpenCode's offset 0, Droid's negative offset); "host_state", for this call
+        only: "twin" (Copilot, Droid: the same call twice in one response), "copilot_no_log",
+        "copilot_no_pre_line", "droid_no_transcript", "droid_late_transcript" (the host's log or
+        transcript lines for the call never written, or written only after its pre-tool hook).
+        Hooks by meaning (`start`, `prompt`, ...) are sent in each host's own payload shape (an
+        OpenCode subagent is a child session; Gemini's is an invoke_agent call; Droid has none),
+        and a Qwen Code prompt an hour after the conversation's previous one clears its context
+        (Qwen's idle clearing of old tool results, no hook).
     {"op": "write", "path": "src/a.py", "text": "..."}            create or replace a file
     {"op": "edit", "path": "src/a.py", "mode": "line"|"append"|"touch"|"same_mtime"|"revert", "n": int}
     {"op": "tick", "s": 31.0}                                      the clock moves
@@ -164,8 +181,9 @@ from bench.support.oracle import (
     spoken_name,
 )
 from bench.support.oracle import name_of
+from bench.support.hostshapes import SHAPES
 from leanctx import agents as _agents
-from leanctx.cache import ReadCache, Resolver, stubs, tokens
+from leanctx.cache import ReadCache, Resolver, hostcaps, stubs, tokens
 from leanctx.cache.paths import fingerprint, line_count
 from leanctx.cache.scope import Connection, Scope
 from leanctx.hooks.publish import now_iso, record_path
@@ -174,8 +192,9 @@ T0 = 1_800_000_000.0
 # hosts whose pre-tool hook (our read gate) gets the same call id the MCP server receives in
 # `_meta` (verified with Claude Code 2.1.197 and Codex 0.171.0)
 GATED_AGENTS = ("claude", "codex")
-# a read op's "reader": the host's own tools that do it (Claude Code's names where a host has not
-# said; a host module lists the ones its hooks gate in Agent.builtin_read_tools)
+# a read op's "reader" on Claude Code and Codex: the host's own tools that do it (the other gated
+# hosts' are in bench/support/hostshapes.py; a host module lists the ones its hooks gate in
+# Agent.builtin_read_tools)
 READER_TOOLS = {"claude": ("Read", "Bash"), "codex": ("Read", "Bash")}  # (Codex has no reader of its own)
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,@:%=")
 
@@ -185,6 +204,8 @@ class HostProc:
         self.name, self.agent, self.fake, self.env, self.gate = name, agent, fake, env, gate
         self.conn_tag = ""  # which MCP connection of this host process the current read goes through
         self.generation = 0  # MCP reconnections so far
+        self.state: dict = {}  # the host's own bookkeeping (bench/support/hostshapes.py)
+        self.pstate: dict = {}  # ... per policy, where what the host did depends on the policy's answers
 
 
 class Policy:
@@ -277,6 +298,11 @@ class Ours(Policy):
         conn = Connection(f"hook-{host.name}-{self.eng.events}-{'credit' if delivered is not None else 'gate'}",
                           dict(host.env), host.fake.pid, host.fake.ticks, self.eng.root)
         scope = self.resolver.resolve(conn, fresh=True, call_id=call_id)
+        if delivered is not None and call_id is None:
+            # a delivery no call could be named for (hooks/readgate.py after_read, service.gate)
+            import dataclasses
+
+            scope = dataclasses.replace(scope, key=None, stub_ok=False, reason="a delivery no call could be named for")
         span = {"last_lines": ask.last} if ask.last is not None else {"start_line": ask.start, "end_line": ask.end}
         if delivered is None:
             self.last_scope = scope
@@ -352,6 +378,8 @@ class Oracle(Policy):
         real, res = self.cache.read(ctx, roots, cwd, ask.path, w[2], end, hint=hint)
         if res["kind"] not in ("stub", "pointer", "diff"):
             return res
+        if not hostcaps.passes_whole(host.agent, res["text"], ask.reader):
+            return dict(res, kind="full")  # a refusal the host would cut reaches its model as no refusal: the reader runs
         window = (w[2], w[3])
         before = self.truth.refused.get((ctx, real))
         if before is not None and before[0] == res.get("fingerprint") and before[1][0] <= window[0] and window[1] <= before[1][1]:
@@ -474,7 +502,8 @@ class Engine:
                     self._codex_recorded(ev["event"], payload)
                 if host.agent == "qwen" and payload.get("transcript_path"):  # qwen chat recording (see _qwen_chat)
                     payload["transcript_path"] = self._qwen_chat(payload["transcript_path"])
-                publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
+                with self._host_env():
+                    publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
                 self._truth_after_raw(host, ev)
                 return
@@ -499,6 +528,14 @@ class Engine:
             if host.agent in EVENTS:
                 cwd = self._hook_place(host, conv, extra)
                 hook(self.data, host.fake, meaning, conv, cwd, self.t, **extra)
+            elif host.agent in SHAPES:  # the other gated hosts' own payloads (bench/support/hostshapes.py)
+                cwd = self._hook_place(host, conv, extra)
+                got = self.shape(host.agent).hook_payload(meaning, conv, ev.get("sub"), cwd, extra)
+                if got is not None:
+                    with self._host_env():
+                        publish_event(self.data, host.agent, got[0], got[1], host.fake.as_host(), self.t)
+            if meaning == "prompt" and not ev.get("sub"):
+                self._idle_clear(host, conv)
             self._truth_after(meaning, self.ctx(conv, None, ev["host"]), ev.get("sub"))
         elif op == "root":
             self.recorded_root = ev["path"].rstrip("/")
@@ -685,9 +722,12 @@ class Engine:
 
     def _truth_after_raw(self, host: HostProc, ev: dict) -> None:
         from leanctx import agents
-        from leanctx.agents.base import PRE_COMPACT, SESSION_END, SUBAGENT_STOP
+        from leanctx.agents.base import PRE_COMPACT, PROMPT, SESSION_END, SUBAGENT_STOP
 
-        norm = agents.get(host.agent).normalize(ev["event"], ev["payload"])
+        with self._host_env():
+            norm = agents.get(host.agent).normalize(ev["event"], ev["payload"])
+        if norm.kind == PROMPT and norm.conversation_id and not norm.subagent_id:
+            self._idle_clear(host, norm.conversation_id)
         meaning = {PRE_COMPACT: "compact", SESSION_END: "end", SUBAGENT_STOP: "sub_stop"}.get(norm.kind)
         if meaning and norm.conversation_id:
             self._truth_after(meaning, self.ctx(norm.conversation_id, None, host.name), norm.subagent_id)
@@ -695,13 +735,24 @@ class Engine:
     def _read(self, ev: dict) -> None:
         host = self.hosts[ev["host"]]
         call = self._reader_call(host, ev) if ev.get("reader") else None
-        if call is None or call["gated"]:
+        shaped = call is not None and "shape" in call
+        if shaped:
+            # the host module named the call (or not): its note, published as the pre-tool hook does
+            ev = dict(ev, call_id=call["call_id"] if call["gated"] else None)
+            if call["gated"] and not ev.get("gate_fails"):
+                self._unhide(ev["host"])
+                with self._host_env():
+                    publish_event(self.data, host.agent, call["pre"][0], call["pre"][1], host.fake.as_host(), self.t)
+        elif call is None or call["gated"]:
             ev = self._timed_read(ev, call)  # a gate note published apart from its read (below)
         else:
             ev = dict(ev, call_id=None)  # a reader the host's hooks do not gate: no note, no call id
         conv, sub = ev["conv"], ev.get("sub")
         ctx = self.ctx(conv, sub, ev["host"])
-        path = call["ask"].path if call is not None and call["ask"] is not None else ev["path"]
+        if shaped:
+            path = call["real"].path if call["real"] is not None else call["full"]
+        else:
+            path = call["ask"].path if call is not None and call["ask"] is not None else ev["path"]
         if self.recorded_root and (path == self.recorded_root or path.startswith(self.recorded_root + "/")):
             path = os.path.relpath(path, self.recorded_root)
         real = self.last_name = self.name_of(conv, path)
@@ -733,10 +784,14 @@ class Engine:
                 item = {"type": "function_call", "name": tool, "call_id": call_id}
             self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item", item)
         reader = call["ask"].reader if call is not None and call["ask"] is not None else "ctx_read"
+        if shaped:
+            reader = ev["reader"]
         results = {}
         for p in self.policies:
             if call is None:
                 res = p.read(host, conv, sub, path, ev.get("start"), ev.get("end"), bool(ev.get("fresh")), call_id)
+            elif shaped:
+                res = self._shaped_answer(p, host, conv, sub, call, dict(ev, call_id=call_id))
             else:
                 res = self._reader_answer(p, host, conv, sub, ctx, call, dict(ev, call_id=call_id))
             results[p.name] = res
@@ -748,7 +803,7 @@ class Engine:
             p.by_reader[(host.agent, reader)] += res.get("tokens_sent", 0)
             p.reads_by[(host.agent, reader)] += 1
             p.raw += res.get("tokens_raw", 0)
-            why = p.truth.violation(ctx, real, res, spoken=spoken_name(res.get("path"), spoken_roots))
+            why = p.truth.violation(ctx, real, res, spoken=spoken_name(res.get("path"), spoken_roots)) or res.get("wrong_span")
             if why:
                 p.wrong += 1
                 p.wrong_by[(host.agent, reader)] += 1
@@ -760,6 +815,10 @@ class Engine:
                 p.truth.received_other(ctx, real, res["other_bytes"])
             if res["kind"] == "full":
                 p.truth.refused.pop((ctx, real), None)  # the content came: the next refusal is news
+        if shaped:
+            call["shape"].after_call(host, conv, sub, call["tool"], call["input"], call["model_call"], True)
+            for k in ev.get("host_state") or {}:
+                host.state.pop(k, None)  # for this call only
         if codex:
             self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
                              {"type": "function_call_output", "call_id": call_id, "output": [{"type": "input_text", "text": "…"}]})
@@ -788,6 +847,8 @@ class Engine:
         reader = ev["reader"]
         if reader not in ("builtin", "shell"):
             raise ValueError(f"read: unknown reader {reader!r}")
+        if host.agent in SHAPES:
+            return self._shaped_call(host, ev)
         conv, sub = ev["conv"], ev.get("sub")
         cwd = self.place(conv)[1]
         path = ev.get("path")
@@ -1172,6 +1233,234 @@ class Engine:
             self._unhide(ev["host"])
             read_gate(self.data, host.fake, ev["conv"], ev.get("sub"), f"toolu_replay{self.calls:06d}", self.root, self.t, *tool)
         return ev
+
+    # -- the other gated hosts' readers, in their own shapes (bench/support/hostshapes.py) --------
+    def shape(self, agent: str):  # noqa: ANN201 - hostshapes.Shape
+        shapes = self.__dict__.setdefault("_shapes", {})
+        if agent not in shapes:
+            shapes[agent] = SHAPES[agent](self)
+        return shapes[agent]
+
+    def _host_env(self):  # noqa: ANN202 - a context manager
+        """The environment a hook of the replay's hosts runs in: a home folder of the replay's own
+        (no settings file of this machine's hosts is read), Copilot's config folder holding the
+        session logs the replay writes."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def env():
+            keys = ("HOME", "COPILOT_HOME", "GEMINI_CLI_HOME", "QWEN_HOME", "FACTORY_HOME_OVERRIDE",
+                    "GEMINI_CLI_SYSTEM_SETTINGS_PATH", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+                    "QWEN_CODE_SYSTEM_SETTINGS_PATH", "QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+            saved = {k: os.environ.get(k) for k in keys}
+            home = os.path.join(self.base, "home")
+            os.makedirs(home, exist_ok=True)
+            for k in keys:
+                os.environ.pop(k, None)
+            os.environ["HOME"] = home
+            os.environ["COPILOT_HOME"] = os.path.join(self.base, "copilot-home")
+            for k in ("GEMINI_CLI_SYSTEM_SETTINGS_PATH", "QWEN_CODE_SYSTEM_SETTINGS_PATH"):
+                os.environ[k] = os.path.join(home, "no-system-settings", k.lower(), "settings.json")
+            try:
+                yield
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+        return env()
+
+    def _idle_clear(self, host: HostProc, conv: str) -> None:
+        """Qwen Code clears old tool results from its context (no hook, nothing in its chat
+        recording) when a prompt comes an hour or more after its last model answer. That answer
+        came after the conversation's previous prompt event, so clearing whenever an hour passed
+        since that event is at least as often as Qwen does it (the strict reading: the context
+        then holds nothing it read before; Qwen keeps the last 5 tool results)."""
+        if host.agent != "qwen":
+            return
+        last = self.__dict__.setdefault("_last_prompt", {})
+        before = last.get((host.name, conv))
+        last[(host.name, conv)] = self.t
+        if before is not None and self.t - before >= 3600:
+            for p in self.policies:
+                p.truth.clear(self.ctx(conv, None, host.name))
+
+    def _shaped_call(self, host: HostProc, ev: dict) -> dict:
+        """A built-in or shell read on a host of hostshapes.py: the model's call in the host's
+        own shape, its pre-tool payload (with whatever the host writes elsewhere first), what the
+        host module makes of it (`normalize`, `builtin_read_ask`: the span and the call's id), and
+        what the host really reads (the shape's own rules: `real`)."""
+        from leanctx import readers
+
+        shape, agent = self.shape(host.agent), _agents.get(host.agent)
+        conv, sub = ev["conv"], ev.get("sub")
+        cwd = self.place(conv)[1]
+
+        def here(p: str) -> str:
+            if self.recorded_root and (p == self.recorded_root or p.startswith(self.recorded_root + "/")):
+                return os.path.normpath(os.path.join(self.root, os.path.relpath(p, self.recorded_root)))
+            return p
+
+        path = here(ev["path"]) if ev.get("path") is not None else None
+        full = os.path.normpath(os.path.join(cwd, path)) if path is not None else None
+        if ev["reader"] == "builtin":
+            tool = shape.builtin_tool
+            if ev.get("input") is not None:
+                tool_input = {k: (here(v) if isinstance(v, str) and k in ("file_path", "filePath", "path") else v)
+                              for k, v in ev["input"].items()}
+            else:
+                tool_input = shape.builtin_input(full, ev.get("start"), ev.get("end"))
+            command = None
+        else:
+            tool = shape.shell_tool
+            command = ev.get("command")
+            if command is not None and self.recorded_root:
+                command = command.replace(self.recorded_root + "/", self.root + "/")
+            if command is None:
+                if ev.get("last") is not None:
+                    command = f"tail -n {int(ev['last'])} {path}"
+                elif ev.get("start") is not None or ev.get("end") is not None:
+                    end = ev.get("end")
+                    command = f"sed -n '{int(ev.get('start') or 1)},{int(end) if end is not None else '$'}p' {path}"
+                else:
+                    command = f"cat -n {path}" if ev.get("numbered") else f"cat {path}"
+            tool_input = dict(ev["input"]) if ev.get("input") is not None else shape.shell_input(command)
+        self.calls += 1
+        model_call = ev.get("call_id") or f"call_replay{self.calls:06d}"
+        for k, v in (ev.get("host_state") or {}).items():
+            host.state[k] = v  # e.g. a log the host did not write this time (adversarial traces)
+        with self._host_env():
+            pre = shape.pre_payload(host, conv, sub, cwd, tool, tool_input, model_call)
+            norm = agent.normalize(pre[0], pre[1])
+            ask = agent.builtin_read_ask(norm) if tool in agent.builtin_read_tools else None
+        call_id = norm.tool_use_id if ask is not None else None
+        # what the host really reads, by its own rules
+        real = None
+        if ev["reader"] == "builtin":
+            target = tool_input.get("file_path") or tool_input.get("filePath") or tool_input.get("path")
+            if isinstance(target, str):
+                target = os.path.normpath(os.path.join(cwd, target))
+                try:
+                    with open(target, encoding="utf-8", newline="") as f:
+                        text = f.read()
+                    w = shape.window(tool_input, text)
+                except (OSError, UnicodeDecodeError, TypeError, ValueError):
+                    w = None
+                real = readers.Ask(target, w[0], w[1]) if w else None
+                full = target
+        else:
+            real = readers.shell_ask(command, cwd) if command is not None else None
+            full = real.path if real is not None else full
+        return {"tool": tool, "input": tool_input, "ask": ask, "gated": ask is not None and isinstance(call_id, str),
+                "agent": agent, "cwd": cwd, "shape": shape, "pre": pre, "norm": norm, "call_id": call_id,
+                "model_call": model_call, "real": real, "full": full, "command": command, "posts": {}}
+
+    def _shaped_answer(self, p: Policy, host: HostProc, conv: str, sub: str | None, call: dict, ev: dict) -> dict:
+        """What policy `p`'s context receives from one built-in/shell read of a host of
+        hostshapes.py: the gate's stub, pointer or diff (ours asks with the host module's span,
+        the oracle with the host's real one: an answer for other lines than the call reads is
+        wrong); else the host's own answer, credited (ours) with exactly what the host module
+        reads out of the host's post-tool payload."""
+        real, ask, agent, shape = call["real"], call["ask"], call["agent"], call["shape"]
+        if real is None:  # not a read of one file's lines: it runs, and nothing is learnt
+            return {"kind": "full", "text": "", "fingerprint": None, "tokens_raw": 0, "tokens_sent": 0, "reader": ev["reader"]}
+        oracle = isinstance(p, Oracle)
+        tool_input = call["input"]
+        if call["gated"]:
+            ans = p.gate(host, conv, sub, real if oracle else ask, call["call_id"])
+            if ans.get("kind") in ("stub", "pointer", "diff"):
+                ans = dict(ans, reader=real.reader, tokens_raw=self._reader_raw(real))
+                w = self._reader_window(real)
+                if not oracle and w is not None and ans.get("window") is not None and tuple(ans["window"]) != (w[2], w[3]):
+                    ans["wrong_span"] = f"{ans['kind']} for lines {ans['window']} of a call that reads {[w[2], w[3]]}"
+                return ans
+            if ans.get("again"):
+                # asked again right after a refusal: the host module may answer (Qwen: the file's
+                # text in the refusal, where read_file would give its own "unchanged" note)
+                with self._host_env():
+                    out = agent.builtin_again_output(call["norm"], ask or real)
+                try:
+                    said = json.loads(out) if out.strip() else None
+                except ValueError:
+                    said = None
+                reason = (said or {}).get("hookSpecificOutput", {}).get("permissionDecisionReason") if isinstance(said, dict) else None
+                if isinstance(reason, str):
+                    got = self._shaped_got(real, reason, reason, p, host)
+                    return got
+        state = host.pstate.setdefault(p.name, {})
+        if real.reader == "builtin":
+            with open(real.path, encoding="utf-8", newline="") as f:
+                text = f.read()
+            proxy = HostProc(host.name, host.agent, host.fake, host.env)
+            proxy.state = state
+            shape.delivered_span = None  # (a host that gives fewer lines than asked says which)
+            response, shown, seen, note = shape.render_builtin(proxy, tool_input, text, ev.get("delivered"))
+        else:
+            w = self._reader_window(real)
+            if w is None:
+                return {"kind": "error", "text": "", "tokens_raw": 0, "tokens_sent": 0, "reader": "shell"}
+            text, n, s, e = w
+            lines = text.split("\n")
+            body = [f"{i:6d}\t{line}" for i, line in enumerate(lines[s - 1:e], start=s)] if real.numbered else lines[s - 1:e]
+            stdout = ev.get("delivered", "\n".join(body) + ("\n" if e < len(lines) else ""))
+            response, shown = shape.render_shell(call["command"], stdout)
+            out = shape.shell_seen(stdout)
+            if real.numbered and out[:1].isdigit():
+                number, tab, rest = out.partition("\t")
+                out = f"{number:>6}{tab}{rest}" if tab and number.isdigit() else out
+            from leanctx import readers
+
+            seen, note = (readers.shell_content(real, out) if out else None), False
+        got = self._shaped_got(real, seen, shown, p, host, note, getattr(shape, "delivered_span", None))
+        if call["tool"] in agent.builtin_read_tools and isinstance(p, Ours):
+            # the post-tool hook runs for every call of the tools it is wired for, gated or not
+            key = json.dumps(response, sort_keys=True, default=str)
+            if key not in call["posts"]:
+                call["posts"][key] = shape.post_payload(host, conv, sub, call["cwd"], call["tool"], tool_input,
+                                                        call["model_call"], response)
+            event, post = call["posts"][key]
+            with self._host_env():
+                norm = agent.normalize(event, post)
+                delivery = agent.builtin_read_delivery(norm, post)
+            if delivery is not None:  # (hooks/readgate.py after_read: a call it cannot name goes unnamed)
+                p.gate(host, conv, sub, delivery[0], norm.tool_use_id if isinstance(norm.tool_use_id, str) else None,
+                       delivered=delivery[1])
+        return got
+
+    def _shaped_got(self, real, seen: str | None, shown: str, p: Policy, host: HostProc, note: bool = False,
+                    span: tuple[int, int] | None = None) -> dict:  # noqa: ANN001
+        """A read that ran, as the context received it: the file's lines when `seen` is exactly
+        them (a final newline aside), else what it got instead (a cut or trimmed output: other
+        bytes under the name; a host's own note: nothing). `span`: the lines the host gave, when
+        fewer than the call reads (OpenCode's 50 KB cap)."""
+        from leanctx import readers
+
+        if span is not None and span != (real.start, real.end):
+            real = readers.Ask(real.path, span[0], span[1], reader=real.reader)
+        w = self._reader_window(real)
+        if w is None:
+            return {"kind": "error", "text": "", "tokens_raw": 0, "tokens_sent": 0, "reader": real.reader}
+        text, n, s, e = w
+        exact = "\n".join(text.split("\n")[s - 1:e])
+        if seen is not None and seen != exact and seen.endswith("\n") and seen[:-1] == exact:
+            seen = exact
+        raw = tokens.count(exact)
+        fp = fingerprint(text.encode("utf-8", "surrogatepass")) if seen == exact else None
+        sent = raw if fp else tokens.count(shown or "")
+        if fp is None and seen:
+            # exactly the window's first j lines and no more (trailing blank lines trimmed, or a
+            # cut at a line's end): the model holds those lines of this version (as _reader_run)
+            lines = text.split("\n")
+            body = seen[:-1] if seen.endswith("\n") else seen
+            j = body.count("\n") + 1
+            if s + j - 1 < e and body == "\n".join(lines[s - 1:s - 1 + j]):
+                fp, e, seen = fingerprint(text.encode("utf-8", "surrogatepass")), s + j - 1, body
+        got = {"kind": "full", "text": seen if fp else (shown or ""), "path": real.path, "lines": n, "fingerprint": fp,
+               "window": [s, e], "tokens_raw": raw, "tokens_sent": sent, "reader": real.reader}
+        if fp is None and shown and not note:
+            got["other_bytes"] = fingerprint(text.encode("utf-8", "surrogatepass")) if (seen or shown) in text else None
+        return got
 
 
 def load_trace(path: str) -> list[dict]:

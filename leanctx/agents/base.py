@@ -478,7 +478,8 @@ class Agent:
         """(what was read, the file text it handed the model) for a post-tool call of one of
         `builtin_read_tools`; None for anything else (an error, an image, a cut or odd output).
         As in `builtin_read_ask`, a host may set `event.tool_use_id` here; only a call with an id
-        is credited."""
+        is credited (one without is handed to the daemon unnamed: older copies of that file are
+        dropped, hooks/readgate.py)."""
         return None
 
     def builtin_refusal_output(self, event: HookEvent, text: str) -> str:

@@ -190,8 +190,9 @@ class Copilot(Agent):
         content = view_content(text) if event.tool_name == "view" else shell_output_content(ask, text)
         if not content:
             return None
+        # a call the log cannot name still delivered these bytes: the gate hands them on unnamed
         event.tool_use_id = self._call_id(event)
-        return (ask, content) if event.tool_use_id else None
+        return ask, content
 
     def _call_id(self, event: HookEvent) -> str | None:
         """The model's id for this call, from Copilot's session log (its payloads name none)."""

@@ -1011,6 +1011,13 @@ class ReadCache:
                         "tokens_sent": tokens_raw, "tokenizer": tokens.name(), "fingerprint": snap.fp,
                         "window": list(window) if window else None, "again": again}
             cut = record and not hostcaps.passes_whole(scope.agent, text, reader)
+            if cut and mode == "gate":
+                # a refusal longer than the host hands its model whole would reach it cut, and a
+                # refusal that is not remembered comes back the same when asked again: the
+                # reader runs instead (and its own output is credited only if the host keeps it whole)
+                return {"kind": "full", "text": "", "path": rel, "lines": n, "tokens_raw": tokens_raw,
+                        "tokens_sent": tokens_raw, "tokenizer": tokens.name(), "fingerprint": snap.fp,
+                        "window": list(window) if window else None, "again": False}
             if cut:
                 # the host cuts an answer this long before its model sees it (hostcaps.py): the
                 # model holds part of it at best, so nothing of it is credited (what it was sent

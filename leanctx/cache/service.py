@@ -242,10 +242,17 @@ class CacheCore:
         return self.cache.read(scope, path, start_line=start, end_line=end, fresh=fresh)
 
     def gate(self, conn, path: str, start: int | None, end: int | None, call_id: str | None = None,  # noqa: ANN001
-             delivered: str | None = None, reader: str = "builtin", last_lines: int | None = None) -> dict:
+             delivered: str | None = None, reader: str = "builtin", last_lines: int | None = None,
+             unnamed: bool = False) -> dict:
         """A host's built-in reader or a shell read: "gate" before it reads (delivered None),
-        "credit" after, with what it delivered. Same scope, same ledger, same rules as `read`."""
-        scope = self.resolver.resolve(conn, fresh=True, call_id=call_id)
+        "credit" after, with what it delivered. Same scope, same ledger, same rules as `read`.
+        `unnamed`: a delivery whose call the hook could not name: the caller is unknown (credited
+        to no one; every older copy of that name is dropped, readcache._supersede)."""
+        scope = self.resolver.resolve(conn, fresh=True, call_id=None if unnamed else call_id)
+        if unnamed and delivered is not None:
+            import dataclasses
+
+            scope = dataclasses.replace(scope, key=None, stub_ok=False, reason="a delivery no call could be named for")
         mode = "gate" if delivered is None else "credit"
         return self.cache.read(scope, path, start_line=start, end_line=end, mode=mode, delivered=delivered,
                                reader=reader, last_lines=last_lines)
@@ -721,7 +728,8 @@ class Daemon:
             last = _opt_line(args, "last_lines")
             if last is not None and (start is not None or end is not None):
                 raise BadRequest("last_lines goes without start_line and end_line")
-            result = self.core.gate(self.identity(me), path, start, end, call_id_arg(args), delivered, reader, last)
+            unnamed = op == "credit" and args.get("unnamed") is True
+            result = self.core.gate(self.identity(me), path, start, end, call_id_arg(args), delivered, reader, last, unnamed)
             # the hook needs the decision and, for a refusal, its text; never the file's content
             return {k: result.get(k) for k in ("kind", "text", "path", "lines", "window", "code", "again")
                     if k in result and not (k == "text" and result.get("kind") in ("full", "error"))}

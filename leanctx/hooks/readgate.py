@@ -130,11 +130,15 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
 
 
 def after_read(data_dir: str, payload: dict, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent
-    """Hand the daemon what a built-in read delivered, to credit when it matches the disk."""
+    """Hand the daemon what a built-in read delivered, to credit when it matches the disk. A call
+    the host module cannot name (Copilot's log or Droid's transcript cannot tell which call it was)
+    is handed on as `unnamed`: credited to no one, but whichever context got those bytes no longer
+    holds an older version as its latest copy, so no diff or stub is made against that one."""
     if switched_off():
         return
     got = agent.builtin_read_delivery(event, payload)  # may set the call's id, as builtin_read_ask
-    if got is None or not isinstance(event.tool_use_id, str):
+    if got is None:
         return
     ask_, content = got
-    ask(data_dir, "credit", {**ask_.args(), "content": content, "call_id": event.tool_use_id})
+    named = {"call_id": event.tool_use_id} if isinstance(event.tool_use_id, str) else {"unnamed": True}
+    ask(data_dir, "credit", {**ask_.args(), "content": content, **named})

@@ -235,6 +235,18 @@ def test_after_a_rewind_past_the_read_the_content_comes_again(world: World) -> N
     assert host.read("app.py")["kind"] == "full", "a stub for a read the rewound context no longer holds"
 
 
+def test_a_refusal_longer_than_the_host_hands_its_model_whole_is_never_given(world: World) -> None:
+    """Found by the replay (Droid's Execute keeps 4,500 characters): a pointer carrying more new
+    lines than the host hands its model whole would reach it cut, and, not remembered as a
+    refusal, came back the same when asked again (a loop). The reader runs instead."""
+    world.write("big.py", code(2400))
+    host = Host(world)
+    assert host.read("big.py", 1, 10)["credit"] == "full"
+    first = host.read("big.py")
+    assert first["kind"] == "full", first.get("text", "")[:200]
+    assert host.read("big.py")["kind"] == "full"
+
+
 def test_a_whole_file_output_trimmed_of_its_trailing_blank_lines_is_credited_as_the_lines_it_holds(world: World) -> None:
     """`cat app.py` through a shell that trims trailing blank lines (Gemini CLI, Copilot CLI): the
     model got the first k lines exactly, so those are held; a re-read is a pointer that sends only

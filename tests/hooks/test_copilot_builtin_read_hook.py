@@ -149,3 +149,42 @@ def test_a_subagent_is_never_answered_from_its_parents_holdings(copilot) -> None
     assert "def f149" in s.call("view", {"path": path}, view, agent="sub-7")
     assert "def f149" in s.call("view", {"path": path}, view, agent="sub-7")
     assert s.call("view", {"path": path}, view).startswith("Denied by preToolUse hook: [unchanged]")
+
+
+def twin_views(s: Session, args: dict) -> list[str]:
+    """Two identical `view` calls in one response, as Copilot logs them (one preToolUse hook.start
+    line naming both): both run, and the log cannot tell their ids apart."""
+    ids = [f"call_twin{s.n}a", f"call_twin{s.n}b"]
+    s.n += 1
+    s.line("assistant.message", {"content": "", "toolRequests": [{"toolCallId": i, "name": "view", "arguments": args} for i in ids]})
+    for i in ids:
+        s.line("tool.execution_start", {"toolCallId": i, "toolName": "view", "arguments": args})
+    pre = s.base(toolName="view", toolArgs=args)
+    s.line("hook.start", {"hookInvocationId": f"h{s.n}", "hookType": "preToolUse", "input": {
+        "sessionId": s.session, "cwd": str(s.proj), "toolCalls": [{"id": i, "name": "view", "args": args} for i in ids]}}, pre["timestamp"])
+    assert run_hook(s.env, "preToolUse", pre, "--builtin-read") == ""
+    assert run_hook(s.env, "preToolUse", pre, "--builtin-read") == ""
+    got = []
+    for i in ids:
+        text = view(args)
+        post = s.base(toolName="view", toolArgs=args, toolResult={"resultType": "success", "textResultForLlm": text})
+        s.line("hook.start", {"hookInvocationId": f"p{i}", "hookType": "postToolUse", "input": post})
+        assert run_hook(s.env, "postToolUse", post, "--builtin-read") == ""
+        s.line("tool.execution_complete", {"toolCallId": i, "success": True, "result": {"content": text}})
+        got.append(text)
+    return got
+
+
+def test_content_delivered_to_calls_the_log_cannot_name_leaves_no_older_copy_to_diff_against(copilot) -> None:
+    """Found by the replay (bench/traces/copilot-builtin-log-ids.jsonl): the model read big.py,
+    another program changed it, then two identical views in one response gave the model the new
+    text. Neither call can be named, so neither is credited; but the model's latest copy is now
+    the new text, and the next view must not be a diff (or a stub) against the copy it read before."""
+    env, proj, config = copilot
+    s = Session(env, proj, config)
+    path = str(proj / "big.py")
+    assert "def f149" in s.call("view", {"path": path}, view)
+    (proj / "big.py").write_text((proj / "big.py").read_text().replace("return x * 7\n", "return x * 70\n"))
+    assert all("x * 70" in got for got in twin_views(s, {"path": path}))
+    again = s.call("view", {"path": path}, view)
+    assert not again.startswith("Denied by preToolUse hook"), again
