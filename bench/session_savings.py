@@ -468,6 +468,16 @@ class Host:
     def compact(self, model: "Model", conv: dict, body: dict):  # noqa: ANN201
         raise NotImplementedError
 
+    def look_at_tree(self, model: "Model", conv: dict, body: dict):  # noqa: ANN201
+        """`ls src tests` as the main conversation's next call: the step whose answer a host that
+        compacts on a full window compacts after (the window is reported full with it)."""
+        act = Act("shell", command="ls src tests")
+        call_id, item = self.call(act, body)
+        call = Call("main", act, call_id)
+        model.run.calls.append(call)
+        conv["pending"] = call
+        return item
+
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: "Model", log: Optional[Path]) -> None:
         """Configure the host for the fake model server (and leanctx when `log`: the hook timing
         log), run the whole session, leave every request body in run.bodies."""
@@ -663,12 +673,7 @@ class Codex(Host):
         # a look at the tree, answered as the window is full: Codex compacts before the next turn
         self.srv.usage = self.OVER
         self.reset_usage = True
-        act = Act("shell", command="ls src tests")
-        call_id, item = self.call(act, body)
-        call = Call("main", act, call_id)
-        model.run.calls.append(call)
-        conv["pending"] = call
-        return item
+        return self.look_at_tree(model, conv, body)
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
         from tests.e2e.fake_openai import FakeOpenAI
@@ -803,12 +808,7 @@ class Gemini(Host):
         """A look at the tree, answered as if the prompt filled the window: the CLI compresses
         before the request that carries its output (no read's answer is lost to it)."""
         self.full_now = True  # this answer's reported prompt (the fake has read its own by now)
-        act = Act("shell", command="ls src tests")
-        call_id, item = self.call(act, body)
-        call = Call("main", act, call_id)
-        model.run.calls.append(call)
-        conv["pending"] = call
-        return item
+        return self.look_at_tree(model, conv, body)
 
     def env(self, hh: hostcli.HostHome, srv, env: dict) -> dict:  # noqa: ANN001
         return hostcli.base_env(hh.home, {**env, "GEMINI_API_KEY": "fake-key", "GEMINI_CLI_TRUST_WORKSPACE": "true",
@@ -1029,12 +1029,7 @@ class OpenCode(Host):
     def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
         # a look at the tree, answered as the window is full: OpenCode compacts before the next turn
         self.full = True
-        act = Act("shell", command="ls src tests")
-        call_id, item = self.call(act, body)
-        call = Call("main", act, call_id)
-        model.run.calls.append(call)
-        conv["pending"] = call
-        return item
+        return self.look_at_tree(model, conv, body)
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
         from tests.e2e.fake_openai import FakeOpenAI
