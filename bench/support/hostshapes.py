@@ -65,7 +65,14 @@ class Shape:
         return {"command": command, "description": "read"}
 
     def window(self, tool_input: dict, text: str) -> tuple[int, int] | None:
-        """The lines (1-based, inclusive, within the file's line count) the built-in call reads."""
+        """The lines (1-based, inclusive, within the file's line count) the built-in call reads
+        (from `_span`'s pieces and span where the shape has one)."""
+        _p, a, b = self._span(tool_input, text)
+        n = nlines(text)
+        return (a, min(b, n)) if n and a <= n else None
+
+    def _span(self, tool_input: dict, text: str) -> tuple[list, int, int]:
+        """(the file's pieces as the host counts them, first, last) the built-in call reads."""
         raise NotImplementedError
 
     # what the host answers ---------------------------------------------------------------------
@@ -160,10 +167,6 @@ class Gemini(Shape):
         b = int(tool_input["end_line"]) if tool_input.get("end_line") is not None else a + self.DEFAULT - 1
         return p, a, min(b, len(p))
 
-    def window(self, tool_input, text):
-        _p, a, b = self._span(tool_input, text)
-        n = nlines(text)
-        return (a, min(b, n)) if n and a <= n else None
 
     def render_builtin(self, host, tool_input, text, delivered):
         p, a, b = self._span(tool_input, text)
@@ -243,10 +246,6 @@ class Qwen(Shape):
         b = a + int(tool_input.get("limit") or self.DEFAULT) - 1
         return p, a, min(b, len(p))
 
-    def window(self, tool_input, text):
-        _p, a, b = self._span(tool_input, text)
-        n = nlines(text)
-        return (a, min(b, n)) if n and a <= n else None
 
     def render_builtin(self, host, tool_input, text, delivered):
         p, a, b = self._span(tool_input, text)
@@ -413,6 +412,17 @@ class Copilot(Shape):
         return self.events[meaning], p
 
 
+def offset_limit_input(key: str, path: str, start: int | None, end: int | None) -> dict:
+    """A reader call that names its span by a 1-based `offset` and a `limit` (OpenCode, CodeBuddy,
+    Droid), the path under `key`; no span asked: neither."""
+    out: dict = {key: path}
+    if start is not None and start != 1 or end is not None:
+        out["offset"] = int(start or 1)
+    if end is not None:
+        out["limit"] = int(end) - int(start or 1) + 1
+    return out
+
+
 # -- OpenCode 1.18.33 ---------------------------------------------------------------------------
 class OpenCode(Shape):
     agent, builtin_tool, shell_tool = "opencode", "read", "bash"
@@ -422,12 +432,7 @@ class OpenCode(Shape):
     DEFAULT, CAP = 2000, 50 * 1024
 
     def builtin_input(self, path, start, end):
-        out: dict = {"filePath": path}
-        if start is not None and start != 1 or end is not None:
-            out["offset"] = int(start or 1)
-        if end is not None:
-            out["limit"] = int(end) - int(start or 1) + 1
-        return out
+        return offset_limit_input("filePath", path, start, end)
 
     def _span(self, tool_input, text):
         n = nlines(text)
@@ -520,12 +525,7 @@ class CodeBuddy(Shape):
     DEFAULT = 2000
 
     def builtin_input(self, path, start, end):
-        out: dict = {"file_path": path}
-        if start is not None and start != 1 or end is not None:
-            out["offset"] = int(start or 1)
-        if end is not None:
-            out["limit"] = int(end) - int(start or 1) + 1
-        return out
+        return offset_limit_input("file_path", path, start, end)
 
     def window(self, tool_input, text):
         n = nlines(text)
@@ -575,12 +575,7 @@ class Droid(Shape):
     EXIT_0 = "\n\n[Process exited with code 0]"
 
     def builtin_input(self, path, start, end):
-        out: dict = {"file_path": path}
-        if start is not None and start != 1 or end is not None:
-            out["offset"] = int(start or 1)
-        if end is not None:
-            out["limit"] = int(end) - int(start or 1) + 1
-        return out
+        return offset_limit_input("file_path", path, start, end)
 
     def shell_input(self, command):
         return {"command": command, "summary": "show", "riskLevel": {"value": "low", "reason": "reads"}}
@@ -593,10 +588,6 @@ class Droid(Shape):
         b = min(a - 1 + int(tool_input.get("limit") or self.DEFAULT), len(p))
         return p, a, b
 
-    def window(self, tool_input, text):
-        _p, a, b = self._span(tool_input, text)
-        n = nlines(text)
-        return (a, min(b, n)) if n and a <= n else None
 
     def render_builtin(self, host, tool_input, text, delivered):
         p, a, b = self._span(tool_input, text)
