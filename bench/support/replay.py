@@ -185,6 +185,7 @@ from bench.support.hostshapes import SHAPES
 from leanctx import agents as _agents
 from leanctx.cache import ReadCache, Resolver, hostcaps, stubs, tokens
 from leanctx.cache.paths import fingerprint, line_count
+from leanctx.cache.readcache import AGAIN_WITHIN
 from leanctx.cache.scope import Connection, Scope
 from leanctx.hooks.publish import now_iso, record_path
 
@@ -356,22 +357,26 @@ class Oracle(Policy):
     def setup(self, eng: Engine) -> None:
         super().setup(eng)
         self.cache = OracleCache(self.truth)
+        self.asks: Counter = Counter()  # ctx -> reads it asked for (ctx_read and gated), as ReadCache counts them
 
     def read(self, host, conv, sub, path, start, end, fresh, call_id=None):
         ctx = self.eng.ctx(conv, sub, host.name)
+        self.asks[ctx] += 1
         roots, cwd = self.eng.place(conv)
         _real, res = self.cache.read(ctx, roots, cwd, path, start, end, fresh)
         return res
 
     def gate(self, host, conv, sub, ask, call_id, delivered=None):
         """The best answer the truth allows, with the gate's one rule of its own: the same lines
-        asked for again right after their refusal, unchanged, are the content (no loop)."""
+        asked for again soon after their refusal (readcache.AGAIN_WITHIN), unchanged, are the
+        content (no loop)."""
         if delivered is not None:
             return {}  # what was delivered is folded into the truth by the engine
         w = self.eng._reader_window(ask)
         if w is None:
             return {"kind": "full"}
         ctx = self.eng.ctx(conv, sub, host.name)
+        self.asks[ctx] += 1
         roots, cwd = self.eng.place(conv)
         end = None if ask.last is not None else ask.end if ask.end is None else min(ask.end, w[1])
         hint = stubs.RUN_AGAIN if ask.reader == "shell" else stubs.AGAIN  # as ReadCache words a gate's answer
@@ -382,10 +387,11 @@ class Oracle(Policy):
             return dict(res, kind="full")  # a refusal the host would cut reaches its model as no refusal: the reader runs
         window = (w[2], w[3])
         before = self.truth.refused.get((ctx, real))
-        if before is not None and before[0] == res.get("fingerprint") and before[1][0] <= window[0] and window[1] <= before[1][1]:
+        if before is not None and before[0] == res.get("fingerprint") and before[1][0] <= window[0] \
+                and window[1] <= before[1][1] and self.asks[ctx] - before[2] <= AGAIN_WITHIN:
             del self.truth.refused[(ctx, real)]
             return dict(res, kind="full", again=True)
-        self.truth.refused[(ctx, real)] = (res.get("fingerprint"), window)
+        self.truth.refused[(ctx, real)] = (res.get("fingerprint"), window, self.asks[ctx])
         return res
 
 
