@@ -927,8 +927,9 @@ class Resolver:
     @staticmethod
     def _host_history(scope: Scope, rec: Rec | None) -> Scope:
         """Gemini CLI compresses, masks old tool outputs and rolls back without a hook, and Qwen
-        Code rewinds without one (its compression hook can be lost); their chat recordings log
-        each replacement of the history (hosthistory.py). Each one counts as a compaction; a
+        Code rewinds without one (its compression hook can be lost), Factory Droid compacts
+        automatically without one; their chat recordings (Droid's session log) log each
+        replacement of the history (hosthistory.py). Each one counts as a compaction; a
         recording we cannot read withholds. A host that compacts with no signal leanctx reads
         (SILENT_COMPACTION) gets no stub at all."""
         if rec is not None and rec.agent in SILENT_COMPACTION and scope.stub_ok:

@@ -158,3 +158,40 @@ def test_shell_only_model_stub_edit_right_after_run_again_and_changes(droid_cli,
     lean.assert_no_hook_errors()
 
 
+
+
+BIG_PROMPT = {"prompt_tokens": 300000, "completion_tokens": 5, "total_tokens": 300005}  # past the 250,000 default
+
+
+def test_after_an_automatic_compaction_the_read_is_content(droid_cli, wired, lean, run_host):
+    """Droid compacts by itself once the model reports a prompt past its compaction limit, and runs
+    no hook for it (0.215.0: PreCompact only for the manual one); its session log gets a
+    `compaction_state` line, which the cache counts. Without a compaction the same script gets the stub."""
+    hh = wired
+    path = str(hh.proj / "big.py")
+    read = lambda: tool_call("Read", {"file_path": path})  # noqa: E731
+
+    compact = [False]
+    # in the second run the answer asking for `true` (the script's second) reports the big prompt:
+    # Droid compacts after running it
+    usage = lambda kind, body: BIG_PROMPT if compact[0] and kind == "main" and srv._next == 2 else None  # noqa: E731
+    with FakeChat(usage=usage) as srv:
+        start(hh, lean, srv)
+        before = [read(), execute("true"), read()]
+        srv.script = [*before, "done"]
+        run(droid_cli, hh, run_host)
+        got = [srv.tool_results().get(c["id"], "") for c in before]
+        assert is_content(got[0]) and refusal(got[2]).startswith(f"[unchanged] big.py {LINES} lines"), got[2][:300]
+
+        compact[0], after = True, [read(), execute("true"), read()]
+        srv.script, srv._next = [*after, "done"], 0
+        run(droid_cli, hh, run_host)
+        got = [srv.tool_results().get(c["id"], "") for c in after]
+        assert any("summarize" in json.dumps(b) for b in srv.side_requests), "Droid asked for no summary"
+    (log,) = [r for r in lean.records("droid").values() if any(c["id"] in r["read_calls"] for c in after)]
+    lines = [json.loads(x) for x in open(log["transcript_path"], encoding="utf-8")]
+    assert [x["type"] for x in lines].count("compaction_state") == 1, "Droid did not compact"
+    assert log["compactions"] == 0, log  # no hook said so
+    assert is_content(got[0])
+    assert is_content(got[2]), f"a stub after Droid compacted: {got[2][:300]}"
+    lean.assert_no_hook_errors()
