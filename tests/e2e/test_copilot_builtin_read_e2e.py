@@ -10,8 +10,10 @@ Copilot hands a preToolUse refusal to the model as "Denied by preToolUse hook: <
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -189,4 +191,61 @@ def test_a_subagents_views_are_content_and_its_parent_keeps_its_stub(copilot_cli
     assert is_content(out[p_first["call_id"]])
     assert is_content(out[s_first["call_id"]]) and is_content(out[s_second["call_id"]]), out[s_second["call_id"]][:200]
     assert refused(out[p_last["call_id"]]).startswith(f"[unchanged] big.py {LINES} lines"), out[p_last["call_id"]][:200]
+    lean.assert_no_hook_errors()
+
+
+SUMMARY_ASK = "Please create a detailed summary of the conversation so far"  # Copilot's compaction request
+
+
+def test_after_an_automatic_compaction_a_view_is_content(copilot_cli, wired, lean, run_host, monkeypatch):
+    """Copilot compacts in the background once the model reports a prompt near its limit
+    (COPILOT_PROVIDER_MAX_PROMPT_TOKENS for a BYOK model); preCompact fires as it starts. A `view`
+    after it gets the content; the same script without the compaction gets the stub."""
+    from tests.e2e import fake_openai
+
+    hh = wired
+    path = str(hh.proj / "big.py")
+    limit = 20000
+    orig = fake_openai.FakeOpenAI.__init__
+
+    def near_the_limit(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003 - every answer reports a prompt past 80%
+        orig(self, *a, **{**kw, "usage": {"input_tokens": limit - 500, "total_tokens": limit - 400}})
+
+    def turn(compact: bool) -> tuple[list, list, list]:
+        view = lambda: function_call("view", {"path": path})  # noqa: E731
+        sh = lambda: function_call("bash", {"command": "true", "description": "wait"})  # noqa: E731
+        calls = [view(), sh(), sh(), view()]
+        script, seen = iter([*calls, "done"]), []
+
+        def route(body: dict):
+            last = json.dumps((body.get("input") or [None])[-1])
+            if SUMMARY_ASK in last:
+                seen.append(body)
+                return "Summary: big.py was viewed."
+            item = next(script, "done")
+            # the last view only once the compaction is under way (it runs beside the turn)
+            for _ in range(600 if compact and item is calls[3] else 0):
+                if seen:
+                    break
+                time.sleep(0.1)
+            return item
+
+        env = {"COPILOT_PROVIDER_MAX_PROMPT_TOKENS": str(limit)} if compact else {}
+        with monkeypatch.context() as m:
+            if compact:
+                m.setattr(fake_openai.FakeOpenAI, "__init__", near_the_limit)
+            _, bodies, _ = run_copilot(copilot_cli, hh, run_host, [route] * 12, prompt="work on big.py", env_extra=env)
+        out = outputs_by_call(bodies)
+        assert bool(seen) == compact, len(seen)
+        return [out.get(c["call_id"], "") for c in calls], bodies, calls
+
+    got, _, _ = turn(compact=False)
+    assert is_content(got[0]) and refused(got[3]).startswith(f"[unchanged] big.py {LINES} lines"), got[3][:300]
+
+    got, bodies, calls = turn(compact=True)
+    assert lean.records("copilot") and any(r["compactions"] >= 1 for r in lean.records("copilot").values())
+    assert is_content(got[0])
+    assert is_content(got[3]), f"a stub after Copilot compacted: {got[3][:300]}"
+    last = json.dumps(bodies[-1]["input"])  # the model's history now: the summary, not the first view
+    assert "Summary: big.py was viewed." in last and calls[0]["call_id"] not in last and calls[3]["call_id"] in last
     lean.assert_no_hook_errors()
