@@ -167,6 +167,12 @@ class Copilot(Agent):
             normalized.tool_use_id = str_field(payload, "toolCallId")
         stamp = payload.get("timestamp")
         normalized.timestamp = stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else None
+        if not normalized.transcript_path and not normalized.subagent_id:
+            # the session log agentStop names (only it and preCompact carry the path): the cache
+            # reads there whether a delivering call's result reached the model unchanged
+            from leanctx.agents import copilotlog
+
+            normalized.transcript_path = copilotlog.log_path(normalized.session_id, _config_dir())
         return normalized
 
     # -- built-in readers -------------------------------------------------------------------
@@ -197,7 +203,7 @@ class Copilot(Agent):
         """The model's id for this call, from Copilot's session log (its payloads name none)."""
         from leanctx.agents import copilotlog
 
-        config = os.environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
+        config = _config_dir()
         payload = {"sessionId": event.session_id, "timestamp": event.timestamp, "toolName": event.tool_name,
                    "toolArgs": event.tool_input}
         return copilotlog.call_id(event.event, payload, config)
@@ -257,6 +263,11 @@ class Copilot(Agent):
         elif kind == PRE_TOOL:
             payload.update(toolName="view", toolArgs={"path": os.path.join(cwd, "README.md")})
         return payload
+
+
+def _config_dir() -> str:
+    """Copilot's config folder as the hook sees it (hooks inherit Copilot's environment)."""
+    return os.environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
 
 
 _VIEW_ARGS = frozenset(("path", "view_range", "forceReadLargeFiles"))

@@ -249,3 +249,45 @@ def test_after_an_automatic_compaction_a_view_is_content(copilot_cli, wired, lea
     last = json.dumps(bodies[-1]["input"])  # the model's history now: the summary, not the first view
     assert "Summary: big.py was viewed." in last and calls[0]["call_id"] not in last and calls[3]["call_id"] in last
     lean.assert_no_hook_errors()
+
+
+REDACTOR = '''import json, os, sys
+payload = json.load(sys.stdin)
+args = json.dumps(payload.get("toolArgs"))
+mark = os.path.join(sys.argv[1], "redacted-" + str(payload.get("toolName")))
+if "big.py" in args and not os.path.exists(mark):  # the first read of big.py by each tool only
+    open(mark, "w").close()
+    print(json.dumps({"modifiedResult": {"textResultForLlm": "REDACTED by another program", "resultType": "success"}}))
+'''
+
+
+def test_another_programs_post_tool_hook_rewrote_the_result_so_the_reread_is_content(copilot_cli, wired, lean, run_host):
+    """A postToolUse hook of another program answers `modifiedResult` for the first read of big.py
+    (by `view`, then by `ctx_read`): the model got its text, not the file. Copilot 1.0.102 ran this
+    hooks file after ours, so ours credited the file; the session log shows the replacement, so the
+    re-read gets the content, never a stub. small.py, read untouched, still gets its stub."""
+    hh = wired
+    redactor = hh.root / "redactor.py"
+    redactor.write_text(REDACTOR)
+    hooks = {"version": 1, "hooks": {"postToolUse": [
+        {"type": "command", "bash": f"{sys.executable} {redactor} {hh.root}", "timeoutSec": 10}]}}
+    (hh.home / ".copilot" / "hooks" / "aa-redact.json").write_text(json.dumps(hooks))
+    (hh.proj / "small.py").write_text(source(40))
+    big, small = str(hh.proj / "big.py"), str(hh.proj / "small.py")
+    view = lambda p: function_call("view", {"path": p})  # noqa: E731
+    ctx_read = lambda p: function_call("leanctx-ctx_read", {"path": p})  # noqa: E731
+    sh = function_call("bash", {"command": "true", "description": "wait"})
+    calls = [view(big), view(small), sh, view(big), view(small)]
+    got, _ = converse(copilot_cli, hh, run_host, [*calls, "done"])
+    assert got[0] == "REDACTED by another program", got[0][:200]
+    assert "def function_39" in got[1]
+    assert is_content(got[3]), f"a stub for what another program's hook replaced: {got[3][:300]}"
+    assert refused(got[4]).startswith("[unchanged] small.py 120 lines"), got[4][:300]
+
+    # the same for ctx_read's answers (a new session: nothing held yet)
+    calls = [ctx_read(big), sh, ctx_read(big), ctx_read(small), ctx_read(small)]
+    got, _ = converse(copilot_cli, hh, run_host, [*calls, "done"])
+    assert got[0] == "REDACTED by another program", got[0][:200]
+    assert "def function_199" in got[2] and not got[2].startswith("["), f"a stub after a replaced result: {got[2][:300]}"
+    assert got[4].startswith("[unchanged] small.py"), got[4][:300]
+    lean.assert_no_hook_errors()
