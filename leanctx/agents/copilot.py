@@ -17,7 +17,9 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
   `bash` reads the gate takes it from Copilot's session log (copilotlog.py);
 - a preToolUse deny reaches the model as `Denied by preToolUse hook: <reason>`, the call's
   result; postToolUse's `toolResult.textResultForLlm` is what the model gets, unless a
-  postToolUse hook answers `modifiedResult` (then the last such hook's text);
+  postToolUse hook answers `modifiedResult` (then the last such hook's text; the session log shows
+  it, which the cache reads before a stub: cache/copilotevents.py, so every main-agent event is
+  published with that log's path, the one agentStop names);
 - any non-zero exit of preToolUse denies the tool, and plain stdout on permissionRequest
   denies it too: our runner always exits 0, we wire no permissionRequest, and on preToolUse
   and preMcpToolCall we print nothing or one JSON object;
@@ -43,8 +45,9 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
 - `/compact` in a resumed session (`copilot -p /compact --continue`) fires preCompact
   (`sessionId`, `transcriptPath`, `trigger: "manual"`); a resumed session without it keeps its
   history, so its reads may be stubs.
-From the CLI's docs only: automatic (background) compaction firing preCompact too; the project
-skills folder `.github/skills` (`~/.copilot/skills` is verified).
+- automatic (background) compaction fires preCompact as it starts (a BYOK model's limit is
+  `COPILOT_PROVIDER_MAX_PROMPT_TOKENS`; tests/e2e/test_copilot_builtin_read_e2e.py).
+From the CLI's docs only: the project skills folder `.github/skills` (`~/.copilot/skills` is verified).
 """
 
 from __future__ import annotations
