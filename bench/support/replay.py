@@ -508,6 +508,8 @@ class Engine:
                     self._codex_recorded(ev["event"], payload)
                 if host.agent == "qwen" and payload.get("transcript_path"):  # qwen chat recording (see _qwen_chat)
                     payload["transcript_path"] = self._qwen_chat(payload["transcript_path"])
+                if host.agent == "copilot" and not payload.get("agentId") and payload.get("sessionId"):
+                    payload["transcriptPath"] = self._copilot_log(host, payload["sessionId"])  # see _copilot_log
                 with self._host_env():
                     publish_event(self.data, host.agent, ev["event"], payload, host.fake.as_host(), self.t)
                 ev = dict(ev, payload=payload)
@@ -527,6 +529,8 @@ class Engine:
                 extra["transcript_path"] = self._transcript(conv)[0]
                 if meaning == "compact":
                     self._boundary(conv)
+            if host.agent == "copilot" and not ev.get("sub"):
+                extra["transcript_path"] = self._copilot_log(host, conv)  # see _copilot_log
             if host.agent == "codex":  # codex rollout (see _codex_rollout)
                 extra["transcript_path"] = self._codex_rollout(conv)
                 if meaning == "compact":
@@ -677,6 +681,26 @@ class Engine:
         return path
     # --- codex rollout, qwen chat recording: end -------------------------------------------------
 
+    def _copilot_log(self, host: HostProc, conv: str) -> str:
+        """Copilot CLI's session log (`events.jsonl`) of a conversation, which leanctx's hooks name
+        (copilotevents.py reads it): each replayed call is logged started and completed with its
+        result unchanged (the recorded sessions had no other postToolUse hook). A subagent's calls
+        go to the log of its host process's conversation, as Copilot logs them."""
+        logs = self.__dict__.setdefault("copilot_logs", {})
+        if conv not in logs:
+            folder = os.path.join(self.base, "copilot-sessions", f"{len(logs):04d}")
+            os.makedirs(folder, exist_ok=True)
+            logs[conv] = os.path.join(folder, "events.jsonl")
+            open(logs[conv], "a").close()
+        self.__dict__.setdefault("copilot_host_logs", {})[host.name] = logs[conv]
+        return logs[conv]
+
+    def _copilot_call(self, host: HostProc, conv: str, call_id: str) -> None:
+        path = self.__dict__.get("copilot_host_logs", {}).get(host.name) or self._copilot_log(host, conv)
+        with open(path, "a", encoding="utf-8") as f:
+            for kind in ("tool.execution_start", "tool.execution_complete"):
+                f.write(json.dumps({"type": kind, "data": {"toolCallId": call_id, "success": True}}) + "\n")
+
     def _gemini_chat(self, recorded: str, event: str, source: object) -> str:
         """Gemini CLI's chat recording for a recorded session, replayed here: the CLI writes the
         whole history as one `$set messages` line when a chat starts (twice on a resume) and again
@@ -825,6 +849,8 @@ class Engine:
             call["shape"].after_call(host, conv, sub, call["tool"], call["input"], call["model_call"], True)
             for k in ev.get("host_state") or {}:
                 host.state.pop(k, None)  # for this call only
+        if host.agent == "copilot" and call_id is not None:
+            self._copilot_call(host, conv, call_id)
         if codex:
             self._codex_line(f"{conv}/{sub}" if sub else conv, "response_item",
                              {"type": "function_call_output", "call_id": call_id, "output": [{"type": "input_text", "text": "…"}]})

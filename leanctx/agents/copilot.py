@@ -17,7 +17,9 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
   `bash` reads the gate takes it from Copilot's session log (copilotlog.py);
 - a preToolUse deny reaches the model as `Denied by preToolUse hook: <reason>`, the call's
   result; postToolUse's `toolResult.textResultForLlm` is what the model gets, unless a
-  postToolUse hook answers `modifiedResult` (then the last such hook's text);
+  postToolUse hook answers `modifiedResult` (then the last such hook's text; the session log shows
+  it, which the cache reads before a stub: cache/copilotevents.py, so every main-agent event is
+  published with that log's path, the one agentStop names);
 - any non-zero exit of preToolUse denies the tool, and plain stdout on permissionRequest
   denies it too: our runner always exits 0, we wire no permissionRequest, and on preToolUse
   and preMcpToolCall we print nothing or one JSON object;
@@ -43,8 +45,9 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
 - `/compact` in a resumed session (`copilot -p /compact --continue`) fires preCompact
   (`sessionId`, `transcriptPath`, `trigger: "manual"`); a resumed session without it keeps its
   history, so its reads may be stubs.
-From the CLI's docs only: automatic (background) compaction firing preCompact too; the project
-skills folder `.github/skills` (`~/.copilot/skills` is verified).
+- automatic (background) compaction fires preCompact as it starts (a BYOK model's limit is
+  `COPILOT_PROVIDER_MAX_PROMPT_TOKENS`; tests/e2e/test_copilot_builtin_read_e2e.py).
+From the CLI's docs only: the project skills folder `.github/skills` (`~/.copilot/skills` is verified).
 """
 
 from __future__ import annotations
@@ -167,6 +170,12 @@ class Copilot(Agent):
             normalized.tool_use_id = str_field(payload, "toolCallId")
         stamp = payload.get("timestamp")
         normalized.timestamp = stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else None
+        if not normalized.transcript_path and not normalized.subagent_id:
+            # the session log agentStop names (only it and preCompact carry the path): the cache
+            # reads there whether a delivering call's result reached the model unchanged
+            from leanctx.agents import copilotlog
+
+            normalized.transcript_path = copilotlog.log_path(normalized.session_id, _config_dir())
         return normalized
 
     # -- built-in readers -------------------------------------------------------------------
@@ -198,7 +207,7 @@ class Copilot(Agent):
         """The model's id for this call, from Copilot's session log (its payloads name none)."""
         from leanctx.agents import copilotlog
 
-        config = os.environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
+        config = _config_dir()
         payload = {"sessionId": event.session_id, "timestamp": event.timestamp, "toolName": event.tool_name,
                    "toolArgs": event.tool_input}
         return copilotlog.call_id(event.event, payload, config)
@@ -258,6 +267,11 @@ class Copilot(Agent):
         elif kind == PRE_TOOL:
             payload.update(toolName="view", toolArgs={"path": os.path.join(cwd, "README.md")})
         return payload
+
+
+def _config_dir() -> str:
+    """Copilot's config folder as the hook sees it (hooks inherit Copilot's environment)."""
+    return os.environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
 
 
 _VIEW_ARGS = frozenset(("path", "view_range", "forceReadLargeFiles"))

@@ -22,6 +22,11 @@ model's call (id, name, input) to the session's transcript (`transcript_path`, n
 `session_id`): the one call of the latest assistant message with this name and input and no result
 yet is this one (`call_id_from_transcript`); none, or two alike: not gated, not credited. Droid has
 no "file unchanged" answer of its own: a re-read after a refusal simply runs.
+
+Verified on 0.215.0: the automatic compaction fires no hook (PreCompact is the manual one's
+only), but writes a `compaction_state` line to the transcript, which the cache counts
+(cache/hosthistory.py). A `Task` subagent is another droid process with a session of its own
+(offline only with FACTORY_AIRGAP_ENABLED=1: without a login Droid's daemon will not start one).
 """
 
 from __future__ import annotations

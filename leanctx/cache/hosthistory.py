@@ -1,4 +1,4 @@
-"""What Gemini CLI's and Qwen Code's chat recordings say about the history: how many times it was replaced.
+"""What Gemini CLI's and Qwen Code's chat recordings and Factory Droid's session log say about the history: how many times it was replaced.
 
 Gemini CLI 0.61.0 records each session in `~/.gemini/tmp/<project>/chats/session-…-<id8>.jsonl`
 (the hooks' `transcript_path`), append-only: one line per message, `{"$set": {...}}` lines for
@@ -19,6 +19,14 @@ compressed history as `{"type":"system","subtype":"chat_compression",…}`
 "subtype":"rewind",…}` and re-roots the chain after it (`rewindRecording`), with no hook. A
 session's start writes neither.
 
+Factory Droid 0.215.0 writes its session to `~/.factory/sessions/<project>/<session id>.jsonl`
+(the hooks' `transcript_path`), append-only, one entry a line. Every compaction that replaces
+part of the history with a summary writes `{"type":"compaction_state",…}` (`saveCompactionSummary`:
+the summary, `removedCount`). Only its manual compaction fires PreCompact; the automatic one (past
+`compactionTokenLimit`, 250,000 tokens by default, counted from the usage the model reports) runs
+no hook at all (seen in a run: the line, no hook; in the binary the one PreCompact call sits in
+the manual path).
+
 So the number of such lines is a counter of "the context may have lost tool output": the cache
 adds it to the conversation's compaction counter, and everything read before the last one is
 sent again once. Gemini's starts and resumes count too (they lose nothing, so that costs one
@@ -35,7 +43,8 @@ from leanctx.hooks.transcript import open_regular
 _MARKS = (b'{"$set":', b'{"$rewindTo":')
 _QWEN_MARKS = (b"chat_compression", b"rewind")  # words a Qwen record must contain to be parsed
 _QWEN_SUBTYPES = ("chat_compression", "rewind")
-HOSTS = ("gemini", "qwen")  # whose chat recording this module reads
+_DROID_MARK = b'"compaction_state"'
+HOSTS = ("gemini", "qwen", "droid")  # whose chat recording this module reads
 _lock = threading.Lock()
 # (agent, path) -> (dev, ino, bytes scanned, count so far, highest count ever returned)
 _seen: dict[tuple[str, str], tuple[int, int, int, int, int]] = {}
@@ -49,6 +58,16 @@ def _qwen_replaces(line: bytes) -> bool:
     except ValueError:
         return True  # a line we cannot read may be one: count it (only ever withholds)
     return isinstance(value, dict) and value.get("type") == "system" and value.get("subtype") in _QWEN_SUBTYPES
+
+
+def _droid_replaces(line: bytes) -> bool:
+    if _DROID_MARK not in line:
+        return False
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return True  # a line we cannot read may be one: count it (only ever withholds)
+    return isinstance(value, dict) and value.get("type") == "compaction_state"
 
 
 def _replaces(line: bytes) -> bool:
@@ -65,12 +84,12 @@ def _replaces(line: bytes) -> bool:
 
 
 def history_replacements(path: str | None, agent: str = "gemini") -> int | None:
-    """How many times the host (`agent`: "gemini" or "qwen") replaced the chat history so far, or
+    """How many times the host (`agent`: "gemini", "qwen" or "droid") replaced the chat history so far, or
     None when the recording cannot be trusted (missing, not a regular file of ours, a symlink,
     shrunk or replaced with a lower count): the caller withholds stubs then."""
     if agent not in HOSTS:
         return None
-    replaces = _qwen_replaces if agent == "qwen" else _replaces
+    replaces = {"qwen": _qwen_replaces, "droid": _droid_replaces}.get(agent, _replaces)
     if not path or not os.path.isabs(path):
         return None
     opened = open_regular(path)  # a FIFO must not hold the daemon; a symlink or another user's file: no

@@ -57,6 +57,7 @@ from leanctx.cache import carry, hostcaps
 from leanctx.cache import dedup as rng
 from leanctx.cache import index as idx
 from leanctx.cache import overhead, stubs, tokens
+from leanctx.cache.copilotevents import CopilotEventsIndex
 from leanctx.cache.rollout import RolloutIndex
 from leanctx.cache.transcript import TranscriptIndex
 from leanctx.hooks import hostproc
@@ -350,6 +351,7 @@ class ReadCache:
         self._convs: OrderedDict[str, _Conv] = OrderedDict()
         self.transcripts = TranscriptIndex()
         self.rollouts = RolloutIndex()  # Codex's log of the context (rollout.py)
+        self.copilot_logs = CopilotEventsIndex()  # what Copilot CLI's calls delivered (copilotevents.py)
         # fingerprint -> the file's UTF-8 bytes, for diffs. Bytes, not str: a str with one emoji
         # takes 4 bytes a character (PEP 393), its UTF-8 about 1 (bench/daemon_memory.py).
         self._contents: OrderedDict[str, bytes] = OrderedDict()
@@ -931,8 +933,8 @@ class ReadCache:
                 h0 = conv0.held.get(name) if conv0 is not None else None
                 calls0 = h0.calls if h0 is not None and h0.compactions == scope.compactions else None
                 # (Claude Code only: verified with the real CLI; Codex's resume is not)
-                donors = self._donors(scope, name) if h0 is None and scope.log != "codex" else []
-            log = self.rollouts if scope.log == "codex" else self.transcripts
+                donors = self._donors(scope, name) if h0 is None and scope.log == "claude" else []
+            log = {"codex": self.rollouts, "copilot": self.copilot_logs}.get(scope.log, self.transcripts)
             if calls0 and log.holds(scope.transcript, calls0, scope.call_id):
                 verified = calls0
             for d in donors:

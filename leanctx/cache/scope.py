@@ -200,7 +200,8 @@ class Scope:
     verify: bool = False
     transcript: str | None = None
     call_id: str | None = None
-    # whose format `transcript` is in: "claude" (transcript.py) or "codex" (its rollout: rollout.py)
+    # whose format `transcript` is in: "claude" (transcript.py), "codex" (its rollout: rollout.py) or
+    # "copilot" (its session log: copilotevents.py)
     log: str = "claude"
 
 
@@ -343,12 +344,18 @@ SILENT_COMPACTION = {
 }
 
 
-def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None) -> Scope:
-    """Ask the host's own log before crediting anything to a Claude Code or Codex conversation.
+def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None = None,
+              host_log: str | None = None) -> Scope:
+    """Ask the host's own log before crediting anything to a Claude Code, Codex or Copilot CLI conversation.
     Claude Code: a subagent's context is its own transcript, `<session transcript without
     .jsonl>/subagents/agent-<id>.jsonl` (2.1.x; one kept in another sub-folder is not found, so
     nothing is credited). Codex: the rollout (rollout.py); a subagent's is its own rollout beside
     the parent's."""
+    if rec.agent == "copilot":
+        # Copilot CLI: its session log shows whether a postToolUse hook replaced what the model
+        # got for a delivering call (copilotevents.py); the subagent rules stay as they are
+        # (a subagent's calls sit in its parent's log: `host_log`, found by the caller)
+        return replace(scope, verify=True, transcript=rec.transcript or host_log, call_id=call_id, log="copilot")
     if rec.agent not in TRANSCRIPT_AGENTS:
         return scope
     path = rec.transcript
@@ -359,6 +366,14 @@ def _verified(scope: Scope, rec: Rec, call_id: str | None, agent_id: str | None 
         path = (os.path.join(path[:-6], "subagents", f"agent-{agent_id}.jsonl")
                 if path.endswith(".jsonl") and "/" not in agent_id and agent_id not in (".", "..") else None)
     return replace(scope, verify=True, transcript=path, call_id=call_id)
+
+
+def _copilot_log(recs: list) -> str | None:
+    """Copilot CLI runs a subagent in its parent's process and logs its calls in the parent's
+    session log, while the subagent's hooks name only its own session: the one session log named
+    by the records of that host process (two: which one is unknown, None)."""
+    logs = {r.transcript for r in recs if r.agent == "copilot" and r.transcript}
+    return logs.pop() if len(logs) == 1 else None
 
 
 def _num(v: object) -> float | None:
@@ -940,13 +955,14 @@ class Resolver:
             key = f"{key}/agent:{agent_id}@{started!r}"
         scope = Scope(key, rec.agent, rec.compactions, self._roots_of([rec], conn), True, "", rec.cwd or conn.cwd, True,
                       None if agent_id else _carry_of(rec))
-        return self._guard(_verified(scope, rec, call_id, agent_id), rec)
+        return self._guard(_verified(scope, rec, call_id, agent_id, _copilot_log(cands)), rec)
 
     @staticmethod
     def _host_history(scope: Scope, rec: Rec | None) -> Scope:
         """Gemini CLI compresses, masks old tool outputs and rolls back without a hook, and Qwen
-        Code rewinds without one (its compression hook can be lost); their chat recordings log
-        each replacement of the history (hosthistory.py). Each one counts as a compaction; a
+        Code rewinds without one (its compression hook can be lost), Factory Droid compacts
+        automatically without one; their chat recordings (Droid's session log) log each
+        replacement of the history (hosthistory.py). Each one counts as a compaction; a
         recording we cannot read withholds. A host that compacts with no signal leanctx reads
         (SILENT_COMPACTION) gets no stub at all."""
         if rec is not None and rec.agent in SILENT_COMPACTION and scope.stub_ok:

@@ -22,17 +22,21 @@ from tests.conftest import payload, run_cli
 COPILOT = agents.get("copilot")
 SESSION = "470bf21e-27fd-4278-a04b-738423fc7ca4"
 PROJ = "/home/user/work/proj"
+# a main-agent event without `transcriptPath` is given the session log the hook derives (Copilot's
+# config folder as the hook sees it): the cache checks there what each call delivered
+OWN_LOG = os.path.join(os.environ.get("COPILOT_HOME") or os.path.expanduser("~/.copilot"), "session-state", SESSION,
+                       "events.jsonl")
 
 
 @pytest.mark.parametrize(
     ("fixture", "event", "kind", "fields"),
     [
-        ("sessionStart", "sessionStart", SESSION_START, {"source": "startup", "transcript_path": None}),
+        ("sessionStart", "sessionStart", SESSION_START, {"source": "startup", "transcript_path": OWN_LOG}),
         ("sessionStart.resume", "sessionStart", SESSION_START, {"source": "resume"}),
         ("userPromptSubmitted", "userPromptSubmitted", PROMPT, {"prompt": "read a.txt"}),
         ("agentStop", "agentStop", STOP,
          {"transcript_path": f"/home/user/.copilot/session-state/{SESSION}/events.jsonl"}),
-        ("sessionEnd", "sessionEnd", SESSION_END, {"transcript_path": None}),
+        ("sessionEnd", "sessionEnd", SESSION_END, {"transcript_path": OWN_LOG}),
         ("preMcpToolCall", "preMcpToolCall", PRE_TOOL,
          {"tool_name": "mcp__logsrv__ping", "tool_use_id": "call_fake00002", "tool_input": {"x": "hi"}}),
         ("preToolUse", "preToolUse", PRE_TOOL, {"tool_name": "view", "tool_input": {"path": f"{PROJ}/a.txt"}, "tool_use_id": None}),

@@ -124,3 +124,24 @@ def test_a_qwen_compression_without_a_hook_gets_no_wrong_stub(world):
     assert world.read(c, "a.py")["kind"] == "stub"
     chat.unlink()  # no recording: no stub
     assert world.read(c, "a.py")["kind"] == "full"
+
+
+DROID_MSG = (b'{"type":"message","id":"m1","message":{"role":"user","content":[{"type":"tool_result",'
+             b'"tool_use_id":"c1","content":"a file that says {\\"type\\":\\"compaction_state\\"}"}]}}\n')
+DROID_COMPACTED = b'{"type":"compaction_state","id":"s1","summaryText":"Fake","removedCount":1}\n'
+
+
+def test_droid_counts_its_compaction_state_lines_only(tmp_path):
+    """Factory Droid's session log: a message (even one whose text names a compaction_state) is no
+    replacement; each compaction_state line is one (its automatic compaction runs no hook)."""
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(b'{"type":"session_start","id":"s"}\n' + DROID_MSG)
+    assert history_replacements(str(log), "droid") == 0
+    with open(log, "ab") as f:
+        f.write(DROID_COMPACTED + DROID_MSG + DROID_COMPACTED[:20])
+    assert history_replacements(str(log), "droid") == 1
+    with open(log, "ab") as f:
+        f.write(DROID_COMPACTED[20:])
+    assert history_replacements(str(log), "droid") == 2
+    log.write_bytes(DROID_MSG)  # rewritten with fewer: an earlier counter must not come back
+    assert history_replacements(str(log), "droid") is None

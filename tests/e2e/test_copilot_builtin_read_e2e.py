@@ -10,8 +10,10 @@ Copilot hands a preToolUse refusal to the model as "Denied by preToolUse hook: <
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -189,4 +191,103 @@ def test_a_subagents_views_are_content_and_its_parent_keeps_its_stub(copilot_cli
     assert is_content(out[p_first["call_id"]])
     assert is_content(out[s_first["call_id"]]) and is_content(out[s_second["call_id"]]), out[s_second["call_id"]][:200]
     assert refused(out[p_last["call_id"]]).startswith(f"[unchanged] big.py {LINES} lines"), out[p_last["call_id"]][:200]
+    lean.assert_no_hook_errors()
+
+
+SUMMARY_ASK = "Please create a detailed summary of the conversation so far"  # Copilot's compaction request
+
+
+def test_after_an_automatic_compaction_a_view_is_content(copilot_cli, wired, lean, run_host, monkeypatch):
+    """Copilot compacts in the background once the model reports a prompt near its limit
+    (COPILOT_PROVIDER_MAX_PROMPT_TOKENS for a BYOK model); preCompact fires as it starts. A `view`
+    after it gets the content; the same script without the compaction gets the stub."""
+    from tests.e2e import fake_openai
+
+    hh = wired
+    path = str(hh.proj / "big.py")
+    limit = 20000
+    orig = fake_openai.FakeOpenAI.__init__
+
+    def near_the_limit(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003 - every answer reports a prompt past 80%
+        orig(self, *a, **{**kw, "usage": {"input_tokens": limit - 500, "total_tokens": limit - 400}})
+
+    def turn(compact: bool) -> tuple[list, list, list]:
+        view = lambda: function_call("view", {"path": path})  # noqa: E731
+        sh = lambda: function_call("bash", {"command": "true", "description": "wait"})  # noqa: E731
+        calls = [view(), sh(), sh(), view()]
+        script, seen = iter([*calls, "done"]), []
+
+        def route(body: dict):
+            last = json.dumps((body.get("input") or [None])[-1])
+            if SUMMARY_ASK in last:
+                seen.append(body)
+                return "Summary: big.py was viewed."
+            item = next(script, "done")
+            # the last view only once the compaction is under way (it runs beside the turn)
+            for _ in range(600 if compact and item is calls[3] else 0):
+                if seen:
+                    break
+                time.sleep(0.1)
+            return item
+
+        env = {"COPILOT_PROVIDER_MAX_PROMPT_TOKENS": str(limit)} if compact else {}
+        with monkeypatch.context() as m:
+            if compact:
+                m.setattr(fake_openai.FakeOpenAI, "__init__", near_the_limit)
+            _, bodies, _ = run_copilot(copilot_cli, hh, run_host, [route] * 12, prompt="work on big.py", env_extra=env)
+        out = outputs_by_call(bodies)
+        assert bool(seen) == compact, len(seen)
+        return [out.get(c["call_id"], "") for c in calls], bodies, calls
+
+    got, _, _ = turn(compact=False)
+    assert is_content(got[0]) and refused(got[3]).startswith(f"[unchanged] big.py {LINES} lines"), got[3][:300]
+
+    got, bodies, calls = turn(compact=True)
+    assert lean.records("copilot") and any(r["compactions"] >= 1 for r in lean.records("copilot").values())
+    assert is_content(got[0])
+    assert is_content(got[3]), f"a stub after Copilot compacted: {got[3][:300]}"
+    last = json.dumps(bodies[-1]["input"])  # the model's history now: the summary, not the first view
+    assert "Summary: big.py was viewed." in last and calls[0]["call_id"] not in last and calls[3]["call_id"] in last
+    lean.assert_no_hook_errors()
+
+
+REDACTOR = '''import json, os, sys
+payload = json.load(sys.stdin)
+args = json.dumps(payload.get("toolArgs"))
+mark = os.path.join(sys.argv[1], "redacted-" + str(payload.get("toolName")))
+if "big.py" in args and not os.path.exists(mark):  # the first read of big.py by each tool only
+    open(mark, "w").close()
+    print(json.dumps({"modifiedResult": {"textResultForLlm": "REDACTED by another program", "resultType": "success"}}))
+'''
+
+
+def test_another_programs_post_tool_hook_rewrote_the_result_so_the_reread_is_content(copilot_cli, wired, lean, run_host):
+    """A postToolUse hook of another program answers `modifiedResult` for the first read of big.py
+    (by `view`, then by `ctx_read`): the model got its text, not the file. Copilot 1.0.102 ran this
+    hooks file after ours, so ours credited the file; the session log shows the replacement, so the
+    re-read gets the content, never a stub. small.py, read untouched, still gets its stub."""
+    hh = wired
+    redactor = hh.root / "redactor.py"
+    redactor.write_text(REDACTOR)
+    hooks = {"version": 1, "hooks": {"postToolUse": [
+        {"type": "command", "bash": f"{sys.executable} {redactor} {hh.root}", "timeoutSec": 10}]}}
+    (hh.home / ".copilot" / "hooks" / "aa-redact.json").write_text(json.dumps(hooks))
+    (hh.proj / "small.py").write_text(source(40))
+    big, small = str(hh.proj / "big.py"), str(hh.proj / "small.py")
+    view = lambda p: function_call("view", {"path": p})  # noqa: E731
+    ctx_read = lambda p: function_call("leanctx-ctx_read", {"path": p})  # noqa: E731
+    sh = function_call("bash", {"command": "true", "description": "wait"})
+    calls = [view(big), view(small), sh, view(big), view(small)]
+    got, _ = converse(copilot_cli, hh, run_host, [*calls, "done"])
+    assert got[0] == "REDACTED by another program", got[0][:200]
+    assert "def function_39" in got[1]
+    assert is_content(got[3]), f"a stub for what another program's hook replaced: {got[3][:300]}"
+    assert refused(got[4]).startswith("[unchanged] small.py 120 lines"), got[4][:300]
+
+    # the same for ctx_read's answers (a new session: nothing held yet)
+    calls = [ctx_read(big), sh, ctx_read(big), ctx_read(small), ctx_read(small)]
+    got, _ = converse(copilot_cli, hh, run_host, [*calls, "done"])
+    assert got[0] == "REDACTED by another program", got[0][:200]
+    assert "def function_199" in got[2] and not got[2].startswith("["), f"a stub after a replaced result: {got[2][:300]}"
+    assert got[4].startswith("[unchanged] small.py"), got[4][:300]
     lean.assert_no_hook_errors()

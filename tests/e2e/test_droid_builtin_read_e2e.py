@@ -55,9 +55,9 @@ def start(hh, lean, srv) -> tuple:
     return settings, before
 
 
-def run(droid_cli, hh, run_host, prompt="work on big.py"):
+def run(droid_cli, hh, run_host, prompt="work on big.py", env: dict | None = None):
     cp, _ = run_host([droid_cli, "exec", "-m", "custom:fake-0", "--skip-permissions-unsafe", prompt], cwd=hh.proj,
-                     env=droid_env(hh.home))
+                     env=droid_env(hh.home, env))
     assert cp.returncode == 0, cp.stderr[-3000:]
 
 
@@ -158,3 +158,77 @@ def test_shell_only_model_stub_edit_right_after_run_again_and_changes(droid_cli,
     lean.assert_no_hook_errors()
 
 
+
+
+BIG_PROMPT = {"prompt_tokens": 300000, "completion_tokens": 5, "total_tokens": 300005}  # past the 250,000 default
+
+
+def test_after_an_automatic_compaction_the_read_is_content(droid_cli, wired, lean, run_host):
+    """Droid compacts by itself once the model reports a prompt past its compaction limit, and runs
+    no hook for it (0.215.0: PreCompact only for the manual one); its session log gets a
+    `compaction_state` line, which the cache counts. Without a compaction the same script gets the stub."""
+    hh = wired
+    path = str(hh.proj / "big.py")
+    read = lambda: tool_call("Read", {"file_path": path})  # noqa: E731
+
+    compact = [False]
+    # in the second run the answer asking for `true` (the script's second) reports the big prompt:
+    # Droid compacts after running it
+    usage = lambda kind, body: BIG_PROMPT if compact[0] and kind == "main" and srv._next == 2 else None  # noqa: E731
+    with FakeChat(usage=usage) as srv:
+        start(hh, lean, srv)
+        before = [read(), execute("true"), read()]
+        srv.script = [*before, "done"]
+        run(droid_cli, hh, run_host)
+        got = [srv.tool_results().get(c["id"], "") for c in before]
+        assert is_content(got[0]) and refusal(got[2]).startswith(f"[unchanged] big.py {LINES} lines"), got[2][:300]
+
+        compact[0], after = True, [read(), execute("true"), read()]
+        srv.script, srv._next = [*after, "done"], 0
+        run(droid_cli, hh, run_host)
+        got = [srv.tool_results().get(c["id"], "") for c in after]
+        assert any("summarize" in json.dumps(b) for b in srv.side_requests), "Droid asked for no summary"
+    (log,) = [r for r in lean.records("droid").values() if any(c["id"] in r["read_calls"] for c in after)]
+    lines = [json.loads(x) for x in open(log["transcript_path"], encoding="utf-8")]
+    assert [x["type"] for x in lines].count("compaction_state") == 1, "Droid did not compact"
+    assert log["compactions"] == 0, log  # no hook said so
+    assert is_content(got[0])
+    assert is_content(got[2]), f"a stub after Droid compacted: {got[2][:300]}"
+    lean.assert_no_hook_errors()
+
+
+SUB_MARK = "SUBAGENT-TASK: read big.py, twice."
+# Droid runs a `Task` subagent through its local daemon, which wants a Factory login (0.215.0: "No
+# access token available", reported to the model as "Could not reach the daemon"); its air-gapped
+# mode stands in a fixed user and token, so the subagent runs offline
+AIRGAP = {"FACTORY_AIRGAP_ENABLED": "1"}
+
+
+def test_a_task_subagent_reads_in_its_own_session_and_the_parent_keeps_its_stub(droid_cli, wired, lean, run_host):
+    """A `Task` subagent is another droid process with a session (and transcript) of its own: it
+    gets the content of a file only its parent read, then its own stub; the parent, after it, still
+    gets its stub."""
+    hh = wired
+    path = str(hh.proj / "big.py")
+    p_first, p_last, s_first, s_second = (tool_call("Read", {"file_path": path}) for _ in range(4))
+    spawn = tool_call("Task", {"subagent_type": "worker", "description": "read big file", "prompt": SUB_MARK,
+                               "await": True})
+    parent, sub = iter([p_first, spawn, p_last, "done"]), iter([s_first, s_second, "sub: done"])
+
+    def route(body: dict):
+        mine = any(m.get("role") == "user" and SUB_MARK in json.dumps(m) for m in body.get("messages") or [])
+        return next(sub, "sub: done") if mine else next(parent, "done")
+
+    with FakeChat(script=[route] * 20) as srv:
+        start(hh, lean, srv)
+        run(droid_cli, hh, run_host, env=AIRGAP)
+        got = {name: srv.tool_results().get(c["id"], "") for name, c in
+               (("p_first", p_first), ("spawn", spawn), ("p_last", p_last), ("s_first", s_first), ("s_second", s_second))}
+    assert "sub: done" in got["spawn"], got["spawn"][:300]
+    assert is_content(got["p_first"])
+    assert is_content(got["s_first"]), f"the subagent got a stub for what only its parent read: {got['s_first'][:300]}"
+    assert refusal(got["s_second"]).startswith(f"[unchanged] big.py {LINES} lines")
+    assert refusal(got["p_last"]).startswith(f"[unchanged] big.py {LINES} lines")
+    recs = lean.records("droid").values()
+    assert len(recs) == 2 and len({r["host"]["pid"] for r in recs}) == 2, [r["host"] for r in recs]
+    lean.assert_no_hook_errors()
