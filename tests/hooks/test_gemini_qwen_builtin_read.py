@@ -179,20 +179,25 @@ def test_refusals_reach_each_model_as_recorded() -> None:
 
 def test_qwen_asked_again_gets_the_files_text_when_read_file_would_give_exactly_it(tmp_path: Path) -> None:
     """Qwen's PreToolUse takes no `updatedInput` and its read_file may answer a whole-file re-read
-    with its own "unchanged" note: asked again right after a refusal, the file's text is the answer
-    (the model gets a refusal's reason verbatim), only where read_file would send exactly it."""
-    base = recorded("qwen", "0.15.10.PreToolUse.read_file.1")
+    with its own "unchanged" note: asked again right after a refusal, read_file runs (so Qwen's
+    edit tool knows it read the file) and its note is replaced by the file's text, through
+    PostToolUse's `continue: false` (the model gets `stopReason` verbatim), only where read_file
+    would send exactly it; content it sent stands."""
+    base = recorded("qwen", "0.15.10.PostToolUse.read_file.1")
+    note = f"{qwen.UNCHANGED_HEAD}a.py{qwen.UNCHANGED_MARK} \u2014 the full content was provided earlier]"
 
-    def again(name: str, data: bytes, **extra: object) -> str:
+    def again(name: str, data: bytes, returned: str = note, **extra: object) -> str | None:
         path = tmp_path / name
         path.write_bytes(data)
-        payload = {**base, "tool_input": {"file_path": str(path), **extra}}
-        ev = qwen.AGENT.normalize("PreToolUse", payload)
-        return qwen.AGENT.builtin_again_output(ev, qwen.AGENT.builtin_read_ask(ev))
+        payload = {**base, "tool_input": {"file_path": str(path), **extra}, "tool_response": {"llmContent": returned}}
+        ev = qwen.AGENT.normalize("PostToolUse", payload)
+        return qwen.AGENT.builtin_again_text(ev, payload, str(path))
 
-    out = json.loads(again("a.py", b"def f():\n    return 1\n"))["hookSpecificOutput"]
-    assert out["permissionDecision"] == "deny" and out["permissionDecisionReason"] == "def f():\n    return 1\n"
+    assert again("a.py", b"def f():\n    return 1\n") == "def f():\n    return 1\n"
+    ev = qwen.AGENT.normalize("PostToolUse", base)
+    assert json.loads(qwen.AGENT.builtin_replace_output(ev, "TEXT")) == {"continue": False, "stopReason": "TEXT"}
+    assert again("b.py", b"x = 1\n", returned="x = 1\n") is None  # it sent the content: that stands
     for name, data in (("trailing.py", b"x = 1  \n"), ("crlf.py", b"x = 1\r\n"), ("latin.py", b"caf\xe9\n"),
                        ("big.py", b"x\n" * 1000), ("wide.py", b"y" * 20_001), ("empty.py", b"")):
-        assert again(name, data) == "", name  # read_file would not send exactly the file: it runs
-    assert again("ranged.py", b"x = 1\n", offset=0, limit=10) == ""  # a range never meets Qwen's own note
+        assert again(name, data) is None, name  # read_file would not send exactly the file: its note stands
+    assert again("ranged.py", b"x = 1\n", offset=0, limit=10) is None  # a range never meets Qwen's own note
