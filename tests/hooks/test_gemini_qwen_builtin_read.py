@@ -6,6 +6,7 @@ the tool results the fake model received in `*.model-received.*.json`)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,41 @@ def test_qwen_asked_again_gets_the_files_text_when_read_file_would_give_exactly_
                        ("big.py", b"x\n" * 1000), ("wide.py", b"y" * 20_001), ("empty.py", b"")):
         assert again(name, data) is None, name  # read_file would not send exactly the file: its note stands
     assert again("ranged.py", b"x = 1\n", offset=0, limit=10) is None  # a range never meets Qwen's own note
+
+
+def test_qwen_read_file_refusal_is_handed_over_after_it_ran_only_while_the_file_stays_as_it_was(tmp_path: Path, monkeypatch) -> None:
+    """What the pre-tool hook kept for a read_file call (the cache's text, the file's stat) is what
+    its post-tool hook answers with, once: never when the file changed between the two hooks
+    (then what read_file returned stands, and is credited as usual); asked again, only Qwen's own
+    note is replaced. Real files under a data dir with no daemon (a credit is then silence)."""
+    from leanctx.hooks import readgate
+
+    monkeypatch.delenv(readgate.ENV, raising=False)
+    data_dir = str(tmp_path / "data")
+    path = tmp_path / "a.py"
+    path.write_text("def f():\n    return 1\n")
+    pre = {**recorded("qwen", "0.15.10.PreToolUse.read_file.1"), "tool_input": {"file_path": str(path)}}
+    post = {**pre, "hook_event_name": "PostToolUse", "tool_response": {"llmContent": path.read_text(), "returnDisplay": ""}}
+    agent = qwen.AGENT
+    ev = agent.normalize("PostToolUse", post)
+    kept = readgate._after_path(data_dir, agent.normalize("PreToolUse", pre))
+    assert kept is not None and kept == readgate._after_path(data_dir, ev)
+
+    readgate._keep(kept, {"text": "[unchanged] a.py 2 lines", "path": str(path), "stat": readgate._stat(str(path))})
+    assert json.loads(readgate.after_read(data_dir, post, agent, ev)) == {"continue": False, "stopReason": "[unchanged] a.py 2 lines"}
+    assert readgate.after_read(data_dir, post, agent, ev) == ""  # once: the kept answer is gone
+
+    readgate._keep(kept, {"text": "[unchanged] a.py 2 lines", "path": str(path), "stat": readgate._stat(str(path))})
+    path.write_text("def f():\n    return 22\n")  # changed while read_file ran: its answer stands
+    assert readgate.after_read(data_dir, post, agent, ev) == ""
+    assert not os.path.exists(kept)
+
+    note = {**post, "tool_response": {"llmContent": f"{qwen.UNCHANGED_HEAD}a.py{qwen.UNCHANGED_MARK} \u2014 …]"}}
+    readgate._keep(kept, {"again": True, "path": str(path), "stat": readgate._stat(str(path))})
+    assert json.loads(readgate.after_read(data_dir, note, agent, ev)) == {"continue": False, "stopReason": path.read_text()}
+    readgate._keep(kept, {"again": True, "path": str(path), "stat": readgate._stat(str(path))})
+    assert readgate.after_read(data_dir, post, agent, ev) == ""  # content came: it stands
+
+    monkeypatch.setenv("LEANCTX_BUILTIN_GATE", "0")  # switched off: nothing replaced
+    readgate._keep(kept, {"text": "[unchanged] a.py 2 lines", "path": str(path), "stat": readgate._stat(str(path))})
+    assert readgate.after_read(data_dir, post, agent, ev) == ""
