@@ -236,6 +236,11 @@ class Agent:
     #: they delivered (`builtin_read_delivery`); empty: the host's readers are not gated
     builtin_read_tools: ClassVar[tuple[str, ...]] = ()
     builtin_read_post_event: ClassVar[EventSpec | None] = None
+    #: of `builtin_read_tools`, those whose refusal comes after the call ran (hooks/readgate.py):
+    #: the host's edit tool accepts only a file its own reader read, which a refused call never
+    #: did, so the reader runs and its post-tool hook hands the model the cache's text instead
+    #: (`builtin_replace_output`); empty: refused before it runs (`builtin_refusal_output`)
+    builtin_refuse_after_run: ClassVar[tuple[str, ...]] = ()
     #: the pre-tool event that gates them when it is not the read gate's own (Copilot: its read
     #: gate listens on preMcpToolCall, its built-in tools go through preToolUse); None: the read gate's
     builtin_read_pre_event: ClassVar[EventSpec | None] = None
@@ -489,6 +494,17 @@ class Agent:
     def builtin_again_output(self, event: HookEvent, ask: object) -> str:
         """Asked again right after a refusal: what lets the content come (the call runs as asked)."""
         return self.no_opinion(event.event)
+
+    def builtin_replace_output(self, event: HookEvent, text: str) -> str:
+        """What a post-tool hook prints so the model gets `text` instead of what the call returned
+        ('' if the host cannot): only for `builtin_refuse_after_run`."""
+        return ""
+
+    def builtin_again_text(self, event: HookEvent, payload: dict, path: str) -> str | None:
+        """After a call of `builtin_refuse_after_run` asked again right after a refusal ran: the
+        text to hand the model instead of what it returned (the host's own "unchanged" note, which
+        is no content), when that text is sure; None: what it returned stands."""
+        return None
 
     def check_output(self, event: str, stdout: str) -> str | None:
         """None when `stdout` is a valid answer for `event`, else the reason it is not."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from leanctx import fastjson
 from leanctx.agents.base import CLAUDE_STYLE_EVENTS, MCP_SERVER, NOTICE, POST_TOOL, PROMPT, EventSpec, HookEvent
 from leanctx.agents.geminishape import GeminiShapeAgent, count, file_path, ranged_delivery, settings_mention, shell_dir
 
@@ -113,7 +114,7 @@ MAX_AGAIN_CHARS = 20_000  # below read_file's own cut (truncateToolOutputThresho
 
 def whole_text(path: str) -> str | None:
     """The text read_file gives for the whole file at `path` when it is the file as it is (see
-    Qwen.builtin_again_output); None when it may not be."""
+    Qwen.builtin_again_text); None when it may not be."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_AGAIN_CHARS * 4 + 1)
@@ -146,6 +147,11 @@ class Qwen(GeminiShapeAgent):
     # file it read whole in this process, unchanged by its stat, with its own "unchanged" note.
     builtin_read_tools = (READ_TOOL, SHELL_TOOL)
     builtin_read_post_event = EventSpec("PostToolUse", POST_TOOL, matcher=f"{READ_TOOL}|{SHELL_TOOL}")
+    # its edit and write_file refuse a file its own read_file did not read in this process, at
+    # this mtime and size ("has not been read in this session", "has been modified since you
+    # last read it": 0.15.10 bundle source, checkPriorRead, FileReadCache), and a denied read_file
+    # never runs: so read_file runs and its PostToolUse hands the model the cache's text instead
+    builtin_refuse_after_run = (READ_TOOL,)
 
     def builtin_read_ask(self, event: HookEvent):  # -> readers.Ask | None
         from leanctx import readers
@@ -175,17 +181,25 @@ class Qwen(GeminiShapeAgent):
         content = readers.shell_content(ask, output)
         return (ask, content) if content else None
 
-    def builtin_again_output(self, event: HookEvent, ask) -> str:  # noqa: ANN001 - readers.Ask
-        """Asked again right after a refusal. A whole-file read_file would get Qwen's own
-        "unchanged" note when Qwen read the file whole in this process (0.15.10, 0.24.4: its
-        PreToolUse takes no `updatedInput`), so the answer is the file's text itself, exactly as
-        read_file gives it, when that is sure: a small UTF-8 file with no trailing blanks on a line
-        (read_file trims them). Anything else runs as asked (a range never meets Qwen's note)."""
+    def builtin_replace_output(self, event: HookEvent, text: str) -> str:
+        """PostToolUse's `continue: false` with `stopReason`: Qwen (0.15.10, bundle source:
+        firePostToolUseHook) then hands the model that text as the call's result, in the same
+        error response a PreToolUse denial gets, and the turn goes on (verified end to end)."""
+        return fastjson.dumps({"continue": False, "stopReason": text})
+
+    def builtin_again_text(self, event: HookEvent, payload: dict, path: str) -> str | None:
+        """Asked again right after a refusal, a whole-file read_file ran: when Qwen answered with
+        its own "unchanged" note (it read the file whole in this process; 0.15.10, 0.24.4: its
+        PreToolUse takes no `updatedInput`), the model gets the file's text itself, exactly as
+        read_file gives it, when that is sure: a small UTF-8 file with no trailing blanks on a
+        line (read_file trims them). Else what it returned stands (content, or its note)."""
         tool_input = event.tool_input if isinstance(event.tool_input, dict) else {}
-        if event.tool_name != READ_TOOL or set(tool_input) != {"file_path"} or ask is None or ask.path is None:
-            return self.no_opinion(event.event)
-        text = whole_text(ask.path)
-        return self.guard_output(event.event, text) if text else self.no_opinion(event.event)
+        response = payload.get("tool_response")
+        text = response.get("llmContent") if isinstance(response, dict) else None
+        if set(tool_input) != {"file_path"} or not isinstance(text, str) or not text.startswith(UNCHANGED_HEAD) \
+                or UNCHANGED_MARK not in text[:MAX_HEAD]:
+            return None
+        return whole_text(path)
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         ev = super().normalize(event, payload)

@@ -124,7 +124,7 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
         if builtin:
             from leanctx.hooks.readgate import after_read
 
-            after_read(data_dir, payload, agent, event)
+            return after_read(data_dir, payload, agent, event) or agent.no_opinion(event.event)
         return agent.no_opinion(event.event)
     publish(data_dir, event)
     out = ""

@@ -20,7 +20,7 @@ from tests.e2e import hostcli
 from tests.e2e.conftest import _cli
 from tests.e2e.fake_gemini_chat import FakeGeminiChat, call, chat_tool_results
 from tests.e2e.settings_home import wire
-from tests.e2e.test_qwen_e2e import USER_SETTINGS
+from tests.e2e.test_qwen_e2e import READ, SEARCH, USER_SETTINGS
 
 pytestmark = pytest.mark.e2e
 
@@ -66,6 +66,14 @@ def is_content(text: str | None, last: str = "def function_199") -> bool:
     return text is not None and last in text and not text.startswith("[")
 
 
+def edit(path: str, old: str, new: str) -> dict:
+    return call("edit", {"file_path": path, "old_string": old, "new_string": new})
+
+
+EDITED = "has been updated"  # Qwen's answer to an edit it made (0.15.10)
+NOT_READ = "has not been read in this session"  # its refusal of a file its own read_file did not read
+
+
 def test_read_file_only_stub_edit_right_after_ask_again_changes_new_session(qwen_cli, wired, lean, run_host):
     hh, settings, original = wired
     big = hh.proj / "big.py"
@@ -80,7 +88,7 @@ def test_read_file_only_stub_edit_right_after_ask_again_changes_new_session(qwen
     script = [
         read(),                                     # 0 content
         read(),                                     # 1 unchanged: the stub
-        call("edit", {"file_path": path, "old_string": "return x * 7\n", "new_string": "return x * 70\n"}),  # 2
+        edit(path, "return x * 7\n", "return x * 70\n"),  # 2
         read(),                                     # 3 after the model's own edit: a diff
         read(),                                     # 4 asked again right after: the content
         read(offset=99, limit=30),                  # 5 a held range (offset is 0-based): its stub
@@ -89,21 +97,25 @@ def test_read_file_only_stub_edit_right_after_ask_again_changes_new_session(qwen
         read(),                                     # 8 the stub (Qwen's own cache would say "unchanged" too)
         read(),                                     # 9 asked again right after: the content, not Qwen's note
         read(offset=0, limit=1000),                 # 10 the same lines by a range: the stub
+        edit(path, "return x * 11\n", "return x * 11 + 1\n"),  # 11
         "done",
     ]
     _sid, results = run(qwen_cli, hh, lean, run_host, script)
     got = [results.get(changed["id"] if callable(item) else item["id"]) for item in script[:-1]]
     assert is_content(got[0])
     assert got[1].startswith(f"[unchanged] big.py {LINES} lines") and "read it again right away" in got[1], got[1]
-    assert "has been updated" in got[2], got[2]
+    assert EDITED in got[2], got[2]
     assert got[3].startswith("[changed] big.py") and "+    return x * 70" in got[3], got[3][:400]
     assert is_content(got[4]) and "x * 70" in got[4]
     assert got[5].startswith(f"[unchanged] big.py L100-129 of {LINES} lines"), got[5]
     assert got[6].startswith("[changed] big.py") and "+    return x * 9 + 0" in got[6], got[6][:300]
     assert is_content(got[7]) and "x * 9 + 0" in got[7]
     assert got[8].startswith(f"[unchanged] big.py {LINES} lines"), got[8]
-    assert got[9] == big.read_text(), (got[9] or "")[:200]  # the file's text, as read_file gives it
+    before_last_edit = big.read_text().replace("return x * 11 + 1\n", "return x * 11\n")
+    assert got[9] == before_last_edit, (got[9] or "")[:200]  # the file's text, as read_file gives it
     assert got[10].startswith(f"[unchanged] big.py {LINES} lines"), got[10]
+    assert EDITED in got[11], got[11]  # an edit right after a range's stub
+    assert "return x * 11 + 1\n" in big.read_text()
     assert not any(QWEN_UNCHANGED in (g or "") for g in got)
     lean.assert_no_hook_errors()
 
@@ -215,4 +227,96 @@ def test_qwen_clearing_old_tool_results_on_a_later_prompt_is_a_compaction(qwen_c
     assert last[first["id"]] == "[Old tool result content cleared]", "Qwen did not clear the old result"
     assert is_content(last[again["id"]]), last[again["id"]][:200]
     assert lean.only_record("qwen")["compactions"] >= 1
+    lean.assert_no_hook_errors()
+
+
+def test_an_edit_right_after_a_gate_answer_succeeds_whatever_read_first(qwen_cli, wired, lean, run_host):
+    """Qwen's edit tool accepts only a file its own read_file read in this process, at this mtime
+    and size (0.15.10: checkPriorRead, FileReadCache): a gated read_file runs and its answer is
+    replaced after it, so an edit right after a stub, a diff or the content asked again succeeds,
+    whichever reader read the file first. First `cat` (no read_file yet), then read_file: the
+    stub; an edit; the diff after it; asked again: the content (Qwen's own note replaced); an
+    edit; another program's change: the diff; an edit; ... ; the stub; an edit. A read right after
+    a diff is asked again too (the daemon remembers the refusal), so it gets the content."""
+    hh, _settings, _original = wired
+    plain = hh.proj / "plain.py"
+    path = str(plain)
+    read = lambda: call("read_file", {"file_path": path})  # noqa: E731
+    changed = read()
+
+    def change_by_another_program(body):  # noqa: ANN001
+        plain.write_text(plain.read_text().replace("return x * 30\n", "return x * 30 + 3\n"))
+        return changed
+
+    script = [
+        call("run_shell_command", {"command": "cat plain.py"}),  # 0 content, by the shell
+        read(),                                                  # 1 the stub
+        edit(path, "return x * 7\n", "return x * 70\n"),        # 2 an edit right after it
+        read(),                                                  # 3 the diff after the model's own edit
+        read(),                                                  # 4 asked again: the content
+        edit(path, "return x * 9\n", "return x * 90\n"),        # 5
+        change_by_another_program,                               # 6 the diff
+        edit(path, "return x * 11\n", "return x * 110\n"),      # 7 an edit right after a diff
+        read(),                                                  # 8 the diff after that edit
+        read(),                                                  # 9 asked again: the content
+        edit(path, "return x * 13\n", "return x * 130\n"),      # 10 an edit right after it
+        read(),                                                  # 11 the diff after it
+        edit(path, "return x * 15\n", "return x * 150\n"),      # 12 an edit right after the diff
+        read(),                                                  # 13 the diff
+        read(),                                                  # 14 asked again: the content
+        read(),                                                  # 15 the stub
+        edit(path, "return x * 17\n", "return x * 170\n"),      # 16 an edit right after the stub
+        "done",
+    ]
+    _sid, results = run(qwen_cli, hh, lean, run_host, script, prompt="work on plain.py")
+    got = [results.get(changed["id"] if callable(item) else item["id"]) for item in script[:-1]]
+    assert "def function_49" in got[0] and not got[0].startswith("[")
+    assert got[1].startswith("[unchanged] plain.py 100 lines"), got[1]
+    assert EDITED in got[2], got[2]
+    assert got[3].startswith("[changed] plain.py") and "+    return x * 70" in got[3], got[3][:300]
+    after_first_edit = PLAIN.replace("return x * 7\n", "return x * 70\n")
+    assert got[4] == after_first_edit.rstrip("\n") or got[4] == after_first_edit, (got[4] or "")[:200]
+    assert EDITED in got[5], got[5]
+    assert got[6].startswith("[changed] plain.py") and "+    return x * 30 + 3" in got[6], got[6][:300]
+    assert EDITED in got[7], got[7]
+    assert got[8].startswith("[changed] plain.py") and "+    return x * 110" in got[8], got[8][:300]
+    assert is_content(got[9], "def function_49") and "return x * 110\n" in got[9], got[9][:200]
+    assert EDITED in got[10], got[10]
+    assert got[11].startswith("[changed] plain.py") and "+    return x * 130" in got[11], got[11][:300]
+    assert EDITED in got[12], got[12]
+    assert got[13].startswith("[changed] plain.py") and "+    return x * 150" in got[13], got[13][:300]
+    assert is_content(got[14], "def function_49") and "return x * 150\n" in got[14], got[14][:200]
+    assert got[15].startswith("[unchanged] plain.py 100 lines"), got[15]
+    assert EDITED in got[16], got[16]
+    text = plain.read_text()
+    assert all(f"return x * {n}\n" in text for n in (70, 90, 110, 130, 150, 170)) and "return x * 30 + 3\n" in text
+    assert not any(NOT_READ in (g or "") or QWEN_UNCHANGED in (g or "") for g in got)
+    lean.assert_no_hook_errors()
+
+
+def test_asked_again_where_the_files_text_is_not_sure_to_be_read_files(qwen_cli, wired, lean, run_host):
+    """A file with blanks at the end of its lines, read by ctx_read (its bytes as they are), then
+    by read_file (which trims them, so the hook cannot hand the file's text as read_file would):
+    the stub; asked again right after it, the model gets what Qwen alone gives (its own
+    "unchanged" note: its read_file read this version whole under the stub); an edit right after
+    the stub and after that note succeeds. (Qwen trims those blanks in read_file's and the
+    shell's output, so only ctx_read is credited with such a file.)"""
+    hh, _settings, _original = wired
+    spaced = hh.proj / "spaced.py"
+    spaced.write_text("".join(f"x_{i} = {i}  \n" for i in range(40)))
+    path = str(spaced)
+    read = lambda: call("read_file", {"file_path": path})  # noqa: E731
+    script = [SEARCH, call(READ, {"path": "spaced.py"}), read(), edit(path, "x_3 = 3 ", "x_3 = 33 "),
+              call(READ, {"path": "spaced.py"}), read(), read(), edit(path, "x_5 = 5 ", "x_5 = 55 "), "done"]
+    _sid, results = run(qwen_cli, hh, lean, run_host, script, "--allowed-tools", READ, prompt="work on spaced.py")
+    got = [results.get(item["id"]) for item in script[1:-1]]
+    assert "x_39 = 39  " in got[0], got[0][:200]
+    assert got[1].startswith("[unchanged] spaced.py 40 lines"), got[1]
+    assert EDITED in got[2], got[2]
+    assert "+x_3 = 33" in got[3], got[3][:300]  # ctx_read's diff after the model's own edit
+    assert got[4].startswith("[unchanged] spaced.py 40 lines"), got[4]
+    assert got[5].startswith("[File spaced.py unchanged since last read in this session"), got[5][:200]
+    assert EDITED in got[6], got[6]
+    assert "x_3 = 33  \n" in spaced.read_text() and "x_5 = 55  \n" in spaced.read_text()
+    assert not any(NOT_READ in (g or "") for g in got)
     lean.assert_no_hook_errors()

@@ -6,6 +6,7 @@ the tool results the fake model received in `*.model-received.*.json`)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -179,20 +180,63 @@ def test_refusals_reach_each_model_as_recorded() -> None:
 
 def test_qwen_asked_again_gets_the_files_text_when_read_file_would_give_exactly_it(tmp_path: Path) -> None:
     """Qwen's PreToolUse takes no `updatedInput` and its read_file may answer a whole-file re-read
-    with its own "unchanged" note: asked again right after a refusal, the file's text is the answer
-    (the model gets a refusal's reason verbatim), only where read_file would send exactly it."""
-    base = recorded("qwen", "0.15.10.PreToolUse.read_file.1")
+    with its own "unchanged" note: asked again right after a refusal, read_file runs (so Qwen's
+    edit tool knows it read the file) and its note is replaced by the file's text, through
+    PostToolUse's `continue: false` (the model gets `stopReason` verbatim), only where read_file
+    would send exactly it; content it sent stands."""
+    base = recorded("qwen", "0.15.10.PostToolUse.read_file.1")
+    note = f"{qwen.UNCHANGED_HEAD}a.py{qwen.UNCHANGED_MARK} \u2014 the full content was provided earlier]"
 
-    def again(name: str, data: bytes, **extra: object) -> str:
+    def again(name: str, data: bytes, returned: str = note, **extra: object) -> str | None:
         path = tmp_path / name
         path.write_bytes(data)
-        payload = {**base, "tool_input": {"file_path": str(path), **extra}}
-        ev = qwen.AGENT.normalize("PreToolUse", payload)
-        return qwen.AGENT.builtin_again_output(ev, qwen.AGENT.builtin_read_ask(ev))
+        payload = {**base, "tool_input": {"file_path": str(path), **extra}, "tool_response": {"llmContent": returned}}
+        ev = qwen.AGENT.normalize("PostToolUse", payload)
+        return qwen.AGENT.builtin_again_text(ev, payload, str(path))
 
-    out = json.loads(again("a.py", b"def f():\n    return 1\n"))["hookSpecificOutput"]
-    assert out["permissionDecision"] == "deny" and out["permissionDecisionReason"] == "def f():\n    return 1\n"
+    assert again("a.py", b"def f():\n    return 1\n") == "def f():\n    return 1\n"
+    ev = qwen.AGENT.normalize("PostToolUse", base)
+    assert json.loads(qwen.AGENT.builtin_replace_output(ev, "TEXT")) == {"continue": False, "stopReason": "TEXT"}
+    assert again("b.py", b"x = 1\n", returned="x = 1\n") is None  # it sent the content: that stands
     for name, data in (("trailing.py", b"x = 1  \n"), ("crlf.py", b"x = 1\r\n"), ("latin.py", b"caf\xe9\n"),
                        ("big.py", b"x\n" * 1000), ("wide.py", b"y" * 20_001), ("empty.py", b"")):
-        assert again(name, data) == "", name  # read_file would not send exactly the file: it runs
-    assert again("ranged.py", b"x = 1\n", offset=0, limit=10) == ""  # a range never meets Qwen's own note
+        assert again(name, data) is None, name  # read_file would not send exactly the file: its note stands
+    assert again("ranged.py", b"x = 1\n", offset=0, limit=10) is None  # a range never meets Qwen's own note
+
+
+def test_qwen_read_file_refusal_is_handed_over_after_it_ran_only_while_the_file_stays_as_it_was(tmp_path: Path, monkeypatch) -> None:
+    """What the pre-tool hook kept for a read_file call (the cache's text, the file's stat) is what
+    its post-tool hook answers with, once: never when the file changed between the two hooks
+    (then what read_file returned stands, and is credited as usual); asked again, only Qwen's own
+    note is replaced. Real files under a data dir with no daemon (a credit is then silence)."""
+    from leanctx.hooks import readgate
+
+    monkeypatch.delenv(readgate.ENV, raising=False)
+    data_dir = str(tmp_path / "data")
+    path = tmp_path / "a.py"
+    path.write_text("def f():\n    return 1\n")
+    pre = {**recorded("qwen", "0.15.10.PreToolUse.read_file.1"), "tool_input": {"file_path": str(path)}}
+    post = {**pre, "hook_event_name": "PostToolUse", "tool_response": {"llmContent": path.read_text(), "returnDisplay": ""}}
+    agent = qwen.AGENT
+    ev = agent.normalize("PostToolUse", post)
+    kept = readgate._after_path(data_dir, agent.normalize("PreToolUse", pre))
+    assert kept is not None and kept == readgate._after_path(data_dir, ev)
+
+    readgate._keep(kept, {"text": "[unchanged] a.py 2 lines", "path": str(path), "stat": readgate._stat(str(path))})
+    assert json.loads(readgate.after_read(data_dir, post, agent, ev)) == {"continue": False, "stopReason": "[unchanged] a.py 2 lines"}
+    assert readgate.after_read(data_dir, post, agent, ev) == ""  # once: the kept answer is gone
+
+    readgate._keep(kept, {"text": "[unchanged] a.py 2 lines", "path": str(path), "stat": readgate._stat(str(path))})
+    path.write_text("def f():\n    return 22\n")  # changed while read_file ran: its answer stands
+    assert readgate.after_read(data_dir, post, agent, ev) == ""
+    assert not os.path.exists(kept)
+
+    note = {**post, "tool_response": {"llmContent": f"{qwen.UNCHANGED_HEAD}a.py{qwen.UNCHANGED_MARK} \u2014 …]"}}
+    readgate._keep(kept, {"again": True, "path": str(path), "stat": readgate._stat(str(path))})
+    assert json.loads(readgate.after_read(data_dir, note, agent, ev)) == {"continue": False, "stopReason": path.read_text()}
+    readgate._keep(kept, {"again": True, "path": str(path), "stat": readgate._stat(str(path))})
+    assert readgate.after_read(data_dir, post, agent, ev) == ""  # content came: it stands
+
+    monkeypatch.setenv("LEANCTX_BUILTIN_GATE", "0")  # switched off: nothing replaced
+    readgate._keep(kept, {"text": "[unchanged] a.py 2 lines", "path": str(path), "stat": readgate._stat(str(path))})
+    assert readgate.after_read(data_dir, post, agent, ev) == ""
