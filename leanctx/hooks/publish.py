@@ -383,9 +383,29 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
             calls = record.get("read_calls")
             calls = dict(calls) if isinstance(calls, dict) else {}
             calls.pop(call_id, None)
-            calls[call_id] = {"agent_id": agent_id, "ts": ts}
+            # the compaction counter now: a delivery credited later (earlier_notes) must predate no bump
+            calls[call_id] = {"agent_id": agent_id, "ts": ts, "compactions": int(record.get("compactions") or 0)}
             while len(calls) > MAX_READ_CALLS:
                 del calls[_oldest(calls, "ts")]
             record["read_calls"] = calls
         write_json_atomic(path, record)
     return path
+
+
+def earlier_notes(data_dir: str | os.PathLike, ev: HookEvent) -> dict:
+    """The read-gate notes of this conversation whose calls no compaction has followed since
+    (call id -> note), for crediting a delivery that shows only after its post-tool hook
+    (Agent.builtin_read_earlier). Nothing while a missed-lock bump is pending, or for a note
+    without its counter."""
+    if not _text(ev.conversation_id):
+        return {}
+    path = record_path(data_dir, ev.agent, ev.conversation_id)
+    record = read_json(path)
+    if record is None or pending_missed(path, record)[0]:
+        return {}
+    now = record.get("compactions")
+    calls = record.get("read_calls")
+    if not isinstance(now, int) or isinstance(now, bool) or not isinstance(calls, dict):
+        return {}
+    return {cid: note for cid, note in calls.items()
+            if isinstance(note, dict) and note.get("compactions") == now and not isinstance(note.get("compactions"), bool)}

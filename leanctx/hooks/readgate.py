@@ -107,6 +107,7 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
     """The pre-tool answer for a host's built-in read: a refusal carrying the cache's text, or ''."""
     if switched_off():
         return ""
+    credit_earlier(data_dir, agent, event)
     ask_ = agent.builtin_read_ask(event)  # may set the call's id (a host whose payloads name none)
     if ask_ is None or not isinstance(event.tool_use_id, str):
         return ""
@@ -125,6 +126,21 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
     if not isinstance(text, str) or not text:
         return ""
     return agent.builtin_refusal_output(event, text)
+
+
+def credit_earlier(data_dir: str, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent
+    """Before this call is gated: hand the daemon what earlier calls delivered that showed only
+    after their post-tool hook (Agent.builtin_read_earlier), each under its own id, and only a
+    call our gate noted with no compaction since (its content then still stands in the context)."""
+    earlier = agent.builtin_read_earlier(event)
+    if not earlier:
+        return
+    from leanctx.hooks.publish import earlier_notes
+
+    notes = earlier_notes(data_dir, event)
+    for call_id, ask_, content in earlier:
+        if call_id in notes:
+            ask(data_dir, "credit", {**ask_.args(), "content": content, "call_id": call_id})
 
 
 def after_read(data_dir: str, payload: dict, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent
