@@ -103,38 +103,75 @@ def test_read_only_model_stub_edit_right_after_ask_again_changes_and_new_session
     assert settings.read_bytes() == before, "uninstall did not restore settings.json"
 
 
-def test_shell_reads_are_refused_when_held_and_never_credited(codebuddy_cli, wired, lean, run_host):
-    """A shell-only model gets the output every time (CodeBuddy's Bash payload has none to credit);
-    once a Read delivered the file, `cat`/`sed` with its absolute path get the stub, running the
-    command again right after gets the output, an Edit right after works, and a change by another
-    program gets a diff (what a diff shows counts as held, as for ctx_read)."""
+def test_shell_only_model_stub_again_edit_changes_and_cut_output(codebuddy_cli, wired, lean, run_host):
+    """A model reading only through Bash: CodeBuddy's Bash post-tool payload has no output, and the
+    result reaches the transcript after that hook, so the next call's pre-tool hook credits what
+    `cat` delivered. An unchanged re-read (absolute or relative path) gets the stub; running the
+    command again right after (or reading through `Read`) gets the output; an Edit right after a
+    stub works (CodeBuddy edits only a file its own `Read` gave once: the model read it so);
+    its own edit and another program's change give a diff, a held window a stub; an output
+    CodeBuddy keeps only as a preview (over 30,000 characters) is never credited."""
     hh, _settings, _before = wired
     big = hh.proj / "big.py"
     path = str(big)
+    huge = hh.proj / "huge.txt"
+    huge.write_text("".join(f"line {i:05d} " + "x" * 60 + "\n" for i in range(600)))  # 40,800 characters
     bash = lambda command: tool_call("Bash", {"command": command, "description": "Show the file"})  # noqa: E731
+    read = lambda: tool_call("Read", {"file_path": path})  # noqa: E731
 
-    def change_by_another_program(body):  # noqa: ANN001
+    def change_by_another_program(body):  # noqa: ANN001 - the fake model's callable script item
         big.write_text(big.read_text().replace("return x * 9\n", "return x * 9 + 0\n"))
-        return calls[8]
+        return calls[10]
 
-    calls = [bash(f"cat {path}"), bash(f"cat {path}"), tool_call("Read", {"file_path": path}), bash(f"cat -n {path}"),
+    calls = [bash(f"cat {path}"), bash(f"cat {path}"), bash(f"cat {path}"), bash("cat big.py"), read(), bash("cat big.py"),
              tool_call("Edit", {"file_path": path, "old_string": "return x * 7\n", "new_string": "return x * 70\n"}),
              bash(f"cat {path}"), bash(f"cat {path}"), bash(f"sed -n '100,129p' {path}"), bash(f"cat {path}"),
-             bash("cat big.py")]
-    with FakeChat(script=[*calls[:8], change_by_another_program, calls[9], "done"]) as srv:
+             bash("cat big.py"), bash("head -n 40 big.py"), bash("cat huge.txt"), bash("cat huge.txt")]
+    with FakeChat(script=[*calls[:10], change_by_another_program, *calls[11:], "done"]) as srv:
         run(codebuddy_cli, hh, srv, run_host, "look at big.py")
         got = [srv.tool_results().get(c["id"], "") for c in calls]
-        assert is_content(got[0]) and is_content(got[1]), "a shell read was credited with output nobody saw"
-        assert is_content(got[2])
-        stub = refusal(got[3])
-        assert stub.startswith(f"[unchanged] big.py {LINES} lines") and "run the same command again right away" in stub, stub
-        assert "Successfully edited" in got[4], f"Edit right after a refused shell read failed: {got[4]}"
-        diff = refusal(got[5])
-        assert diff.startswith("[changed] big.py") and "+    return x * 70" in diff, diff[:400]
-        assert is_content(got[6]) and "x * 70" in got[6], "running the command again right after a diff gave no output"
-        # the diff told the model the new version: a window of it is held
-        assert refusal(got[7]).startswith(f"[unchanged] big.py L100-129 of {LINES} lines"), got[7][:300]
-        after_change = refusal(got[8])
-        assert after_change.startswith("[changed] big.py") and "+    return x * 9 + 0" in after_change, after_change[:300]
-        assert is_content(got[9]), "a relative path was gated (the shell's working directory is not known)"
+    assert is_content(got[0])
+    stub = refusal(got[1])
+    assert stub.startswith(f"[unchanged] big.py {LINES} lines") and "run the same command again right away" in stub, stub
+    assert is_content(got[2]), "running the command again right after a stub gave no output"
+    assert refusal(got[3]).startswith(f"[unchanged] big.py {LINES} lines"), got[3][:300]  # relative: the session's folder
+    assert is_content(got[4]), "asking again right after a stub (through Read) gave no content"
+    assert refusal(got[5]).startswith(f"[unchanged] big.py {LINES} lines"), got[5][:300]
+    assert "Successfully edited" in got[6], f"Edit right after a refused shell read failed: {got[6]}"
+    diff = refusal(got[7])
+    assert diff.startswith("[changed] big.py") and "+    return x * 70" in diff, diff[:400]
+    assert is_content(got[8]) and "x * 70" in got[8], "running the command again right after a diff gave no output"
+    assert refusal(got[9]).startswith(f"[unchanged] big.py L100-129 of {LINES} lines"), got[9][:300]
+    after_change = refusal(got[10])
+    assert after_change.startswith("[changed] big.py") and "+    return x * 9 + 0" in after_change, after_change[:300]
+    assert is_content(got[11]) and "x * 9 + 0" in got[11], "running the command again right after a diff gave no output"
+    assert refusal(got[12]).startswith(f"[unchanged] big.py L1-40 of {LINES} lines"), got[12][:300]
+    assert "<persisted-output>" in got[13] and not got[13].startswith(REFUSED), got[13][:300]
+    assert "<persisted-output>" in got[14], f"an output CodeBuddy cut was credited: {got[14][:300]}"
+    lean.assert_no_hook_errors()
+
+
+def test_shell_reads_and_read_share_one_holding(codebuddy_cli, wired, lean, run_host):
+    """What `Read` delivered holds for `cat -n`, `tail -n` and a window, what `cat` delivered for
+    `Read`; a command that is not a plain read (a pipe) runs untouched."""
+    hh, _settings, _before = wired
+    big = hh.proj / "big.py"
+    path = str(big)
+    small = hh.proj / "small.py"
+    small.write_text(source(3))
+    bash = lambda command: tool_call("Bash", {"command": command, "description": "Show the file"})  # noqa: E731
+    calls = [tool_call("Read", {"file_path": path}), bash(f"cat -n {path}"), bash("cat big.py | head -n 5"),
+             bash("cat small.py"), tool_call("Read", {"file_path": str(small)}), bash("cat big.py"), bash("tail -n 40 big.py"),
+             tool_call("Read", {"file_path": path, "offset": 11, "limit": 20})]
+    with FakeChat(script=[*calls, "done"]) as srv:
+        run(codebuddy_cli, hh, srv, run_host, "look at big.py")
+        got = [srv.tool_results().get(c["id"], "") for c in calls]
+    assert is_content(got[0])
+    assert refusal(got[1]).startswith(f"[unchanged] big.py {LINES} lines"), got[1][:300]
+    assert got[2].startswith("Command: cat big.py | head -n 5\nStdout: def function_0"), got[2][:300]
+    assert is_content(got[3], "def function_2")
+    assert refusal(got[4]).startswith("[unchanged] small.py 9 lines"), f"what cat delivered did not hold for Read: {got[4][:300]}"
+    assert is_content(got[5]), "asking again right after a stub gave no output"
+    assert refusal(got[6]).startswith(f"[unchanged] big.py L561-600 of {LINES} lines"), got[6][:300]
+    assert refusal(got[7]).startswith(f"[unchanged] big.py L11-30 of {LINES} lines"), got[7][:300]
     lean.assert_no_hook_errors()
