@@ -77,7 +77,7 @@ class CodeBuddy(ClaudeShapeAgent):
     def builtin_read_earlier(self, event) -> list:  # noqa: ANN001 - HookEvent
         if not isinstance(event.tool_use_id, str):
             return []
-        return earlier_shell_reads(event.transcript_path, event.tool_use_id, shell_cwd(event.cwd))
+        return earlier_shell_reads(transcript_of(event), event.tool_use_id, shell_cwd(event.cwd))
 
     def mcp_approval(self, project: Path) -> tuple[Path, str] | None:
         return self.project_config_path(project), "enabledMcpjsonServers"
@@ -169,6 +169,21 @@ EMPTY = "(empty)"
 CREDITS_EARLIER = ("Read", "Bash")  # the tools whose pre-tool hook credits the calls before it
 TRANSCRIPT_TAIL_BYTES = 2 << 20  # the calls before this one sit near the end (one output <= ~60 KB of JSON)
 RESPONSE_TYPES = ("function_call", "message", "reasoning")  # what one model response writes, all under its id
+
+
+def transcript_of(event) -> str | None:  # noqa: ANN001 - HookEvent
+    """The transcript that holds this call: the session's (`transcript_path`), or for a
+    subagent's call `<that folder>/<session id>/subagents/<agent_id>.jsonl` (2.117.0: its tool
+    payloads name a `transcript_path` that is never written)."""
+    path, session, agent = event.transcript_path, event.session_id, event.subagent_id
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return None
+    if agent is None:
+        return path
+    names = (session, agent)
+    if not all(isinstance(n, str) and 0 < len(n) <= 200 and n not in (".", "..") and "/" not in n and "\x00" not in n for n in names):
+        return None
+    return os.path.join(os.path.dirname(path), session, "subagents", agent + ".jsonl")
 
 
 def shell_cwd(cwd: object) -> str | None:

@@ -3,8 +3,8 @@ the real CLI (`codebuddy -p`, offline, CodeBuddy Code 2.117.0 from npm @tencent-
 
 `leanctx init --agent codebuddy` wires the read gate's pre-tool entry for `Read` and `Bash` too,
 and a post-tool entry that credits what `Read` delivered. CodeBuddy's Bash post-tool payload
-carries no output, so a shell read is refused when the conversation holds the file but never
-credited itself. The scripted model uses only CodeBuddy's built-in tools; what it receives is read
+carries no output: what a shell read delivered is credited by the next call's pre-tool hook, from
+the session transcript (agents/codebuddy.py, `earlier_shell_reads`). The scripted model uses only CodeBuddy's built-in tools; what it receives is read
 back from the requests the fake model server gets. Both runs of a test use one fake server
 (CodeBuddy keeps a session's base URL).
 """
@@ -174,4 +174,31 @@ def test_shell_reads_and_read_share_one_holding(codebuddy_cli, wired, lean, run_
     assert is_content(got[5]), "asking again right after a stub gave no output"
     assert refusal(got[6]).startswith(f"[unchanged] big.py L561-600 of {LINES} lines"), got[6][:300]
     assert refusal(got[7]).startswith(f"[unchanged] big.py L11-30 of {LINES} lines"), got[7][:300]
+    lean.assert_no_hook_errors()
+
+
+def test_subagent_reads_its_own_content_and_the_parent_keeps_its_holding(codebuddy_cli, wired, lean, run_host):
+    """A subagent (CodeBuddy's `Agent` tool) starts with none of its parent's reads: its first
+    `Read` of a file the parent holds gets the content; what it reads itself (through `Read`, or
+    `cat`, credited from its own transcript) gives it stubs; after it finished, the parent's
+    re-read is a stub of the parent's own holding, and a file only the subagent read is content."""
+    hh, _settings, _before = wired
+    big, small = hh.proj / "big.py", hh.proj / "small.py"
+    small.write_text(source(3))
+    bash = lambda command: tool_call("Bash", {"command": command, "description": "Show the file"})  # noqa: E731
+    read = lambda p: tool_call("Read", {"file_path": str(p)})  # noqa: E731
+    parent = [read(big)]
+    agent = tool_call("Agent", {"description": "look at big.py", "prompt": "Read big.py and small.py", "subagent_type": "general-purpose"})
+    sub = [read(big), bash("cat big.py"), bash("cat small.py"), read(small)]
+    after = [read(big), read(small)]
+    with FakeChat(script=[*parent, agent, *sub, "sub: done", *after, "parent: done"]) as srv:
+        run(codebuddy_cli, hh, srv, run_host, "use an agent")
+        got = {c["id"]: srv.tool_results().get(c["id"], "") for c in [*parent, *sub, *after]}
+    assert is_content(got[parent[0]["id"]])
+    assert is_content(got[sub[0]["id"]]), "a subagent got a stub for its parent's read"
+    assert refusal(got[sub[1]["id"]]).startswith(f"[unchanged] big.py {LINES} lines"), got[sub[1]["id"]][:300]
+    assert is_content(got[sub[2]["id"]], "def function_2")
+    assert refusal(got[sub[3]["id"]]).startswith("[unchanged] small.py 9 lines"), got[sub[3]["id"]][:300]
+    assert refusal(got[after[0]["id"]]).startswith(f"[unchanged] big.py {LINES} lines"), got[after[0]["id"]][:300]
+    assert is_content(got[after[1]["id"]], "def function_2"), "the parent got a stub for what only its subagent read"
     lean.assert_no_hook_errors()
