@@ -59,9 +59,13 @@ class FakeChat(ScriptedFakeServer):
 
     def __init__(self, script: Iterable[Any] = (), *, default_text: str = "done", side_text: str = "Fake title",
                  classify: Callable[[dict], Any] = _classify, model: str = "fake-model",
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0,
+                 usage: Optional[Callable[[dict, list], Optional[dict]]] = None) -> None:
         super().__init__(script, default_text=default_text, side_text=side_text, compact_text=side_text,
                          classify=classify, model=model, host=host, port=port)
+        # (request body, answered items) -> the usage to report, None for the default (a host that
+        # compacts by the reported prompt size can be made to compact after a chosen answer)
+        self.usage = usage
 
     def _make_handler(self) -> type:
         return _make_handler(self)
@@ -107,7 +111,7 @@ def _make_handler(srv: FakeChat):
             content = "".join(i["text"] for i in items if i["type"] == "text")
             finish = "tool_calls" if calls else "stop"
             cid, created = f"chatcmpl_fake{next(_ids):05d}", int(time.time())
-            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            usage = (srv.usage(body, items) if srv.usage else None) or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
             if not body.get("stream"):
                 message = {"role": "assistant", "content": content or None}
                 if calls:

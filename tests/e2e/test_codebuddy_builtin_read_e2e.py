@@ -202,3 +202,46 @@ def test_subagent_reads_its_own_content_and_the_parent_keeps_its_holding(codebud
     assert refusal(got[after[0]["id"]]).startswith(f"[unchanged] big.py {LINES} lines"), got[after[0]["id"]][:300]
     assert is_content(got[after[1]["id"]], "def function_2"), "the parent got a stub for what only its subagent read"
     lean.assert_no_hook_errors()
+
+
+def is_compaction(body: dict) -> str:
+    """CodeBuddy's summary request (its own system prompt, `Read` its one tool) gets the summary."""
+    messages = body.get("messages") or []
+    if messages and "summarizing conversations" in json.dumps(messages[0].get("content")):
+        return "compact"
+    return "main" if body.get("tools") else "side"
+
+
+SUMMARY = "<analysis>read files</analysis><conversation_history_summary>The user asked to look at big.py.</conversation_history_summary>"
+
+
+def test_auto_compaction_drops_what_reads_and_shell_reads_delivered(codebuddy_cli, wired, lean, run_host):
+    """CodeBuddy compacts on its own before a request once the last reported prompt size is past
+    92% of the model's window (`shouldCompact`, emergency-auto); the fake model reports a huge one
+    once, with its answer asking to `cat` small.py. CodeBuddy then fires SessionStart (source
+    "compact"), not PreCompact, and the next requests carry only the summary. The `cat` output,
+    which only the next call's hook could credit, is not credited after the compaction; a re-read
+    of what `Read` delivered before it gets the content too; what is read after it gives stubs."""
+    hh, _settings, _before = wired
+    big, small = hh.proj / "big.py", hh.proj / "small.py"
+    small.write_text(source(3))
+    bash = lambda command: tool_call("Bash", {"command": command, "description": "Show the file"})  # noqa: E731
+    read = lambda p: tool_call("Read", {"file_path": str(p)})  # noqa: E731
+    calls = [read(big), bash("cat small.py"), read(small), read(big), bash("cat big.py"), bash("cat small.py")]
+    huge = {"prompt_tokens": 10_000_000, "completion_tokens": 5, "total_tokens": 10_000_005}
+    with FakeChat(script=[*calls, "done"], classify=is_compaction, side_text=SUMMARY,
+                  usage=lambda body, items: huge if any(i.get("id") == calls[1]["id"] for i in items) else None) as srv:
+        run(codebuddy_cli, hh, srv, run_host, "look at big.py")
+        got = [srv.tool_results().get(c["id"], "") for c in calls]
+        kinds = [r.kind for r in srv.log if r.kind in ("main", "compact")]
+        summarized = json.dumps([r.body for r in srv.log if r.kind == "compact"])
+    assert kinds.count("compact") == 1 and kinds.index("compact") == 2, kinds  # right after the model asked to cat small.py
+    # the cat's result went into the summary request only: the model's next request has the summary
+    assert is_content(got[0]) and not got[1] and "def function_2" in summarized
+    assert is_content(got[2], "def function_2"), "a shell read from before the compaction was credited after it"
+    assert is_content(got[3]), "a Read from before the compaction was taken as still held"
+    assert refusal(got[4]).startswith(f"[unchanged] big.py {LINES} lines"), got[4][:300]
+    assert refusal(got[5]).startswith("[unchanged] small.py 9 lines"), got[5][:300]
+    rec = lean.only_record("codebuddy")
+    assert rec["compactions"] >= 1, rec
+    lean.assert_no_hook_errors()
