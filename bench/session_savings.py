@@ -331,6 +331,8 @@ def received_texts(body: dict, leave_out: str) -> list[str]:
             pool.append(re.split(r"\n\n\((?:End of file|Showing lines|Output capped)", inner, maxsplit=1)[0] + "\n")
         if "\nOutput:\n" in t:  # Codex's shell output: the command's output follows its header
             pool.append(t.split("\nOutput:\n", 1)[1])
+        if t.startswith("Command: ") and "\nStdout: " in t:  # CodeBuddy's Bash: stdout starts on its header's line
+            pool.append(t.split("\nStdout: ", 1)[1])
     for s in map(unwrapped, raw):
         if s.startswith("[changed]") and "\n@@ " in s:
             for old in list(pool):
