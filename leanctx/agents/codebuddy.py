@@ -79,6 +79,9 @@ class CodeBuddy(ClaudeShapeAgent):
             return []
         return earlier_shell_reads(transcript_of(event), event.tool_use_id, shell_cwd(event.cwd))
 
+    def context_losses(self, event) -> list:  # noqa: ANN001 - HookEvent
+        return compactions_in(transcript_of(event))
+
     def mcp_approval(self, project: Path) -> tuple[Path, str] | None:
         return self.project_config_path(project), "enabledMcpjsonServers"
 
@@ -184,6 +187,34 @@ def transcript_of(event) -> str | None:  # noqa: ANN001 - HookEvent
     if not all(isinstance(n, str) and 0 < len(n) <= 200 and n not in (".", "..") and "/" not in n and "\x00" not in n for n in names):
         return None
     return os.path.join(os.path.dirname(path), session, "subagents", agent + ".jsonl")
+
+
+COMPACTED = (b'"isCompacted":true', b'"isSummary":true')  # the summary entry a compaction writes
+
+
+def compactions_in(transcript: object) -> list:
+    """The ids of the compaction summaries near the transcript's end. An automatic compaction
+    (2.117.0, emergency-auto) writes a user message with `providerData.isCompacted` and
+    `isSummary` true (the new context's root) and fires SessionStart(source "compact") without
+    waiting for it, and no PreCompact: the next read may come first."""
+    from leanctx.agents.logtail import tail
+
+    if not isinstance(transcript, str) or not os.path.isabs(transcript):
+        return []
+    lines = tail(transcript, TRANSCRIPT_TAIL_BYTES)
+    found = []
+    for raw in lines or ():
+        if not any(m in raw for m in COMPACTED):
+            continue
+        try:
+            entry = fastjson.loads(raw.decode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError):
+            continue  # a line still being written: the next call sees it whole
+        data = entry.get("providerData") if isinstance(entry, dict) else None
+        if isinstance(data, dict) and entry.get("type") == "message" and (data.get("isCompacted") is True or data.get("isSummary") is True) \
+                and isinstance(entry.get("id"), str):
+            found.append(entry["id"])
+    return found
 
 
 def shell_cwd(cwd: object) -> str | None:

@@ -107,6 +107,7 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
     """The pre-tool answer for a host's built-in read: a refusal carrying the cache's text, or ''."""
     if switched_off():
         return ""
+    note_losses(data_dir, agent, event)
     credit_earlier(data_dir, agent, event)
     ask_ = agent.builtin_read_ask(event)  # may set the call's id (a host whose payloads name none)
     if ask_ is None or not isinstance(event.tool_use_id, str):
@@ -126,6 +127,16 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
     if not isinstance(text, str) or not text:
         return ""
     return agent.builtin_refusal_output(event, text)
+
+
+def note_losses(data_dir: str, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent
+    """Count the compactions the host's own log shows before any read is answered (a host whose
+    compaction hook may come after this call: Agent.context_losses)."""
+    lost = agent.context_losses(event)
+    if lost:
+        from leanctx.hooks import publish
+
+        publish.note_losses(data_dir, event, lost)
 
 
 def credit_earlier(data_dir: str, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent

@@ -498,3 +498,32 @@ def test_droid_an_odd_transcript_gives_no_call_id_and_no_error(tmp_path: Path) -
     assert droid.call_id_from_transcript(str(path), "s1", "Read", {"file_path": "/p/a"}) is None
     path.write_text(json.dumps({"message": {"role": "assistant", "content": [use]}}) + "\n")
     assert droid.call_id_from_transcript(str(path), "s1", "Read", {"file_path": "/p/a"}) == "c1"
+
+
+def test_codebuddy_a_compaction_in_its_transcript_counts_once_before_the_next_read(tmp_path: Path) -> None:
+    """CodeBuddy's automatic compaction fires SessionStart(compact) without waiting for it: the
+    summary entry it writes to the transcript is counted by the next read's hook, once."""
+    from leanctx.hooks import publish
+
+    t = tmp_path / "sess-1.jsonl"
+    _cb_transcript(t, [[_bash("c1", "cat /p/a.py", "A\n")]])
+    summary = {"id": "sum-1", "logicalParentId": "r0.0", "type": "message", "role": "user",
+               "content": [{"type": "input_text", "text": "<conversation_history_summary>...</conversation_history_summary>"}],
+               "providerData": {"compactType": "emergency-auto", "isCompacted": True, "isSummary": True, "agent": "cli"}}
+    quoted = {"id": "r9", "parentId": "r0.0", "type": "function_call_result", "name": "Bash", "callId": "c9", "status": "completed",
+              "output": {"type": "text", "text": '"isCompacted":true'}}
+    with open(t, "a") as f:
+        f.write(json.dumps(quoted, separators=(",", ":")) + "\n")
+    assert codebuddy.compactions_in(str(t)) == [], "a tool output that quotes the mark is no compaction"
+    with open(t, "a") as f:
+        f.write(json.dumps(summary, separators=(",", ":")) + "\n")
+    assert codebuddy.compactions_in(str(t)) == ["sum-1"]
+    ev = codebuddy.AGENT.hook_event("PreToolUse", tool_name="Bash", tool_input={"command": "cat /p/a.py"}, tool_use_id="c2",
+                                    session_id="sess-1", conversation_id="sess-1", transcript_path=str(t))
+    data = tmp_path / "data"
+    path = publish.record_path(data, "codebuddy", "sess-1")
+    before = (publish.read_json(path) or {}).get("compactions", 0)
+    for _ in range(2):
+        publish.note_losses(data, ev, codebuddy.AGENT.context_losses(ev))
+    rec = publish.read_json(path)
+    assert rec["compactions"] == before + 1 and rec["losses_seen"] == ["sum-1"]
