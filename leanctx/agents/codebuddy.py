@@ -222,16 +222,33 @@ def shell_cwd(cwd: object) -> str | None:
     own working directory (the payload's may also be a sandbox's or a worktree's); else None."""
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         return None
-    from leanctx.hooks.hostproc import host_process
-
-    pid = host_process().get("pid")
-    if not isinstance(pid, int):
-        return None
+    here = host_cwd()
     try:
-        here = os.readlink(f"/proc/{pid}/cwd")
-        return cwd if os.path.realpath(cwd) == here else None
+        return cwd if here is not None and os.path.realpath(cwd) == here else None
     except (OSError, ValueError):
         return None
+
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox", "env", "leanctx-hook", "timeout"})
+
+
+def host_cwd() -> str | None:
+    """The working directory of the process that ran this hook: the nearest ancestor that is
+    not a shell (hooks run under `sh -c`; the walk of hooks/hostproc.py, whose SHELLS these
+    are). None without /proc."""
+    pid = os.getppid()
+    for _ in range(6):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                raw = f.read().decode("utf-8", "replace")
+            name = raw[raw.find("(") + 1:raw.rfind(")")]
+            parent = int(raw[raw.rfind(")") + 2:].split()[1])
+            if name not in SHELLS or parent <= 1:
+                return os.readlink(f"/proc/{pid}/cwd")
+        except (OSError, ValueError, IndexError):
+            return None
+        pid = parent
+    return None
 
 
 def bash_output(command: str, output: object) -> str | None:

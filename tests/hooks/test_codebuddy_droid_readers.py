@@ -130,10 +130,11 @@ def test_codebuddy_shell_reads_are_gated_on_absolute_paths_and_in_the_hosts_own_
     read from the payload's `cwd` only when it is that folder. The post-tool payload has no output."""
     from leanctx.hooks import hostproc
 
+    assert codebuddy.SHELLS == hostproc._SHELLS  # the same walk up to the host
     c = case("codebuddy", {"command": "cat small.txt"})
     pre, post = events("codebuddy", c)
     assert codebuddy.AGENT.builtin_read_ask(pre) is None, "a relative path against a folder the shell is not in"
-    monkeypatch.setattr(hostproc, "host_process", lambda first=None: {"pid": os.getpid(), "name": "node", "start_ticks": 1})
+    monkeypatch.setattr(codebuddy, "host_cwd", lambda: os.path.realpath(os.getcwd()))
     pre.cwd = os.getcwd()
     assert codebuddy.AGENT.builtin_read_ask(pre) == Ask(os.path.join(os.getcwd(), "small.txt"), reader="shell")
     pre.cwd = PROJ
