@@ -265,6 +265,14 @@ def bash_output(command: str, output: object) -> str | None:
 
 
 def earlier_shell_reads(transcript: object, call_id: str, cwd: str | None) -> list:
+    """`_earlier_shell_reads`; a transcript of a shape we do not know (an id that is a list, ...): []."""
+    try:
+        return _earlier_shell_reads(transcript, call_id, cwd)
+    except (TypeError, ValueError, AttributeError, RecursionError):
+        return []
+
+
+def _earlier_shell_reads(transcript: object, call_id: str, cwd: str | None) -> list:
     """[(call id, readers.Ask, file text)] of the shell reads whose output the model received
     just before it made call `call_id`, read from the session transcript. CodeBuddy writes each
     model response as entries under one id (its text, its calls), then each call's result,

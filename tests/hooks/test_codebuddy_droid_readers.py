@@ -528,3 +528,15 @@ def test_codebuddy_a_compaction_in_its_transcript_counts_once_before_the_next_re
         publish.note_losses(data, ev, codebuddy.AGENT.context_losses(ev))
     rec = publish.read_json(path)
     assert rec["compactions"] == before + 1 and rec["losses_seen"] == ["sum-1"]
+
+
+def test_codebuddy_a_transcript_of_another_shape_credits_nothing_and_never_raises(tmp_path: Path) -> None:
+    t = tmp_path / "s.jsonl"
+    _cb_transcript(t, [[_bash("c1", "cat /p/a.py", "A\n")], [_bash("c2", "cat /p/a.py", None)]])
+    lines = [json.loads(x) for x in t.read_text().splitlines()]
+    for at, field, value in ((2, "parentId", ["x"]), (1, "callId", {"a": 1}), (1, "arguments", 7), (2, "output", ["A"]),
+                             (1, "name", None), (2, "callId", ["c1"]), (3, "parentId", {"r0.0": 1})):
+        odd = [dict(e) for e in lines]
+        odd[at][field] = value  # 1: the first response's call, 2: its result, 3: the asking call
+        t.write_text("".join(json.dumps(e) + "\n" for e in odd))
+        assert codebuddy.earlier_shell_reads(str(t), "c2", None) == [], field
