@@ -30,7 +30,12 @@ that is the very text the model received (`Command: C\nStdout: OUT\nStderr: (emp
 0\nSignal: (none)`; equal to the request's tool message in every run, 2.117.0). Each foreground
 command starts in a new shell in the session's folder (`workspaceFolders[0] || process.cwd()`;
 `cd` never carries over, whatever the tool's description says): a relative path is read from the
-payload's `cwd` when that is the CodeBuddy process's own working directory.
+payload's `cwd` when that is the CodeBuddy process's own working directory. A subagent's calls
+are in its own transcript (`transcript_of`).
+
+Its automatic compaction fires SessionStart(source "compact") without waiting for it, and no
+PreCompact (2.117.0, `-p`); the summary entry it writes to the transcript is counted as a
+compaction by the next read's hook (`context_losses`), so that read is answered after it.
 """
 
 from __future__ import annotations
