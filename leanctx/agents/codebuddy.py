@@ -195,6 +195,7 @@ def transcript_of(event) -> str | None:  # noqa: ANN001 - HookEvent
 
 
 COMPACTED = (b'"isCompacted":true', b'"isSummary":true')  # the summary entry a compaction writes
+COMPACTION_TAIL_BYTES = 512 << 10  # a summary matters to the first reads after it, near the end
 
 
 def compactions_in(transcript: object) -> list:
@@ -206,7 +207,7 @@ def compactions_in(transcript: object) -> list:
 
     if not isinstance(transcript, str) or not os.path.isabs(transcript):
         return []
-    lines = tail(transcript, TRANSCRIPT_TAIL_BYTES)
+    lines = tail(transcript, COMPACTION_TAIL_BYTES)
     found = []
     for raw in lines or ():
         if not any(m in raw for m in COMPACTED):
