@@ -331,6 +331,8 @@ def received_texts(body: dict, leave_out: str) -> list[str]:
             pool.append(re.split(r"\n\n\((?:End of file|Showing lines|Output capped)", inner, maxsplit=1)[0] + "\n")
         if "\nOutput:\n" in t:  # Codex's shell output: the command's output follows its header
             pool.append(t.split("\nOutput:\n", 1)[1])
+        if t.startswith("Command: ") and "\nStdout: " in t:  # CodeBuddy's Bash: stdout starts on its header's line
+            pool.append(t.split("\nStdout: ", 1)[1])
     for s in map(unwrapped, raw):
         if s.startswith("[changed]") and "\n@@ " in s:
             for old in list(pool):
@@ -1128,10 +1130,15 @@ class Copilot(Codex):
 
 class CodeBuddy(Host):
     """CodeBuddy Code (`codebuddy -p`, Chat Completions): Claude Code's tool names (Read, Bash,
-    Edit); its MCP tools are deferred and called through DeferExecuteTool, as the read rule says."""
+    Edit, Agent); its MCP tools are deferred and called through DeferExecuteTool, as the read rule
+    says. It compacts on its own before a request once the last reported prompt size is past 92%
+    of the model's window: the compaction step answers a look at the tree with such a size, and
+    the summary request (its own system prompt) gets a summary."""
     name, agent, cli = "CodeBuddy", "codebuddy", "codebuddy"
-    has_subagent = False
-    compacts = False
+    SUB_PROMPT = "Read src/app.py and src/util.py and list the handlers."
+    OVER = {"prompt_tokens": 10_000_000, "completion_tokens": 5, "total_tokens": 10_000_005}
+    SUMMARY = ("<analysis>handlers read and edited</analysis><conversation_history_summary>The user asked to work on "
+               "the handlers in src/; files were read and edited.</conversation_history_summary>")
 
     def call(self, act: Act, body: dict) -> tuple[str, object]:
         from tests.e2e.fake_chat import tool_call
@@ -1151,6 +1158,8 @@ class CodeBuddy(Host):
             item = tool_call("DeferExecuteTool", {"toolName": "mcp__leanctx__ctx_read", "params": args})
         elif act.kind == "edit":
             item = tool_call("Edit", {"file_path": p, "old_string": act.old, "new_string": act.new})
+        elif act.kind == "subagent":
+            item = tool_call("Agent", {"description": "list handlers", "prompt": self.SUB_PROMPT, "subagent_type": "general-purpose"})
         else:
             raise ValueError(act.kind)
         return item["id"], item
@@ -1161,12 +1170,34 @@ class CodeBuddy(Host):
         return chat_tool_outputs(body).get(call_id)
 
     def is_sub(self, body: dict) -> bool:
+        """The subagent's requests start with its prompt as the user's message."""
+        for m in body.get("messages") or []:
+            if isinstance(m, dict) and m.get("role") == "user":
+                return self.SUB_PROMPT in json.dumps(m.get("content"))
         return False
+
+    @staticmethod
+    def classify(body: dict) -> str:
+        messages = body.get("messages") or []
+        if messages and isinstance(messages[0], dict) and "summarizing conversations" in json.dumps(messages[0].get("content")):
+            return "compact"
+        return "main" if body.get("tools") else "side"
+
+    def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        # a look at the tree, answered as the window is full: CodeBuddy compacts before the next request
+        act = Act("shell", command="ls src tests")
+        call_id, item = self.call(act, body)
+        self.over = call_id
+        call = Call("main", act, call_id)
+        model.run.calls.append(call)
+        conv["pending"] = call
+        return item
 
     def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
         from tests.e2e.fake_chat import FakeChat
 
         self.proj = hh.proj
+        self.over: Optional[str] = None
         cb = hh.home / ".codebuddy"
         cb.mkdir(parents=True, exist_ok=True)
         settings = cb / "settings.json"
@@ -1177,7 +1208,11 @@ class CodeBuddy(Host):
             time_hooks(data["hooks"], log)
             settings.write_text(json.dumps(data, indent=4))
             lean.run("serve", "--detach")
-        with FakeChat(script=[model.answer] * 400) as srv:
+
+        def usage(body: dict, items: list):  # noqa: ANN202
+            return self.OVER if self.over is not None and any(i.get("id") == self.over for i in items) else None
+
+        with FakeChat(script=[model.answer] * 400, classify=self.classify, side_text=self.SUMMARY, usage=usage) as srv:
             cenv = hostcli.base_env(hh.home, {
                 **env, "CODEBUDDY_API_KEY": "sk-fake", "CODEBUDDY_BASE_URL": srv.base_url,
                 "CODEBUDDY_SKIP_BUILTIN_MARKETPLACE": "1", "GIT_ALLOW_PROTOCOL": "file",
@@ -1353,7 +1388,7 @@ def _is_compaction(body: dict) -> bool:
     from tests.e2e import fake_anthropic, fake_gemini_chat, fake_openai
 
     return (fake_anthropic.is_compaction(body) or fake_openai.is_compaction(body) or fake_gemini_chat.is_compaction(body)
-            or OpenCode.is_compaction(body))
+            or OpenCode.is_compaction(body) or CodeBuddy.classify(body) == "compact")
 
 
 def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:

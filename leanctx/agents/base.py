@@ -487,6 +487,19 @@ class Agent:
         dropped, hooks/readgate.py)."""
         return None
 
+    def builtin_read_earlier(self, event: HookEvent) -> list:  # -> [(call id, readers.Ask, file text)]
+        """Deliveries of earlier calls that only show now, for a pre-tool call of one of
+        `builtin_read_tools` (CodeBuddy: its Bash output reaches its transcript after the
+        post-tool hook, so the next call's pre-tool hook credits it). Each is credited under its
+        own call id, at most once: [] by default."""
+        return []
+
+    def context_losses(self, event: HookEvent) -> list:  # -> [str]
+        """Ids of the compactions the host's own log shows for this call's context, for a host
+        whose hook for them can come late (CodeBuddy: its SessionStart(compact) runs without
+        being waited for): each is counted once (publish.note_losses) before a read is answered."""
+        return []
+
     def builtin_refusal_output(self, event: HookEvent, text: str) -> str:
         """What to print so the host does not run this read and the model gets `text` instead."""
         return self.guard_output(event.event, text)

@@ -64,6 +64,9 @@ _SHELL_LIMITS: dict[str, tuple[int, int | None]] = {
     # cut at 10,976 for a model it has no metadata for (gpt-5), whole at 40,000 and cut at 49,984
     # for gpt-5.5; the smaller stands (its cut output starts "Warning: truncated output")
     "codex": (10_000, None),
+    # CodeBuddy Code 2.117.0's Bash: 30,000 characters of output seen whole, 30,010 kept as a
+    # `<persisted-output>` preview (MAX_SHELL_OUTPUT_LENGTH; BASH_MAX_OUTPUT_LENGTH moves it)
+    "codebuddy": (29_000, None),
     # Droid 0.215.0's Execute: 4,500 characters seen whole; 10,985 cut to head and tail (8,010)
     "droid": (4_500, None),
 }

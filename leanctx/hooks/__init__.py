@@ -107,7 +107,9 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
         noted = None
         if "--read-gate" in flags and agent.is_read_tool(event.tool_name):
             from leanctx.hooks.publish import note_read_call
+            from leanctx.hooks.readgate import note_losses
 
+            note_losses(data_dir, agent, event)
             noted = note_read_call(data_dir, event)
         if "--guard" in flags:
             from leanctx.hooks.guard import check

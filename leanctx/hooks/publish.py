@@ -383,9 +383,62 @@ def note_read_call(data_dir: str | os.PathLike, ev: HookEvent, ts: float | None 
             calls = record.get("read_calls")
             calls = dict(calls) if isinstance(calls, dict) else {}
             calls.pop(call_id, None)
-            calls[call_id] = {"agent_id": agent_id, "ts": ts}
+            # the compaction counter now: a delivery credited later (earlier_notes) must predate no bump
+            calls[call_id] = {"agent_id": agent_id, "ts": ts, "compactions": int(record.get("compactions") or 0)}
             while len(calls) > MAX_READ_CALLS:
                 del calls[_oldest(calls, "ts")]
             record["read_calls"] = calls
         write_json_atomic(path, record)
     return path
+
+
+def earlier_notes(data_dir: str | os.PathLike, ev: HookEvent) -> dict:
+    """The read-gate notes of this conversation whose calls no compaction has followed since
+    (call id -> note), for crediting a delivery that shows only after its post-tool hook
+    (Agent.builtin_read_earlier). Nothing while a missed-lock bump is pending, or for a note
+    without its counter."""
+    if not _text(ev.conversation_id):
+        return {}
+    path = record_path(data_dir, ev.agent, ev.conversation_id)
+    record = read_json(path)
+    if record is None or pending_missed(path, record)[0]:
+        return {}
+    now = record.get("compactions")
+    calls = record.get("read_calls")
+    if not isinstance(now, int) or isinstance(now, bool) or not isinstance(calls, dict):
+        return {}
+    return {cid: note for cid, note in calls.items()
+            if isinstance(note, dict) and note.get("compactions") == now and not isinstance(note.get("compactions"), bool)}
+
+
+MAX_LOSSES_SEEN = 64  # compaction ids a host log showed, kept so each is counted once
+
+
+def note_losses(data_dir: str | os.PathLike, ev: HookEvent, ids: list, ts: float | None = None) -> None:
+    """Count as a compaction each context loss the host's own log shows (Agent.context_losses)
+    that this conversation's record has not counted yet. The host's hook for the same loss may
+    count it again: one more re-send, never a stub."""
+    if not _text(ev.conversation_id):
+        return
+    ids = [i for i in ids if isinstance(i, str) and 0 < len(i) <= MAX_ID]
+    path = record_path(data_dir, ev.agent, ev.conversation_id)
+    record = read_json(path)
+    seen = record.get("losses_seen") if record else None
+    if isinstance(seen, list) and all(i in seen for i in ids):
+        return  # the common case: nothing new, no lock, no write
+    ts = time.time() if ts is None else ts
+    with RecordLock(os.path.join(os.path.dirname(path), ".lock")) as lock:
+        if not lock.acquired:
+            missed_lock(data_dir, path, ev)  # counted as a compaction all the same
+            return
+        record = read_json(path) or apply_event({}, ev, ts, host_process())
+        _fold_missed(record, path)
+        seen = record.get("losses_seen")
+        seen = list(seen) if isinstance(seen, list) else []
+        new = [i for i in ids if i not in seen]
+        if not new:
+            return
+        for _ in new:
+            _compacted(record, now_iso(ts), ts)
+        record["losses_seen"] = (seen + new)[-MAX_LOSSES_SEEN:]
+        write_json_atomic(path, record)

@@ -122,6 +122,8 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
     """The pre-tool answer for a host's built-in read: a refusal carrying the cache's text, or ''."""
     if switched_off():
         return ""
+    note_losses(data_dir, agent, event)
+    credit_earlier(data_dir, agent, event)
     ask_ = agent.builtin_read_ask(event)  # may set the call's id (a host whose payloads name none)
     if ask_ is None or not isinstance(event.tool_use_id, str):
         return ""
@@ -151,6 +153,31 @@ def before_read(data_dir: str, agent, event) -> str:  # noqa: ANN001 - Agent, Ho
         _keep(keep, {"text": text, "path": ask_.path, "stat": seen})
         return ""  # the reader runs; what it returns is replaced after it (after_read)
     return agent.builtin_refusal_output(event, text)
+
+
+def note_losses(data_dir: str, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent
+    """Count the compactions the host's own log shows before any read is answered (a host whose
+    compaction hook may come after this call: Agent.context_losses)."""
+    lost = agent.context_losses(event)
+    if lost:
+        from leanctx.hooks import publish
+
+        publish.note_losses(data_dir, event, lost)
+
+
+def credit_earlier(data_dir: str, agent, event) -> None:  # noqa: ANN001 - Agent, HookEvent
+    """Before this call is gated: hand the daemon what earlier calls delivered that showed only
+    after their post-tool hook (Agent.builtin_read_earlier), each under its own id, and only a
+    call our gate noted with no compaction since (its content then still stands in the context)."""
+    earlier = agent.builtin_read_earlier(event)
+    if not earlier:
+        return
+    from leanctx.hooks.publish import earlier_notes
+
+    notes = earlier_notes(data_dir, event)
+    for call_id, ask_, content in earlier:
+        if call_id in notes:
+            ask(data_dir, "credit", {**ask_.args(), "content": content, "call_id": call_id})
 
 
 def after_read(data_dir: str, payload: dict, agent, event) -> str:  # noqa: ANN001 - Agent, HookEvent

@@ -13,7 +13,7 @@ Any path ending in ``/chat/completions`` is answered (CodeBuddy posts ``<base>/c
 Droid ``<base>/v1/chat/completions``), streamed as ``data: <chunk>`` events ending in
 ``data: [DONE]`` when the request asks for ``stream``. A request that offers ``tools`` is a main
 turn and takes the next script item; one without tools (titles, summaries) is a side request and
-gets ``side_text``. ``usage(kind, body)`` may name the token usage an answer reports (None: the
+gets ``side_text``. ``usage(kind, body, items)`` may name the token usage an answer reports (None: the
 default, 10 prompt tokens), e.g. a prompt past a host's compaction limit. Script items: a str (text), ``tool_call(name, args)``, a list of them (several
 tool calls in one answer), or a callable ``f(body) -> item``.
 """
@@ -60,11 +60,13 @@ class FakeChat(ScriptedFakeServer):
 
     def __init__(self, script: Iterable[Any] = (), *, default_text: str = "done", side_text: str = "Fake title",
                  classify: Callable[[dict], Any] = _classify, model: str = "fake-model",
-                 usage: Optional[Callable[[str, dict], Optional[dict]]] = None,
+                 usage: Optional[Callable[[str, dict, list], Optional[dict]]] = None,
                  host: str = "127.0.0.1", port: int = 0) -> None:
-        self.usage = usage
         super().__init__(script, default_text=default_text, side_text=side_text, compact_text=side_text,
                          classify=classify, model=model, host=host, port=port)
+        # (kind, request body, answered items) -> the usage to report, None for the default (a host that
+        # compacts by the reported prompt size can be made to compact after a chosen answer)
+        self.usage = usage
 
     def _make_handler(self) -> type:
         return _make_handler(self)
@@ -110,7 +112,7 @@ def _make_handler(srv: FakeChat):
             content = "".join(i["text"] for i in items if i["type"] == "text")
             finish = "tool_calls" if calls else "stop"
             cid, created = f"chatcmpl_fake{next(_ids):05d}", int(time.time())
-            usage = (srv.usage(kind, body) if srv.usage else None) or \
+            usage = (srv.usage(kind, body, items) if srv.usage else None) or \
                 {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
             if not body.get("stream"):
                 message = {"role": "assistant", "content": content or None}

@@ -174,7 +174,7 @@ def test_after_an_automatic_compaction_the_read_is_content(droid_cli, wired, lea
     compact = [False]
     # in the second run the answer asking for `true` (the script's second) reports the big prompt:
     # Droid compacts after running it
-    usage = lambda kind, body: BIG_PROMPT if compact[0] and kind == "main" and srv._next == 2 else None  # noqa: E731
+    usage = lambda kind, body, items: BIG_PROMPT if compact[0] and kind == "main" and srv._next == 2 else None  # noqa: E731
     with FakeChat(usage=usage) as srv:
         start(hh, lean, srv)
         before = [read(), execute("true"), read()]

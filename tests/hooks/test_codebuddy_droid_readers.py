@@ -125,15 +125,103 @@ def test_text_the_reader_changed_is_never_credited(host: str, tool_input: dict) 
     assert got is None or not credited(*got)
 
 
-def test_codebuddy_shell_reads_are_gated_on_absolute_paths_and_never_credited() -> None:
+def test_codebuddy_shell_reads_are_gated_on_absolute_paths_and_in_the_hosts_own_folder(monkeypatch) -> None:  # noqa: ANN001
+    """Each Bash command starts in the CodeBuddy process's working directory: a relative path is
+    read from the payload's `cwd` only when it is that folder. The post-tool payload has no output."""
+    from leanctx.hooks import hostproc
+
+    assert codebuddy.SHELLS == hostproc._SHELLS  # the same walk up to the host
     c = case("codebuddy", {"command": "cat small.txt"})
     pre, post = events("codebuddy", c)
-    assert codebuddy.AGENT.builtin_read_ask(pre) is None, "a relative path against a cwd the shell may have left"
+    assert codebuddy.AGENT.builtin_read_ask(pre) is None, "a relative path against a folder the shell is not in"
+    monkeypatch.setattr(codebuddy, "host_cwd", lambda: os.path.realpath(os.getcwd()))
+    pre.cwd = os.getcwd()
+    assert codebuddy.AGENT.builtin_read_ask(pre) == Ask(os.path.join(os.getcwd(), "small.txt"), reader="shell")
+    pre.cwd = PROJ
     pre.tool_input = {"command": f"cat {PROJ}/small.txt", "description": "show"}
     assert codebuddy.AGENT.builtin_read_ask(pre) == Ask(f"{PROJ}/small.txt", reader="shell")
     assert codebuddy.AGENT.builtin_read_delivery(post, c["post"]) is None
     pre.tool_input = {"command": f"cat {PROJ}/small.txt", "run_in_background": True}
     assert codebuddy.AGENT.builtin_read_ask(pre) is None
+
+
+def _cb_transcript(path: Path, rounds: list) -> None:
+    """A CodeBuddy transcript: the prompt, then per model response its calls (all under the
+    response's id, one parent) and each call's result, chained (2.117.0's shape)."""
+    entries = [{"id": "u0", "parentId": None, "type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]
+    last = "u0"
+    for r, calls in enumerate(rounds):
+        rid = f"chatcmpl_{r}"
+        for call_id, tool, args, _out in calls:
+            entries.append({"id": rid, "parentId": last, "type": "function_call", "callId": call_id, "name": tool,
+                            "arguments": json.dumps(args)})
+        last = rid
+        for n, (call_id, tool, _args, out) in enumerate(calls):
+            if out is None:
+                continue
+            entries.append({"id": f"r{r}.{n}", "parentId": last, "type": "function_call_result", "name": tool, "callId": call_id,
+                            "status": "completed", "output": {"type": "text", "text": out}})
+            last = f"r{r}.{n}"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+
+
+def _bash(call_id: str, command: str, stdout: str | None) -> tuple:
+    """A Bash call and the text the model got for it (None: no result yet, the call is running)."""
+    out = None if stdout is None else f"Command: {command}\nStdout: {stdout}\nStderr: (empty)\nExit Code: 0\nSignal: (none)"
+    return (call_id, "Bash", {"command": command, "description": "show"}, out)
+
+
+def test_codebuddy_credits_the_shell_reads_just_before_a_call_once(tmp_path: Path) -> None:
+    t = tmp_path / "s.jsonl"
+    a, b = "/p/a.py", "/p/b.py"
+    rounds = [[_bash("c1", f"cat {a}", "A\n"), _bash("c2", f"sed -n '2,3p' {b}", "x\ny\n")],
+              [("c3", "Edit", {"file_path": a}, "Successfully edited")],
+              [("c4", "Read", {"file_path": b}, None), _bash("c5", f"cat {a}", None)]]
+    _cb_transcript(t, rounds)
+    got = codebuddy.earlier_shell_reads(str(t), "c4", None)
+    assert got == [("c1", Ask(a, reader="shell"), "A"), ("c2", Ask(b, 2, 3, reader="shell"), "x\ny")]
+    assert codebuddy.earlier_shell_reads(str(t), "c5", None) == [], "only the response's first Read/Bash credits"
+    assert codebuddy.earlier_shell_reads(str(t), "c3", None) == [], "Edit's hook does not credit"
+    assert codebuddy.earlier_shell_reads(str(t), "c2", None) == []
+    # a response whose first call credited: the next one takes only what came after it
+    rounds.append([_bash("c6", f"cat {b}", None)])
+    rounds[2][1] = _bash("c5", f"cat {a}", "A2\n")
+    rounds[2][0] = ("c4", "Read", {"file_path": b}, "   1\u2192x")
+    _cb_transcript(t, rounds)
+    assert codebuddy.earlier_shell_reads(str(t), "c6", None) == [("c5", Ask(a, reader="shell"), "A2")]
+
+
+@pytest.mark.parametrize("out", [
+    "Command: cat /p/a.py\nStdout: A\n\nStderr: boom\nExit Code: 0\nSignal: (none)",
+    "Command: cat /p/a.py\nStdout: A\n\nStderr: (empty)\nExit Code: 1\nSignal: (none)",
+    "Command: cat /p/a.py\nStdout: (empty)\nStderr: (empty)\nExit Code: 0\nSignal: (none)",
+    "Command: cat /p/b.py\nStdout: A\n\nStderr: (empty)\nExit Code: 0\nSignal: (none)",
+    "<persisted-output>\nOutput too large (43.9KB). Full output saved to: /t/x.txt\n</persisted-output>",
+    "Command: cat /p/a.py\nStdout: A\n\nStderr: (empty)\nExit Code: 0\nSignal: (none)\n\nSandbox Intercept Info (non-blocking):",
+    "Error: [unchanged] a.py 1 lines",
+])
+def test_codebuddy_output_not_of_a_clean_run_is_not_credited(tmp_path: Path, out: str) -> None:
+    t = tmp_path / "s.jsonl"
+    _cb_transcript(t, [[("c1", "Bash", {"command": "cat /p/a.py"}, out)], [_bash("c2", "cat /p/a.py", None)]])
+    assert codebuddy.earlier_shell_reads(str(t), "c2", None) == []
+
+
+def test_codebuddy_the_chain_ends_at_anything_but_calls_and_results(tmp_path: Path) -> None:
+    """A compaction's summary, a new prompt, a broken chain or a line that is not JSON: nothing above it counts."""
+    t = tmp_path / "s.jsonl"
+    _cb_transcript(t, [[_bash("c1", "cat /p/a.py", "A\n")], [_bash("c2", "cat /p/a.py", None)]])
+    lines = t.read_text().splitlines()
+    summary = {"id": "u1", "parentId": None, "type": "message", "role": "user", "content": [{"type": "input_text", "text": "<conversation_history_summary>"}]}
+    moved = json.loads(lines[-1])
+    moved["parentId"] = "u1"
+    t.write_text("\n".join([*lines[:-1], json.dumps(summary), json.dumps(moved)]) + "\n")
+    assert codebuddy.earlier_shell_reads(str(t), "c2", None) == []
+    t.write_text("\n".join([*lines[:-2], "{not json", *lines[-1:]]) + "\n")
+    assert codebuddy.earlier_shell_reads(str(t), "c2", None) == []
+    t.write_text("\n".join([lines[0], *lines[2:]]) + "\n")  # the first response's entry is gone
+    assert codebuddy.earlier_shell_reads(str(t), "c2", None) == []
+    assert codebuddy.earlier_shell_reads(str(tmp_path / "missing.jsonl"), "c2", None) == []
+    assert codebuddy.earlier_shell_reads("relative.jsonl", "c2", None) == []
 
 
 @pytest.mark.parametrize("host", ["codebuddy", "droid"])
@@ -285,6 +373,19 @@ class HostSession:
         run_hook(env, host, "SessionStart", {**self.base, "hook_event_name": "SessionStart", "source": "startup"})
 
     def _log(self, role: str, block: dict) -> None:
+        if self.host == "codebuddy":  # its own shape: calls under the response's id, results chained
+            last = getattr(self, "last", None)
+            if role == "assistant":
+                entry = {"id": f"resp_{block['id']}", "parentId": last, "type": "function_call", "callId": block["id"],
+                         "name": block["name"], "arguments": json.dumps(block["input"])}
+            else:
+                entry = {"id": f"res_{block['tool_use_id']}", "parentId": last, "type": "function_call_result",
+                         "name": self.tool, "callId": block["tool_use_id"], "status": "completed",
+                         "output": {"type": "text", "text": block["content"]}}
+            self.last = entry["id"]
+            with open(self.transcript, "a") as f:
+                f.write(json.dumps(entry) + "\n")
+            return
         with open(self.transcript, "a") as f:
             f.write(json.dumps({"type": "message", "message": {"role": role, "content": [block]}}) + "\n")
 
@@ -292,6 +393,7 @@ class HostSession:
         self.n += 1
         call = f"call_{self.conv}_{self.n:04d}"  # a model's ids never repeat
         ids = {"tool_use_id": call} if self.host == "codebuddy" else {}
+        self.tool = tool
         self._log("assistant", {"type": "tool_use", "id": call, "name": tool, "input": tool_input})
         pre = {**self.base, **ids, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input}
         out = run_hook(self.env, self.host, "PreToolUse", pre, *FLAGS)
@@ -324,6 +426,9 @@ class HostSession:
     def shell(self, command: str) -> str:
         def output() -> str:
             ran = subprocess.run(["sh", "-c", command], cwd=self.proj, capture_output=True, text=True, timeout=30)
+            if self.host == "codebuddy":
+                return (f"Command: {command}\nStdout: {ran.stdout or '(empty)'}\nStderr: {ran.stderr or '(empty)'}\n"
+                        f"Exit Code: {ran.returncode}\nSignal: (none)")
             return ran.stdout + f"\n\n[Process exited with code {ran.returncode}]"
 
         tool_input = {"command": command, "summary": "Show the file"} if self.host == "droid" else {"command": command}
@@ -370,16 +475,17 @@ def test_droid_shell_reads_count_for_read_and_the_other_way_round(daemon: dict, 
     assert s2.shell(f"cat -n {f}").startswith("Error: [unchanged] mod.py 300 lines"), "what Read delivered did not count for cat"
 
 
-def test_codebuddy_shell_reads_are_refused_when_held_and_never_credited(daemon: dict, tmp_path: Path) -> None:
+def test_codebuddy_shell_reads_are_credited_by_the_next_call(daemon: dict, tmp_path: Path) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()
     f = proj / "mod.py"
     f.write_text("".join(f"def g{i}():\n    return {i}\n\n" for i in range(100)))
     s = HostSession(daemon, "codebuddy", proj, "sess-1")
-    assert "def g99" in s.shell(f"cat {f}") and "def g99" in s.shell(f"cat {f}"), "Bash's output was credited"
-    assert "def g99" in s.read(f)
-    assert s.shell(f"cat {f}").startswith("Error: [unchanged] mod.py 300 lines")
-    assert "def g99" in s.shell("cat mod.py"), "a relative path was gated"
+    assert "def g99" in s.shell(f"cat {f}")
+    assert s.shell(f"cat {f}").startswith("Error: [unchanged] mod.py 300 lines"), "what cat delivered was not credited"
+    assert "def g99" in s.shell(f"cat {f}"), "running the command again right after the stub gave no output"
+    assert s.read(f).startswith("Error: [unchanged] mod.py 300 lines"), "what cat delivered did not count for Read"
+    assert "def g99" in s.shell("cat mod.py"), "a relative path outside the host's own folder was gated"
 
 
 def test_droid_an_odd_transcript_gives_no_call_id_and_no_error(tmp_path: Path) -> None:
@@ -393,3 +499,44 @@ def test_droid_an_odd_transcript_gives_no_call_id_and_no_error(tmp_path: Path) -
     assert droid.call_id_from_transcript(str(path), "s1", "Read", {"file_path": "/p/a"}) is None
     path.write_text(json.dumps({"message": {"role": "assistant", "content": [use]}}) + "\n")
     assert droid.call_id_from_transcript(str(path), "s1", "Read", {"file_path": "/p/a"}) == "c1"
+
+
+def test_codebuddy_a_compaction_in_its_transcript_counts_once_before_the_next_read(tmp_path: Path) -> None:
+    """CodeBuddy's automatic compaction fires SessionStart(compact) without waiting for it: the
+    summary entry it writes to the transcript is counted by the next read's hook, once."""
+    from leanctx.hooks import publish
+
+    t = tmp_path / "sess-1.jsonl"
+    _cb_transcript(t, [[_bash("c1", "cat /p/a.py", "A\n")]])
+    summary = {"id": "sum-1", "logicalParentId": "r0.0", "type": "message", "role": "user",
+               "content": [{"type": "input_text", "text": "<conversation_history_summary>...</conversation_history_summary>"}],
+               "providerData": {"compactType": "emergency-auto", "isCompacted": True, "isSummary": True, "agent": "cli"}}
+    quoted = {"id": "r9", "parentId": "r0.0", "type": "function_call_result", "name": "Bash", "callId": "c9", "status": "completed",
+              "output": {"type": "text", "text": '"isCompacted":true'}}
+    with open(t, "a") as f:
+        f.write(json.dumps(quoted, separators=(",", ":")) + "\n")
+    assert codebuddy.compactions_in(str(t)) == [], "a tool output that quotes the mark is no compaction"
+    with open(t, "a") as f:
+        f.write(json.dumps(summary, separators=(",", ":")) + "\n")
+    assert codebuddy.compactions_in(str(t)) == ["sum-1"]
+    ev = codebuddy.AGENT.hook_event("PreToolUse", tool_name="Bash", tool_input={"command": "cat /p/a.py"}, tool_use_id="c2",
+                                    session_id="sess-1", conversation_id="sess-1", transcript_path=str(t))
+    data = tmp_path / "data"
+    path = publish.record_path(data, "codebuddy", "sess-1")
+    before = (publish.read_json(path) or {}).get("compactions", 0)
+    for _ in range(2):
+        publish.note_losses(data, ev, codebuddy.AGENT.context_losses(ev))
+    rec = publish.read_json(path)
+    assert rec["compactions"] == before + 1 and rec["losses_seen"] == ["sum-1"]
+
+
+def test_codebuddy_a_transcript_of_another_shape_credits_nothing_and_never_raises(tmp_path: Path) -> None:
+    t = tmp_path / "s.jsonl"
+    _cb_transcript(t, [[_bash("c1", "cat /p/a.py", "A\n")], [_bash("c2", "cat /p/a.py", None)]])
+    lines = [json.loads(x) for x in t.read_text().splitlines()]
+    for at, field, value in ((2, "parentId", ["x"]), (1, "callId", {"a": 1}), (1, "arguments", 7), (2, "output", ["A"]),
+                             (1, "name", None), (2, "callId", ["c1"]), (3, "parentId", {"r0.0": 1})):
+        odd = [dict(e) for e in lines]
+        odd[at][field] = value  # 1: the first response's call, 2: its result, 3: the asking call
+        t.write_text("".join(json.dumps(e) + "\n" for e in odd))
+        assert codebuddy.earlier_shell_reads(str(t), "c2", None) == [], field
