@@ -1209,7 +1209,7 @@ class CodeBuddy(Host):
             settings.write_text(json.dumps(data, indent=4))
             lean.run("serve", "--detach")
 
-        def usage(body: dict, items: list):  # noqa: ANN202
+        def usage(kind: str, body: dict, items: list):  # noqa: ANN202
             return self.OVER if self.over is not None and any(i.get("id") == self.over for i in items) else None
 
         with FakeChat(script=[model.answer] * 400, classify=self.classify, side_text=self.SUMMARY, usage=usage) as srv:
