@@ -333,6 +333,9 @@ def received_texts(body: dict, leave_out: str) -> list[str]:
             pool.append(t.split("\nOutput:\n", 1)[1])
         if t.startswith("Command: ") and "\nStdout: " in t:  # CodeBuddy's Bash: stdout starts on its header's line
             pool.append(t.split("\nStdout: ", 1)[1])
+        if "Result of calling the Read tool:\n" in t:  # Claude Code's files re-attached after a compaction, one text
+            for part in t.split("Result of calling the Read tool:\n")[1:]:
+                pool.append(part.split("\n\nCalled the ", 1)[0])
     for s in map(unwrapped, raw):
         if s.startswith("[changed]") and "\n@@ " in s:
             for old in list(pool):

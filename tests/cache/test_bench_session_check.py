@@ -133,3 +133,17 @@ def test_gemini_and_qwen_compressions_count_once():
     turn = dict(summary, tools=[{"functionDeclarations": [{"name": "read_file"}]}])
     assert is_compaction(summary) and is_compaction(qwen)
     assert not is_compaction(second_look) and not is_compaction(turn)
+
+
+def test_a_diff_against_a_file_claude_code_re_attached_after_a_compaction_is_seen(tmp_path):
+    """Claude Code puts every file it re-attaches after a compaction into one text, each after
+    "Called the Read tool ... Result of calling the Read tool:"; a later diff applies to one of
+    them, and the stub after it is right (this was flagged wrong while the text stayed whole)."""
+    other = "".join(f"other {i}\n" for i in range(1, 30))
+    attached = "".join(f"Called the Read tool with the following input: {{\"file_path\":\"{name}\"}}\n"
+                       f"Result of calling the Read tool:\n{numbered(text)}\n"
+                       for name, text in (("other.py", other), ("f.py", OLD), ("more.py", other)))
+    diff = "[changed] f.py (40 lines now) changed on disk\n" + "".join(
+        difflib.unified_diff(OLD.splitlines(True), NEW.splitlines(True), "a/f.py", "b/f.py"))
+    assert not check(tmp_path, NEW, attached, diff)
+    assert check(tmp_path, NEW, attached), "without the diff the model holds only the older version"
