@@ -323,3 +323,47 @@ def test_recorded_built_in_and_shell_reads_beside_ctx_read_replay_as_they_ran(cl
     assert readers == ["builtin", None, "shell", "shell", "shell", "shell", "builtin", None, "shell", "shell", "builtin"], readers
     assert sum(1 for e in trace if e["op"] == "read" and "delivered" in e) == 4  # the built-in calls that ran
     tracetap.check_replay(trace, hh, first + second, "claude-builtin-recorded", host="Claude Code", source=__file__)
+
+
+def test_a_subagents_read_is_content_its_re_read_its_own_stub_and_the_parent_keeps_its_stub(claude_cli, wired, lean, run_host):
+    """The built-in Read in a subagent (`Agent`): Claude Code names each call and the subagent in
+    the hook payloads, so the subagent's first Read of a file only its parent read is the content
+    (its context never had it), its own re-read is its own stub, and the parent's re-read after it
+    is still the parent's stub."""
+    hh = wired
+    path = str(hh.proj / "big.py")
+    read = lambda: tool_use("Read", {"file_path": path})  # noqa: E731
+    script = [
+        read(),                                                               # parent: content
+        tool_use("Agent", {"description": "read big.py", "prompt": "Read big.py twice.",
+                           "subagent_type": "general-purpose", "run_in_background": False}),
+        read(),                                                               # subagent: content
+        read(),                                                               # subagent again: its stub
+        "sub: done",
+        read(),                                                               # parent again: its stub
+        "done",
+    ]
+    with FakeAnthropic(script=script) as srv:
+        env = hostcli.claude_env(hh.home, srv.base_url)
+        cp, _ = run_host([claude_cli, "-p", "work on big.py", "--allowedTools", TOOLS + ",Agent", "--permission-mode",
+                          "acceptEdits"], cwd=hh.proj, env=env)
+        assert cp.returncode == 0, cp.stderr
+        bodies = srv.requests
+    from tests.e2e.fake_anthropic import is_subagent
+
+    mains = [b for b in bodies if isinstance(b, dict) and b.get("tools")]
+    sub = [b for b in mains if is_subagent(b)]
+    parent = [b for b in mains if not is_subagent(b)]
+    assert len(sub) == 3 and len(parent) == 4, (len(sub), len(parent))
+
+    def answer(body: dict) -> str:
+        (text, err), = results(body)
+        return text.removeprefix(REFUSAL_PREFIX) if err else text
+
+    assert is_content(answer(parent[1]))
+    assert is_content(answer(sub[1])), "the subagent was refused a file only its parent had read"
+    assert answer(sub[2]).startswith(f"[unchanged] big.py {LINES} lines"), answer(sub[2])[:200]
+    assert answer(parent[3]).startswith(f"[unchanged] big.py {LINES} lines"), "the parent lost its stub after the subagent"
+    notes = lean.only_record("claude")["read_calls"]
+    assert sum(1 for n in notes.values() if n["agent_id"]) == 2, notes
+    lean.assert_no_hook_errors()
