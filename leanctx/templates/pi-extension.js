@@ -184,7 +184,9 @@ export default async function (pi) {
   });
   pi.on("session_shutdown", async (event, ctx) => {
     await fire("session_shutdown", ctx, { reason: event && event.reason });
-    if (!event || event.reason === "quit" || event.reason === undefined) server.stop();
+    // Pi tears this runtime down on every reason (quit, reload, new, resume, fork) and loads the
+    // extension again for the next session: that one starts its own server
+    server.stop();
   });
   pi.on("tool_call", async (event, ctx) => {
     if (typeof HOOKS["tool_call"] !== "string" || !event) return;
