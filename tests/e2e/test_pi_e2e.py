@@ -104,3 +104,29 @@ def test_pi_extension_publishes_the_session_and_second_read_is_a_stub(pi_cli, ho
     assert {p: p.read_bytes() for p in before} == before
     assert not (agent_dir / "extensions").exists()
     assert not (agent_dir / "AGENTS.md").exists()
+
+
+def test_pi_guard_blocks_a_read_of_another_users_folder_with_the_reason(pi_cli, host_home, lean, run_host, tmp_path):
+    """`init --guard`: the extension's tool_call handler returns `{block: true, reason}` for Pi's
+    own `read` of another user's file; Pi 0.73.1 skips the tool and the model gets the reason as
+    the call's (error) result. A read of a file of the project still runs."""
+    hh = host_home
+    users = tmp_path / "cks" / "user"
+    (users / "bob").mkdir(parents=True)
+    (users / "bob" / "notes.md").write_text("bob's secret notes\n")
+    (hh.proj / "mine.txt").write_text("the project's own file\n")
+    agent_dir = hh.home / ".pi" / "agent"
+    agent_dir.mkdir(parents=True)
+    theirs = function_call("read", {"path": str(users / "bob" / "notes.md")})
+    ours = function_call("read", {"path": "mine.txt"})
+    with FakeOpenAI(script=[theirs, ours, "done"], model="fake-model") as srv:
+        (agent_dir / "models.json").write_text(models_json(srv.base_url))
+        lean.run("init", "--agent", "pi", "--guard")
+        env = dict(pi_env(hh, lean), CKS_HOME=str(tmp_path / "cks"), CKS_ACTIVE_USER="ana")
+        argv = [pi_cli, "-p", "--provider", "fake", "--model", "fake-model", "read two files"]
+        cp, _ = run_host(argv, cwd=hh.proj, env=env, timeout=TIMEOUT)
+        assert cp.returncode == 0, cp.stderr[-3000:]
+        out = chat_results(srv)
+    assert "secret" not in out[theirs["call_id"]] and "bob" in out[theirs["call_id"]], out
+    assert "the project's own file" in out[ours["call_id"]], out
+    lean.run("uninstall", "--agent", "pi")
