@@ -54,6 +54,10 @@ class Pi(FileHookAgent):
         # Pi awaits its extension handlers: session_before_compact runs before it summarises
         EventSpec("session_before_compact", PRE_COMPACT),
         EventSpec("session_compact", PRE_COMPACT),
+        # `/tree` navigation moves the session to another point of its tree: what the model holds
+        # is then that branch's, so it counts as a context loss like a compaction (its docs)
+        EventSpec("session_before_tree", PRE_COMPACT),
+        EventSpec("session_tree", PRE_COMPACT),
         EventSpec("agent_end", STOP),
         EventSpec("session_shutdown", SESSION_END),
     )

@@ -179,6 +179,12 @@ export default async function (pi) {
   pi.on("session_compact", async (event, ctx) => {
     await fire("session_compact", ctx, {});
   });
+  pi.on("session_before_tree", async (event, ctx) => {
+    await fire("session_before_tree", ctx, {});
+  });
+  pi.on("session_tree", async (event, ctx) => {
+    await fire("session_tree", ctx, {});
+  });
   pi.on("agent_end", async (event, ctx) => {
     await fire("agent_end", ctx, {});
   });

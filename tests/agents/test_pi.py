@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from leanctx import agents
-from leanctx.agents.base import PRE_TOOL, PROMPT, SESSION_END, SESSION_START, STOP
+from leanctx.agents.base import PRE_COMPACT, PRE_TOOL, PROMPT, SESSION_END, SESSION_START, STOP
 from tests.conftest import run_cli
 
 AGENT = agents.get("pi")
@@ -36,6 +36,8 @@ def test_the_extensions_payloads_normalize_to_pis_session() -> None:
     assert (call.kind, call.tool_name, call.tool_input, call.tool_use_id) == (PRE_TOOL, "ctx_read", {"path": "a.txt"}, "call_1")
     assert AGENT.is_read_tool(call.tool_name) and not AGENT.is_read_tool("read")
     assert AGENT.normalize("agent_end", sent("agent_end")).kind == STOP
+    for loss in ("session_before_compact", "session_compact", "session_before_tree", "session_tree"):
+        assert AGENT.normalize(loss, sent(loss)).kind == PRE_COMPACT
     assert AGENT.normalize("session_shutdown", sent("session_shutdown")).kind == SESSION_END
     odd = AGENT.normalize("session_start", {"session_id": 5, "cwd": None})
     assert odd.session_id is None and odd.cwd is None
@@ -185,7 +187,7 @@ def test_extension_offers_ctx_read_and_a_second_read_of_the_session_is_the_stub(
     out = drive(ext, calls, cwd)
     assert out[0]["tools"] == ["ctx_read"], out
     assert out[0]["events"] == sorted(["session_start", "before_agent_start", "session_before_compact", "session_compact",
-                                       "agent_end", "session_shutdown", "tool_call"])
+                                       "session_before_tree", "session_tree", "agent_end", "session_shutdown", "tool_call"])
     texts = [r["text"] for r in out[1:] if "text" in r]
     assert "hello from a file" in texts[0] and texts[1].startswith("[unchanged]"), out
     assert all(r.get("result") is None for r in out[1:] if "result" in r), out  # no guard: nothing blocked
