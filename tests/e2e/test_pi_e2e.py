@@ -130,3 +130,75 @@ def test_pi_guard_blocks_a_read_of_another_users_folder_with_the_reason(pi_cli, 
     assert "secret" not in out[theirs["call_id"]] and "bob" in out[theirs["call_id"]], out
     assert "the project's own file" in out[ours["call_id"]], out
     lean.run("uninstall", "--agent", "pi")
+
+
+
+def rpc_session(cli, hh, lean, commands: list, timeout: float = TIMEOUT) -> list:
+    """`pi --mode rpc`: send each command (a JSON line on stdin) and wait for what ends it (the
+    prompt's `agent_end` event, the compact command's response); returns every line Pi printed.
+    The timeout only guards against a hang."""
+    import select
+    import subprocess
+    import time
+
+    argv = [cli, "--mode", "rpc", "--provider", "fake", "--model", "fake-model"]
+    proc = subprocess.Popen(argv, cwd=str(hh.proj), env=pi_env(hh, lean), text=True, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    seen = []
+    deadline = time.monotonic() + timeout
+    try:
+        for command in commands:
+            proc.stdin.write(json.dumps(command) + "\n")
+            proc.stdin.flush()
+            done = False
+            while not done:
+                assert time.monotonic() < deadline, f"pi --mode rpc hung after {command}: {seen[-5:]}"
+                ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+                if not ready:
+                    continue
+                line = proc.stdout.readline()
+                assert line, f"pi --mode rpc exited: {seen[-5:]}"
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                seen.append(event)
+                if command["type"] == "prompt":
+                    done = event.get("type") == "agent_end"
+                else:
+                    done = event.get("type") == "response" and event.get("command") == command["type"]
+                    assert not done or event.get("success"), event
+        proc.stdin.close()
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait(5)
+    return seen
+
+
+def test_pi_after_a_compaction_the_next_read_is_content(pi_cli, host_home, lean):
+    """`pi --mode rpc`: a prompt reads big.py, the `compact` command compacts the session (Pi
+    0.73.1 runs `session_before_compact` and `session_compact`, which our extension forwards), and
+    in the next prompt the model's read of the file is content, not the stub; the read after it
+    is the stub again."""
+    hh = host_home
+    content = "".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(200))
+    (hh.proj / "big.py").write_text(content)
+    agent_dir = hh.home / ".pi" / "agent"
+    agent_dir.mkdir(parents=True)
+    first, after, again = (function_call(READ, {"path": "big.py"}) for _ in range(3))
+    with FakeOpenAI(script=[first, "Read it.", after, again, "done"], model="fake-model") as srv:
+        (agent_dir / "models.json").write_text(models_json(srv.base_url))
+        lean.run("init", "--agent", "pi")
+        rpc_session(pi_cli, hh, lean, [{"type": "prompt", "message": "read big.py"}, {"type": "compact"},
+                                       {"type": "prompt", "message": "read big.py twice"}])
+        out = chat_results(srv)
+        summaries = [r for r in srv.log if isinstance(r.body, dict) and "context summarization" in json.dumps(r.body)]
+    assert len(summaries) == 1, "Pi did not compact"
+    rec = lean.only_record("pi")
+    # counted twice: session_before_compact (awaited before the summary) and session_compact
+    assert rec["compactions"] == 2, rec
+    assert "def function_199" in out[first["call_id"]]
+    assert "def function_199" in out[after["call_id"]], out[after["call_id"]][:300]
+    assert out[again["call_id"]].startswith("[unchanged]"), out[again["call_id"]][:300]
