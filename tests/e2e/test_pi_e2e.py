@@ -137,13 +137,22 @@ def rpc_session(cli, hh, lean, commands: list, timeout: float = TIMEOUT) -> list
     """`pi --mode rpc`: send each command (a JSON line on stdin) and wait for what ends it (the
     prompt's `agent_end` event, the compact command's response); returns every line Pi printed.
     The timeout only guards against a hang."""
-    import select
+    import queue
     import subprocess
+    import threading
     import time
 
     argv = [cli, "--mode", "rpc", "--provider", "fake", "--model", "fake-model"]
     proc = subprocess.Popen(argv, cwd=str(hh.proj), env=pi_env(hh, lean), text=True, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+    lines: queue.Queue = queue.Queue()  # a reader thread: select() on a buffered pipe misses lines
+
+    def pump():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
     seen = []
     deadline = time.monotonic() + timeout
     try:
@@ -152,12 +161,11 @@ def rpc_session(cli, hh, lean, commands: list, timeout: float = TIMEOUT) -> list
             proc.stdin.flush()
             done = False
             while not done:
-                assert time.monotonic() < deadline, f"pi --mode rpc hung after {command}: {seen[-5:]}"
-                ready, _, _ = select.select([proc.stdout], [], [], 0.5)
-                if not ready:
-                    continue
-                line = proc.stdout.readline()
-                assert line, f"pi --mode rpc exited: {seen[-5:]}"
+                try:
+                    line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+                except queue.Empty:
+                    raise AssertionError(f"pi --mode rpc hung after {command}: {seen[-5:]}") from None
+                assert line is not None, f"pi --mode rpc exited: {seen[-5:]}"
                 try:
                     event = json.loads(line)
                 except ValueError:
