@@ -14,7 +14,8 @@ const SERVER = @SERVER@;
 const READ_TOOL = @READ_TOOL@;
 const TIMEOUT_MS = @TIMEOUT_MS@;
 const PRE_READS_ONLY = @PRE_READS_ONLY@; // no guard: the pre-tool hook runs for ctx_read only
-const START_MS = 30000;
+const START_MS = 30000; // the server's start and tools/list, once, while Pi loads its extensions
+const CALL_MS = 120000; // one ctx_read: a server that stops answering fails the call, not the session
 
 function run(command, payload) {
   return new Promise((resolve) => {
@@ -158,7 +159,7 @@ export default async function (pi) {
       promptSnippet: "Read a file through leanctx's cache (an unchanged re-read is a short stub)",
       parameters: tool.inputSchema && typeof tool.inputSchema === "object" ? tool.inputSchema : { type: "object", properties: {} },
       async execute(toolCallId, params, signal, onUpdate, ctx) {
-        const result = await server.request("tools/call", { name: "ctx_read", arguments: params || {}, _meta: { "leanctx/callId": toolCallId } });
+        const result = await server.request("tools/call", { name: "ctx_read", arguments: params || {}, _meta: { "leanctx/callId": toolCallId } }, CALL_MS);
         const content = result && Array.isArray(result.content) ? result.content.filter((c) => c && c.type === "text") : [];
         const text = content.map((c) => c.text).join("\n");
         if (result && result.isError) throw new Error(text || "ctx_read failed");
