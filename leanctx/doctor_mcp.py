@@ -31,6 +31,11 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
     from leanctx.doctor import init_fix
 
     fix = init_fix(agent, project)
+    if getattr(agent, "mcp_in_extension", False):  # Pi: no MCP client, our extension starts the server
+        command, args = mcpreg.server_command(project, bot, data_dir)
+        return [{"name": "mcp server", "status": "ok", "fix": None,
+                 "detail": f"started by the leanctx extension ({command} {' '.join(args)})"},
+                round_trip(command, args, {}, bot)]
     if agent.mcp_config(home, project) is None:
         return [{"name": "mcp server", "status": "info", "fix": None,
                  "detail": f"{agent.display_name} reads MCP servers only from its user-level settings: run leanctx doctor without --project"}]

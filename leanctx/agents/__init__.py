@@ -24,6 +24,7 @@ AGENT_MODULES: dict[str, str] = {
     "opencode": "leanctx.agents.opencode",
     "cline": "leanctx.agents.cline",
     "droid": "leanctx.agents.droid",
+    "pi": "leanctx.agents.pi",
 }
 
 

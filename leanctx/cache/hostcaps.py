@@ -46,6 +46,10 @@ _LIMITS: dict[str, tuple[int, int | None]] = {
     "droid": (39_000, None),
     "cline": (7_800, None),
     "opencode": (50_000, 2_000),
+    # Pi 0.73.1: its agent loop hands a custom tool's result (our extension's ctx_read) to the
+    # model as the tool returned it (only its built-in tools cut their own output); an 8,000-
+    # character file seen whole in a run (tests/e2e/test_pi_e2e.py)
+    "pi": (50_000, None),
 }
 DEFAULT = (7_800, 1_000)  # the smallest of the above
 # A host's own reader and its shell cut by their own rules. Where a host module has not measured

@@ -25,7 +25,7 @@ DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
 
 
 def test_registry_lists_every_module() -> None:
-    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid"]
+    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
@@ -43,8 +43,8 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
         assert SESSION_END in kinds
     # none at all (Gemini CLI, OpenCode, Cline); Copilot's subagent tool hooks carry the child's own
     # session id, and its read gate names every call; Droid's Task subagents run in its daemon,
-    # another process (docs/hosts.md)
-    if name not in ("gemini", "copilot", "opencode", "cline", "droid"):
+    # another process; Pi has no subagents ("No sub-agents" in its README) (docs/hosts.md)
+    if name not in ("gemini", "copilot", "opencode", "cline", "droid", "pi"):
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)

@@ -30,6 +30,7 @@ PINNED = {
     # CodeBuddy Code 2.117.0 ships inside the SDK package (cli/bin/codebuddy; no .bin link)
     "@tencent-ai/agent-sdk": "0.3.201",
     "droid": "0.215.0",
+    "@mariozechner/pi-coding-agent": "0.73.1",
 }
 BINARIES = {
     "claude": "@anthropic-ai/claude-code",
@@ -42,6 +43,7 @@ BINARIES = {
     "cline": "cline",
     "codebuddy": "@tencent-ai/agent-sdk",
     "droid": "droid",
+    "pi": "@mariozechner/pi-coding-agent",
 }
 
 

@@ -1,0 +1,204 @@
+// leanctx extension for Pi: written by `leanctx init --agent pi`, removed by `leanctx uninstall`.
+// @MARK@
+//
+// Pi has no MCP client and runs no hook commands, so this extension starts leanctx's MCP server
+// itself (a child of the Pi process), offers its ctx_read as a Pi tool, and runs leanctx's hook
+// command on Pi's events with the event's data as JSON on stdin: the session id and session file
+// Pi itself keeps, the folder, the prompt, the tool call (with Pi's tool call id).
+// Fail-open: a missing leanctx, an error or a slow hook never stops or delays Pi for long; only
+// the multi-user guard (--guard) may refuse a tool call, with its reason as the tool's result.
+import { spawn } from "node:child_process";
+
+const HOOKS = @HOOKS@;
+const SERVER = @SERVER@;
+const READ_TOOL = @READ_TOOL@;
+const TIMEOUT_MS = @TIMEOUT_MS@;
+const PRE_READS_ONLY = @PRE_READS_ONLY@; // no guard: the pre-tool hook runs for ctx_read only
+const START_MS = 30000; // the server's start and tools/list, once, while Pi loads its extensions
+const CALL_MS = 120000; // one ctx_read: a server that stops answering fails the call, not the session
+
+function run(command, payload) {
+  return new Promise((resolve) => {
+    let out = "";
+    let done = false;
+    let child = null;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(out);
+    };
+    const timer = setTimeout(() => {
+      try { if (child) child.kill("SIGKILL"); } catch (e) {}
+      out = "";
+      finish();
+    }, TIMEOUT_MS);
+    try {
+      child = spawn("/bin/sh", ["-c", command], { stdio: ["pipe", "pipe", "ignore"] });
+      child.on("error", finish);
+      child.on("close", finish);
+      child.stdout.on("data", (d) => { if (out.length < 1000000) out += d; });
+      child.stdin.on("error", () => {});
+      child.stdin.end(JSON.stringify(payload));
+    } catch (e) {
+      finish();
+    }
+  });
+}
+
+function answer(text) {
+  try {
+    const value = JSON.parse(text);
+    return value && typeof value === "object" && !Array.isArray(value) ? value : {};
+  } catch (e) {
+    return {};
+  }
+}
+
+// leanctx's MCP server over stdio (newline-delimited JSON-RPC), started once per Pi process.
+function mcpServer() {
+  let child = null;
+  let buffer = "";
+  let nextId = 1;
+  const waiting = new Map();
+  const failAll = (why) => {
+    for (const [, w] of waiting) w.reject(new Error(why));
+    waiting.clear();
+    child = null;
+  };
+  function start() {
+    child = spawn(SERVER[0], SERVER.slice(1), { stdio: ["pipe", "pipe", "ignore"] });
+    child.on("error", () => failAll("leanctx MCP server did not start"));
+    child.on("exit", () => failAll("leanctx MCP server exited"));
+    child.stdin.on("error", () => {});
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (d) => {
+      buffer += d;
+      let nl;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        let msg;
+        try { msg = JSON.parse(line); } catch (e) { continue; }
+        const w = msg && waiting.get(msg.id);
+        if (!w) continue;
+        waiting.delete(msg.id);
+        if (msg.error) w.reject(new Error(msg.error.message || "MCP error"));
+        else w.resolve(msg.result);
+      }
+    });
+  }
+  function send(obj) {
+    if (!child) throw new Error("leanctx MCP server is not running");
+    child.stdin.write(JSON.stringify(obj) + "\n");
+  }
+  function request(method, params, ms) {
+    return new Promise((resolve, reject) => {
+      const id = nextId++;
+      const timer = ms ? setTimeout(() => { waiting.delete(id); reject(new Error(`leanctx MCP ${method} timed out`)); }, ms) : null;
+      waiting.set(id, {
+        resolve: (v) => { if (timer) clearTimeout(timer); resolve(v); },
+        reject: (e) => { if (timer) clearTimeout(timer); reject(e); },
+      });
+      try { send({ jsonrpc: "2.0", id, method, params }); } catch (e) { waiting.delete(id); if (timer) clearTimeout(timer); reject(e); }
+    });
+  }
+  async function open() {
+    start();
+    await request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pi-leanctx", version: "1" } }, START_MS);
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    const listed = await request("tools/list", {}, START_MS);
+    return (listed && Array.isArray(listed.tools) ? listed.tools : []).find((t) => t && t.name === "ctx_read");
+  }
+  function stop() {
+    try { if (child) child.kill(); } catch (e) {}
+  }
+  return { open, request, stop };
+}
+
+export default async function (pi) {
+  let session = { id: undefined, file: undefined };
+  const where = (ctx) => (ctx && typeof ctx.cwd === "string" && ctx.cwd) || process.cwd();
+
+  function remember(ctx) {
+    try {
+      const manager = ctx && ctx.sessionManager;
+      if (!manager) return;
+      const id = manager.getSessionId && manager.getSessionId();
+      const file = manager.getSessionFile && manager.getSessionFile();
+      if (typeof id === "string" && id) session = { id, file: typeof file === "string" ? file : undefined };
+    } catch (e) {}
+  }
+
+  async function fire(name, ctx, body) {
+    try {
+      const command = HOOKS[name];
+      if (typeof command !== "string") return {};
+      remember(ctx);
+      if (!session.id) return {};
+      const payload = { hook_event_name: name, session_id: session.id, cwd: where(ctx), ...body };
+      if (session.file) payload.transcript_path = session.file;
+      return answer(await run(command, payload));
+    } catch (e) {
+      return {};
+    }
+  }
+
+  const server = mcpServer();
+  let tool = null;
+  try {
+    tool = await server.open();
+  } catch (e) {
+    server.stop();
+  }
+  if (tool) {
+    pi.registerTool({
+      name: READ_TOOL,
+      label: "ctx_read",
+      description: typeof tool.description === "string" ? tool.description : "Read a file through leanctx's read cache",
+      promptSnippet: "Read a file through leanctx's cache (an unchanged re-read is a short stub)",
+      parameters: tool.inputSchema && typeof tool.inputSchema === "object" ? tool.inputSchema : { type: "object", properties: {} },
+      async execute(toolCallId, params, signal, onUpdate, ctx) {
+        const result = await server.request("tools/call", { name: "ctx_read", arguments: params || {}, _meta: { "leanctx/callId": toolCallId } }, CALL_MS);
+        const content = result && Array.isArray(result.content) ? result.content.filter((c) => c && c.type === "text") : [];
+        const text = content.map((c) => c.text).join("\n");
+        if (result && result.isError) throw new Error(text || "ctx_read failed");
+        return { content: [{ type: "text", text }], details: {} };
+      },
+    });
+  }
+
+  pi.on("session_start", async (event, ctx) => {
+    await fire("session_start", ctx, { source: (event && event.reason) || "startup" });
+  });
+  pi.on("before_agent_start", async (event, ctx) => {
+    await fire("before_agent_start", ctx, { prompt: event && typeof event.prompt === "string" ? event.prompt : "" });
+  });
+  pi.on("session_before_compact", async (event, ctx) => {
+    await fire("session_before_compact", ctx, { trigger: "compact" });
+  });
+  pi.on("session_compact", async (event, ctx) => {
+    await fire("session_compact", ctx, {});
+  });
+  pi.on("session_before_tree", async (event, ctx) => {
+    await fire("session_before_tree", ctx, {});
+  });
+  pi.on("session_tree", async (event, ctx) => {
+    await fire("session_tree", ctx, {});
+  });
+  pi.on("agent_end", async (event, ctx) => {
+    await fire("agent_end", ctx, {});
+  });
+  pi.on("session_shutdown", async (event, ctx) => {
+    await fire("session_shutdown", ctx, { reason: event && event.reason });
+    // Pi tears this runtime down on every reason (quit, reload, new, resume, fork) and loads the
+    // extension again for the next session: that one starts its own server
+    server.stop();
+  });
+  pi.on("tool_call", async (event, ctx) => {
+    if (typeof HOOKS["tool_call"] !== "string" || !event) return;
+    if (PRE_READS_ONLY && event.toolName !== READ_TOOL) return;
+    const value = await fire("tool_call", ctx, { tool_name: event.toolName, tool_input: event.input, tool_use_id: event.toolCallId });
+    if (value.decision === "deny" && typeof value.reason === "string") return { block: true, reason: value.reason };
+  });
+}

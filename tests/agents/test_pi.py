@@ -1,0 +1,216 @@
+"""Pi: what our extension sends the hook command, the answers it takes back, init/uninstall of the
+extension file, and the extension itself run by node with a stand-in for Pi's extension API
+(`on`, `registerTool`), starting leanctx's real MCP server as it does inside Pi."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from leanctx import agents
+from leanctx.agents.base import PRE_COMPACT, PRE_TOOL, PROMPT, SESSION_END, SESSION_START, STOP
+from tests.conftest import run_cli
+
+AGENT = agents.get("pi")
+SESSION = "01a2364e-7be2-74c0-8277-a16fee9afe3b"  # the id shape Pi 0.73.1 writes in its session header
+
+
+def sent(event: str, cwd: str = "/home/user/work/proj", **more: object) -> dict:
+    """What the extension sends for `event` (templates/pi-extension.js: fire)."""
+    return {"hook_event_name": event, "session_id": SESSION, "cwd": cwd,
+            "transcript_path": f"/home/user/.pi/agent/sessions/--home-user-work-proj--/x_{SESSION}.jsonl", **more}
+
+
+def test_the_extensions_payloads_normalize_to_pis_session() -> None:
+    start = AGENT.normalize("session_start", sent("session_start", source="startup"))
+    assert (start.kind, start.session_id, start.conversation_id, start.source) == (SESSION_START, SESSION, SESSION, "startup")
+    assert start.transcript_path.endswith(f"x_{SESSION}.jsonl") and start.cwd == "/home/user/work/proj"
+    prompt = AGENT.normalize("before_agent_start", sent("before_agent_start", prompt="read big.py"))
+    assert (prompt.kind, prompt.prompt) == (PROMPT, "read big.py")
+    call = AGENT.normalize("tool_call", sent("tool_call", tool_name="ctx_read", tool_input={"path": "a.txt"}, tool_use_id="call_1"))
+    assert (call.kind, call.tool_name, call.tool_input, call.tool_use_id) == (PRE_TOOL, "ctx_read", {"path": "a.txt"}, "call_1")
+    assert AGENT.is_read_tool(call.tool_name) and not AGENT.is_read_tool("read")
+    assert AGENT.normalize("agent_end", sent("agent_end")).kind == STOP
+    for loss in ("session_before_compact", "session_compact", "session_before_tree", "session_tree"):
+        assert AGENT.normalize(loss, sent(loss)).kind == PRE_COMPACT
+    assert AGENT.normalize("session_shutdown", sent("session_shutdown")).kind == SESSION_END
+    odd = AGENT.normalize("session_start", {"session_id": 5, "cwd": None})
+    assert odd.session_id is None and odd.cwd is None
+
+
+def test_answers_the_extension_takes() -> None:
+    deny = AGENT.guard_output("tool_call", "no")
+    assert json.loads(deny) == {"decision": "deny", "reason": "no"} and AGENT.check_output("tool_call", deny) is None
+    assert AGENT.check_output("session_start", "") is None
+    assert AGENT.check_output("session_start", '{"x": 1}') is not None
+    assert AGENT.context_output("before_agent_start", "text") == ""
+
+
+def test_hook_command_publishes_the_session(home: Path, data_dir: Path) -> None:
+    for event, more in (("session_start", {"source": "startup"}), ("before_agent_start", {"prompt": "hi"}), ("agent_end", {})):
+        proc = run_cli("hook", "pi", event, input=json.dumps(sent(event, **more)))
+        assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc
+    record = json.loads(next((data_dir / "conversations" / "pi").glob("*.json")).read_text())
+    assert record["conversation_id"] == record["session_id"] == SESSION
+    assert record["last_event"] == "agent_end" and record["cwd"] == "/home/user/work/proj"
+    assert record["transcript_path"].endswith(f"x_{SESSION}.jsonl")
+
+
+# -- init / uninstall of the extension file --------------------------------------------------------
+def test_init_twice_is_once_and_uninstall_is_byte_identical(home: Path, data_dir: Path) -> None:
+    agent_dir = home / ".pi" / "agent"
+    (agent_dir / "extensions").mkdir(parents=True)
+    mine = agent_dir / "extensions" / "mine.ts"
+    mine.write_text("export default function (pi) {}\n")
+    agents_md = agent_dir / "AGENTS.md"
+    agents_md.write_text("# my rules\n\nbe brief\n")
+    models = agent_dir / "models.json"
+    models.write_text('{"providers": {}}\n')
+    before = {p: p.read_bytes() for p in (mine, agents_md, models)}
+    first = run_cli("init", "--agent", "pi")
+    assert first.returncode == 0 and "extensions/leanctx.js" in first.stdout, first
+    ext = agent_dir / "extensions" / "leanctx.js"
+    text = ext.read_text()
+    assert "leanctx-hooks: " in text and str(data_dir / "bin" / "leanctx-hook") in text and '"mcp"' in text
+    assert "be brief" in agents_md.read_text() and "ctx_read" in agents_md.read_text()
+    snapshot = {p: p.read_bytes() for p in (ext, agents_md, models, mine)}
+    second = run_cli("init", "--agent", "pi")
+    assert second.returncode == 0 and "already wired" in second.stdout, second
+    assert {p: p.read_bytes() for p in snapshot} == snapshot
+    doctor = run_cli("doctor", "--agent", "pi", "--json")
+    report = json.loads(doctor.stdout)["agents"][0]
+    assert doctor.returncode == 0 and report["ok"], report
+    names = {c["name"]: c for c in report["checks"]}
+    assert names["mcp server"]["status"] == "ok" and names["mcp round trip"]["status"] == "ok", names
+    assert run_cli("uninstall", "--agent", "pi").returncode == 0
+    assert {p: p.read_bytes() for p in before} == before
+    assert sorted(os.listdir(agent_dir / "extensions")) == ["mine.ts"]
+
+
+def test_an_extension_file_of_the_users_under_our_name_is_refused_and_kept(home: Path, data_dir: Path) -> None:
+    extensions = home / ".pi" / "agent" / "extensions"
+    extensions.mkdir(parents=True)
+    mine = extensions / "leanctx.js"
+    mine.write_text("export default function (pi) {}\n")
+    proc = run_cli("init", "--agent", "pi")
+    assert proc.returncode == 2 and "is not leanctx's" in proc.stderr and str(mine) in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(os.listdir(home / ".pi" / "agent")) == ["extensions"] and mine.read_text() == "export default function (pi) {}\n"
+    assert run_cli("uninstall", "--agent", "pi").returncode == 0
+    assert mine.read_text() == "export default function (pi) {}\n"
+
+
+def test_an_agents_md_that_is_not_utf8_is_refused_before_the_extension_is_written(home: Path, data_dir: Path) -> None:
+    agents_md = home / ".pi" / "agent" / "AGENTS.md"
+    agents_md.parent.mkdir(parents=True)
+    agents_md.write_bytes(b"\xff\xfe not text\n")
+    proc = run_cli("init", "--agent", "pi")
+    assert proc.returncode == 2 and str(agents_md) in proc.stderr and "Traceback" not in proc.stderr, proc
+    assert agents_md.read_bytes() == b"\xff\xfe not text\n" and not (agents_md.parent / "extensions").exists()
+
+
+def test_pi_coding_agent_dir_is_where_the_extension_goes(home: Path, data_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    other = tmp_path / "pi-agent"
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(other))
+    assert run_cli("init", "--agent", "pi").returncode == 0
+    assert (other / "extensions" / "leanctx.js").exists() and not (home / ".pi").exists()
+    assert run_cli("uninstall", "--agent", "pi").returncode == 0
+    assert not (other / "extensions").exists()
+
+
+def test_project_install_calls_leanctx_hook_from_path(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    assert run_cli("init", "--agent", "pi", "--project", str(proj)).returncode == 0
+    text = (proj / ".pi" / "extensions" / "leanctx.js").read_text()
+    assert 'const SERVER = ["leanctx-hook", "mcp"]' in text and str(data_dir) not in text
+    assert run_cli("uninstall", "--agent", "pi", "--project", str(proj)).returncode == 0
+    assert not (proj / ".pi" / "extensions").exists()
+
+
+# -- the extension itself, run by node as Pi runs it ------------------------------------------------
+NODE = shutil.which("node")
+DRIVER = r"""
+import { pathToFileURL } from "node:url";
+const [ext, calls, cwd] = [process.argv[2], JSON.parse(process.argv[3]), process.argv[4]];
+const mod = await import(pathToFileURL(ext).href);
+const handlers = {};
+const tools = {};
+const pi = { on: (name, f) => { (handlers[name] = handlers[name] || []).push(f); }, registerTool: (t) => { tools[t.name] = t; } };
+await mod.default(pi);
+const ctx = { cwd, sessionManager: { getSessionId: () => process.env.SID, getSessionFile: () => process.env.SFILE } };
+const out = [{ tools: Object.keys(tools), events: Object.keys(handlers).sort() }];
+for (const [kind, name, arg] of calls) {
+  try {
+    if (kind === "event") out.push({ name, result: (await handlers[name][0](arg, ctx)) ?? null });
+    else out.push({ name, text: (await tools[name].execute(arg.id, arg.params, undefined, undefined, ctx)).content[0].text });
+  } catch (e) {
+    out.push({ name, threw: String(e && e.message) });
+  }
+}
+console.log(JSON.stringify(out));
+process.exit(0);
+"""
+
+
+def drive(ext: Path, calls: list, cwd: Path, env: dict | None = None) -> list:
+    copy = ext.parent.parent / "leanctx-under-test.mjs"  # node 20 takes `import` only from an .mjs
+    copy.write_text(ext.read_text())
+    driver = ext.parent.parent / "driver.mjs"
+    driver.write_text(DRIVER)
+    env = dict(env or os.environ, SID=SESSION, SFILE=str(cwd / "session.jsonl"))
+    proc = subprocess.run([NODE, str(driver), str(copy), json.dumps(calls), str(cwd)], capture_output=True, text=True,
+                          timeout=90, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def read_calls(call_id: str) -> list:
+    return [["event", "tool_call", {"toolName": "ctx_read", "toolCallId": call_id, "input": {"path": "a.txt"}}],
+            ["tool", "ctx_read", {"id": call_id, "params": {"path": "a.txt"}}]]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_extension_offers_ctx_read_and_a_second_read_of_the_session_is_the_stub(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    assert run_cli("init", "--agent", "pi").returncode == 0
+    ext = home / ".pi" / "agent" / "extensions" / "leanctx.js"
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    # long enough that the stub is shorter than the file
+    (cwd / "a.txt").write_text("hello from a file\n" + "".join(f"line {i} of the file\n" for i in range(300)))
+    calls = [["event", "session_start", {"reason": "startup"}], ["event", "before_agent_start", {"prompt": "read a.txt"}],
+             *read_calls("call_1"), *read_calls("call_2"), ["event", "agent_end", {}], ["event", "session_shutdown", {"reason": "quit"}]]
+    out = drive(ext, calls, cwd)
+    assert out[0]["tools"] == ["ctx_read"], out
+    assert out[0]["events"] == sorted(["session_start", "before_agent_start", "session_before_compact", "session_compact",
+                                       "session_before_tree", "session_tree", "agent_end", "session_shutdown", "tool_call"])
+    texts = [r["text"] for r in out[1:] if "text" in r]
+    assert "hello from a file" in texts[0] and texts[1].startswith("[unchanged]"), out
+    assert all(r.get("result") is None for r in out[1:] if "result" in r), out  # no guard: nothing blocked
+    record = json.loads(next((data_dir / "conversations" / "pi").glob("*.json")).read_text())
+    assert record["session_id"] == SESSION and record["cwd"] == str(cwd) and record["ended_at"]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_guards_deny_blocks_the_call_and_a_missing_leanctx_is_a_no_op(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    assert run_cli("init", "--agent", "pi", "--guard").returncode == 0
+    ext = home / ".pi" / "agent" / "extensions" / "leanctx.js"
+    users = tmp_path / "cks" / "user"
+    (users / "bob").mkdir(parents=True)
+    env = dict(os.environ, CKS_HOME=str(tmp_path / "cks"), CKS_ACTIVE_USER="ana")
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    out = drive(ext, [["event", "session_start", {"reason": "startup"}],
+                      ["event", "tool_call", {"toolName": "read", "toolCallId": "c1", "input": {"path": str(users / "bob" / "notes.md")}}],
+                      ["event", "tool_call", {"toolName": "read", "toolCallId": "c2", "input": {"path": str(cwd / "a.txt")}}]], cwd, env)
+    blocked, let_through = out[2]["result"], out[3]["result"]
+    assert blocked["block"] is True and "bob" in blocked["reason"], out
+    assert let_through is None, out
+    # leanctx gone (the wrapper removed): no tool, every handler still returns, nothing thrown
+    (data_dir / "bin" / "leanctx-hook").unlink()
+    out = drive(ext, [["event", "session_start", {"reason": "startup"}], *read_calls("c2")[:1], ["event", "agent_end", {}]], cwd)
+    assert out[0]["tools"] == [] and all("threw" not in r for r in out), out
