@@ -23,14 +23,16 @@ The asking call is not looked for: its own lines come after the gate that asks.
 from __future__ import annotations
 
 import json
+import os
 import threading
+import time
 
 from leanctx.cache.hostlog import LogIndex, LogIndexes
 
 MAX_LOGS = 32
 MAX_BYTES = 512 << 20
 MAX_CALLS = 200_000  # calls remembered per log; more: undecidable (withhold)
-WAIT_S = 0.5  # Copilot writes a call's lines a moment after its hooks ran
+WAIT_S = 1.0  # Copilot creates its log, and writes a call's lines, a moment after its hooks ran
 POLL_S = 0.01
 _MARKS = (b'"tool.execution_start"', b'"tool.execution_complete"', b'"hook.end"')
 CHANGED = ("modifiedResult", "suppressOutput")  # a postToolUse answer that changes what the model gets
@@ -85,7 +87,11 @@ class CopilotEventsIndex:
         tool gave it (see the module doc); False on any doubt."""
         if not path or not delivered or any(not isinstance(d, str) or not d for d in delivered):
             return False
-        ix, written = self._logs.wait(self._lock, path, lambda x: all(d in x.done for d in delivered), WAIT_S, POLL_S)
+        deadline = time.monotonic() + WAIT_S
+        while not os.path.lexists(path) and time.monotonic() < deadline:
+            time.sleep(POLL_S)  # Copilot creates its log behind the calls (1.0.102: not there yet, now and then, at the next call)
+        ix, written = self._logs.wait(self._lock, path, lambda x: all(d in x.done for d in delivered),
+                                      max(0.0, deadline - time.monotonic()), POLL_S)
         if ix is None or not written:
             return False
         with self._lock:
