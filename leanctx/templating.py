@@ -19,3 +19,12 @@ def fill(template: str, values: dict[str, str], name: str) -> str:
     if unknown:
         raise ValueError(f"template {name}: no value for @{unknown[0]}@")
     return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+def js_hook_runner() -> str:
+    """`templates/js-hook-runner.js`: how a JS plugin or extension (OpenCode's, Pi's) runs one
+    leanctx hook command, bounded in time, and reads its JSON answer; filled into both at
+    `@HOOK_RUNNER@`, so the two hosts run hooks the same way."""
+    from importlib import resources
+
+    return resources.files("leanctx").joinpath("templates/js-hook-runner.js").read_text(encoding="utf-8")

@@ -211,7 +211,7 @@ class OpenCode(FileHookAgent):
                   "READ_TOOLS": json.dumps(list(BUILTIN_READ_TOOLS), ensure_ascii=True), "SHELL_TOOL": json.dumps(SHELL_TOOL),
                   # without the guard, the pre-tool hook has nothing to say about other tools:
                   # the plugin spares them the hook's process
-                  "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool.execute.before", "").split())}
+                  "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool.execute.before", "").split()), "HOOK_RUNNER": templating.js_hook_runner()}
         return {PLUGIN: templating.fill(text, values, "opencode-plugin.js")}
 
     def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:

@@ -94,7 +94,7 @@ class Pi(FileHookAgent):
         values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000),
                   "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
                   "SERVER": json.dumps(server, ensure_ascii=True), "READ_TOOL": json.dumps(READ_TOOL),
-                  "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool_call", "").split())}
+                  "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool_call", "").split()), "HOOK_RUNNER": templating.js_hook_runner()}
         return {EXTENSION: templating.fill(text, values, "pi-extension.js")}
 
     def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
