@@ -25,6 +25,7 @@ AGENT_MODULES: dict[str, str] = {
     "cline": "leanctx.agents.cline",
     "droid": "leanctx.agents.droid",
     "pi": "leanctx.agents.pi",
+    "openclaw": "leanctx.agents.openclaw",
 }
 
 

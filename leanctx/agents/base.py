@@ -139,6 +139,10 @@ class HookEvent:
         # a prompt after at least this many seconds since the conversation's previous model
         # request may find old tool results cleared from the context (Qwen Code: agents/qwen.py)
         "idle_clear_s",
+        # a host whose one process serves many people (OpenClaw's gateway) names the person's
+        # conversation itself (its session key): the bot profile keeps one thread per key
+        "thread_key",
+        "message_id",  # the chat layer's id of the message a prompt carries (a redelivery is recorded once)
     )
     __slots__ = ("agent", "event", "kind") + FIELDS
 
@@ -225,6 +229,9 @@ class Agent:
     #: the host puts PreCompact's plain stdout into its summary prompt and SessionStart(compact)'s
     #: additionalContext after the summary (verified on Claude Code 2.1.197): hooks/compaction.py
     compaction_notes: ClassVar[bool] = False
+    #: a host whose one process serves many people names each person's conversation (HookEvent
+    #: `thread_key`); the bot profile then keeps the thread `channel:[<this>, key]` (hooks/bot.py)
+    thread_key_source: ClassVar[str | None] = None
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)

@@ -37,6 +37,8 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
     from leanctx.state.slug import active_id
 
     session = event.session_id or event.conversation_id
+    if agent.thread_key_source:
+        return _keyed_event(agent, event, data_dir, session)
     if os.environ.get("LEANCTX_CHANNEL_SENDER", "").strip():
         return _channel_event(agent, event, data_dir, session)
     try:
@@ -69,6 +71,43 @@ def _record_reply(agent: Agent, event: HookEvent, user: str, session: str | None
         api.reply(reply, user, session_id=session)
     else:
         api.arm_pending(user)
+
+
+def _keyed_event(agent: Agent, event: HookEvent, data_dir: str, session: str | None) -> str | None:
+    """The bot profile on a host whose one process serves many people and names each one's
+    conversation (OpenClaw's session key: one per person and channel). The thread is
+    `channel:[<host>, key]`, a name CKS_ACTIVE_USER cannot take. The host keeps its own transcript
+    under the key across restarts, so a prompt gets the whole thread only when that session does
+    not hold it yet (a new session after `/new`, a daily reset, a first message) or right after a
+    compaction; otherwise only the answer line. The message id makes a redelivered message count
+    once (the gateway re-runs a message it had queued when it was killed mid-turn)."""
+    from leanctx.hooks import log
+    from leanctx.state import api, channel, protocol
+    from leanctx.state.errors import BadSlug
+    from leanctx.state.slug import check_id
+
+    if event.subagent_id or event.kind not in (PROMPT, STOP, REPLY):
+        return None
+    key = (event.thread_key or "").strip()
+    if not key:
+        log(data_dir, agent.name, event.event, "bot profile: nothing recorded: the event names no session key")
+        return None
+    try:
+        user = check_id(channel.thread_id(agent.thread_key_source or agent.name, key))
+        if event.kind == PROMPT:
+            if not event.prompt:
+                return None
+            state = api.show(user)
+            whole = event.source == "compact" or not protocol.holds_thread(state, session)
+            notes = [protocol.rehydrate(state)] if whole and not protocol.is_empty(state) else []
+            result = api.inbound(event.prompt, user, session_id=session, source=agent.name, message_id=event.message_id)
+            notes.append(protocol.answer_context(result["answered"]) if result.get("answered") else "")
+            joined = "\n\n".join(n for n in notes if n)
+            return (agent.context_output(event.event, joined) or None) if joined else None
+        _record_reply(agent, event, user, session)
+    except BadSlug as exc:
+        log(data_dir, agent.name, event.event, f"bot profile: nothing recorded: {exc}")
+    return None
 
 
 def _channel_event(agent: Agent, event: HookEvent, data_dir: str, session: str | None) -> str | None:

@@ -59,7 +59,7 @@ def _plan_init(
     name an earlier init gave it unless `mcp_name` says otherwise (then the old entry goes)."""
     from dataclasses import replace
 
-    from leanctx.installer import instructions, mcpapprove, mcpreg
+    from leanctx.installer import instructions, mcpapprove, mcpreg, pluginreg
 
     planned = []
     for agent in selected:
@@ -73,6 +73,7 @@ def _plan_init(
             hooks_text = (hooks[0].new if hooks else files.read_bytes(_config(agent, home, project)) or b"").decode("utf-8")
             trust_change = plan_trust(agent, home, data_dir, project, hooks_text)
         others = [
+            pluginreg.plan(agent, home, data_dir, project, want=True),
             instructions.plan(agent, home, data_dir, project, want=profile.bot),
             *mcpreg.plan_unregister_all(agent, home, data_dir, project, keep=name if mcp else None),
             mcpreg.plan_register(agent, home, data_dir, project, name, bot=profile.bot) if mcp else None,
@@ -88,6 +89,9 @@ def _plan_hooks(agent: Agent, home: Path, data_dir: Path, project: Path | None, 
     if agent.hook_file_mode is not None:
         from leanctx.installer import hookfiles
 
+        if project is not None and agent.project_config_path(project) is None:
+            raise ConfigError(f"{agent.display_name} has no project-level config; "
+                              "run without --project")
         return hookfiles.plan_install(agent, home, data_dir, project, profile)
     change = plan_install(agent, home, data_dir, project, profile)
     return [change] if change is not None else []
@@ -155,13 +159,22 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
         for other in others:
             done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
             if done_other is not None and not done_other.record_only:
-                say(f"  {'took our part out of' if other.removal else 'updated'} {display(done_other.path, home)}")
+                verb = "took out" if other.removal else "created" if done_other.old is None else "added"
+                say(f"  {verb} {_part_label(done_other.part)} {'from' if other.removal else 'in'} {display(done_other.path, home)}")
         if profile.guard and agent.guard_event is None:
             click.echo(f"WARNING: {agent.display_name} cannot deny a single tool call, so --guard adds nothing there: "
                        "do not rely on it for a multi-user bot on this host", err=True)
-        if profile.bot and agent.instructions_path(home, project) is None:
+        if profile.bot and agent.instructions_path(home, project) is None and (project is not None or agent.project_config_path(home) is not None):
             say(f"  {agent.display_name} keeps user-level rules in its settings, not a file: use --project DIR for a rules file")
     retire_old_gate(data_dir)  # the old http gate's entries are replaced above: its port and secret go too
+
+
+def _part_label(part: str) -> str:
+    """What one of our parts of a file is, for init's report."""
+    kind, _, name = part.partition(":")
+    labels = {"mcp": f"the MCP server entry {name!r}", "mcp-approve": f"the approval of MCP server {name!r}",
+              "plugin": "the plugin's registration", "instructions": f"the {name} instructions"}
+    return labels.get(kind, f"leanctx's {kind}")
 
 
 def _warn_not_loaded(selected: list[Agent], home: Path, project: Path | None, mcp: bool, read: hostload.Reader, dry_run: bool) -> int:
@@ -240,9 +253,10 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
             trust_change = plan_untrust(agent, home, data_dir, project)
             if trust_change is not None:
                 planned.append((agent, trust_change))
-        from leanctx.installer import instructions, mcpapprove, mcpreg
+        from leanctx.installer import instructions, mcpapprove, mcpreg, pluginreg
 
         for other in (
+            pluginreg.plan(agent, home, data_dir, project, want=False),
             instructions.plan(agent, home, data_dir, project, want=False),
             instructions.plan(agent, home, data_dir, project, want=False, spec=instructions.CTX_READ),
             *mcpreg.plan_unregister_all(agent, home, data_dir, project),

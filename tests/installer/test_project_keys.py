@@ -26,7 +26,10 @@ def repos(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
-@pytest.mark.parametrize("name", agents.names())
+PROJECT_LEVEL = [n for n in agents.names() if agents.get(n).project_config_path(Path("/p")) is not None]
+
+
+@pytest.mark.parametrize("name", PROJECT_LEVEL)
 def test_uninstall_with_dot_takes_out_what_an_absolute_init_made(home: Path, data_dir: Path, repos, name: str) -> None:
     a, _ = repos
     assert run_cli("init", "--agent", name, "--project", str(a)).returncode == 0
@@ -36,6 +39,14 @@ def test_uninstall_with_dot_takes_out_what_an_absolute_init_made(home: Path, dat
     assert files_in(a) == []  # not an empty CLAUDE.md, `{}` or `{"mcpServers": {}}` left behind
     assert list((data_dir / "installed").glob("*.json")) == []
     assert not wrapper.wrapper_path(data_dir).exists()
+
+
+@pytest.mark.parametrize("name", sorted(set(agents.names()) - set(PROJECT_LEVEL)))
+def test_a_host_without_project_level_refuses_project_and_writes_nothing(home: Path, data_dir: Path, repos, name: str) -> None:
+    a, _ = repos
+    proc = run_cli("init", "--agent", name, "--project", str(a))
+    assert proc.returncode == 2 and "no project-level config" in proc.stderr and "run without --project" in proc.stderr
+    assert files_in(a) == [] and [f for f in files_in(home) if not f.endswith(".install.lock")] == []
 
 
 def test_relative_and_symlinked_spellings_are_one_record(home: Path, data_dir: Path, repos, tmp_path: Path) -> None:

@@ -1,0 +1,187 @@
+"""OpenClaw (npm `openclaw`): a multi-channel chat gateway (Telegram, WhatsApp, Discord, Slack, …)
+that runs every conversation through the Pi agent runtime. No hook commands: native JS plugins.
+
+What leanctx installs (checked against 2026.9.6's docs, typings and real runs):
+- a standalone plugin file, `<state dir>/leanctx/leanctx-plugin.mjs` (state dir: `~/.openclaw` or
+  `$OPENCLAW_STATE_DIR`), listed in `openclaw.json` `plugins.load.paths` ("Put standalone plugin
+  files in plugins.load.paths", docs gateway/config-extensions.md); its default export's `id`
+  (`leanctx`) names it;
+- `plugins.entries.leanctx = {enabled: true, hooks: {allowConversationAccess: true}}`: a plugin
+  not bundled with OpenClaw gets `before_prompt_build` and `agent_end` only with that grant
+  (docs plugins/hooks.md, "Permissions and scope"); `leanctx` is added to `plugins.allow` when the
+  user keeps an allowlist (only listed plugins load);
+- the MCP server under `mcp.servers.leanctx` (2026.6.1 and later refuse a top-level `mcpServers`);
+  OpenClaw names its tools `<server>__<tool>`, so the model calls `leanctx__ctx_read`.
+The installer part that edits `plugins.*` is installer/pluginreg.py.
+
+One gateway process serves every person on every channel, so neither CKS_ACTIVE_USER nor the
+process says whose conversation an event is: OpenClaw's session key does (`agent:<id>:<channel>:
+…:<peer>`, one per person and channel, stable across gateway restarts and `/new`). The plugin
+sends it as `session_key`; the bot profile keeps one thread per key (hooks/bot.py: `thread_key`).
+The plugin runs the hook command with a JSON payload on stdin for:
+- `session_start` ({sessionId, sessionKey, resumedFrom}): ids published;
+- `before_prompt_build` (awaited; its `appendContext` reaches the model): the person's message
+  (`currentUserMessage`), its id (the channel's message id the plugin saw in `message_received`
+  for that key, else OpenClaw's `currentUserMessageId`), `trigger` (only `user` turns are the
+  person's words), and `source: "compact"` on the first prompt after a compaction;
+- `agent_end` (awaited): the last assistant text of the run as `last_assistant_message`, when the
+  run succeeded;
+- `before_compaction`/`after_compaction`, `before_reset`, `session_end`: context losses;
+- `before_tool_call` (a gate: `{block: true, blockReason}` skips the tool and hands the model the
+  reason): the multi-user guard and the read gate on `leanctx__ctx_read`.
+Every handler fails open: a missing leanctx, an error or a slow hook never stops a turn.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
+
+from leanctx import fastjson
+from leanctx.agents.base import (
+    PRE_COMPACT,
+    PRE_TOOL,
+    PROMPT,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    SUBAGENT_START,
+    SUBAGENT_STOP,
+    EventSpec,
+    FileHookAgent,
+    HookEvent,
+    env_dir,
+    str_field,
+    stdout_answer,
+)
+
+PLUGIN_ID = "leanctx"
+PLUGIN_FILE = "leanctx-plugin.mjs"
+PLUGIN_FOLDER = "leanctx"  # ours, inside the state dir (auto-discovered `extensions/` wants packages)
+CONFIG_FILE = "openclaw.json"
+
+
+class OpenClaw(FileHookAgent):
+    name = "openclaw"
+    display_name = "OpenClaw"
+    binaries = ("openclaw",)
+    checked_against = "OpenClaw 2026.9.6 (real gateway, end-to-end tests)"
+    hook_file_mode = 0o644
+    strict_json = False  # OpenClaw reads JSON5: comments and trailing commas are fine
+    #: one process serves many people: the thread is the session key's, not CKS_ACTIVE_USER's
+    thread_key_source = "openclaw"
+    events = (
+        EventSpec("session_start", SESSION_START),
+        EventSpec("before_prompt_build", PROMPT),
+        EventSpec("before_compaction", PRE_COMPACT),
+        EventSpec("after_compaction", PRE_COMPACT),
+        # `/new` and `/reset` start another session id under the same key: the old one's context is gone
+        EventSpec("before_reset", SESSION_END),
+        EventSpec("agent_end", STOP),
+        # a subagent runs in a child session with its own key and id: its reads are its own
+        EventSpec("subagent_spawned", SUBAGENT_START),
+        EventSpec("subagent_ended", SUBAGENT_STOP),
+        EventSpec("session_end", SESSION_END),
+    )
+    guard_event = EventSpec("before_tool_call", PRE_TOOL)
+    read_gate_event = EventSpec("before_tool_call", PRE_TOOL, matcher="leanctx__ctx_read")
+
+    # -- where ---------------------------------------------------------------------------
+    def config_dir(self, home: Path) -> Path:
+        return env_dir("OPENCLAW_STATE_DIR", home / ".openclaw")
+
+    def openclaw_config(self, home: Path) -> Path:
+        """`openclaw.json` as the gateway reads it (`OPENCLAW_CONFIG_PATH` overrides the place)."""
+        import os
+        from pathlib import Path as P
+
+        override = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
+        return P(override).expanduser() if override else self.config_dir(home) / CONFIG_FILE
+
+    def hook_folder(self, home: Path, project: Path | None) -> Path:
+        return self.config_dir(home) / PLUGIN_FOLDER
+
+    def project_config_path(self, project: Path) -> Path | None:
+        return None  # a gateway is one per account: no project level
+
+    def hook_file_names(self) -> tuple[str, ...]:
+        return (PLUGIN_FILE,)
+
+    def plugin_registration(self, home: Path) -> tuple[Path, Path]:
+        """(the config that must list the plugin, the plugin file it lists): installer/pluginreg.py"""
+        return self.openclaw_config(home), self.hook_folder(home, None) / PLUGIN_FILE
+
+    def mcp_config(self, home: Path, project: Path | None):
+        if project is not None:
+            return None
+        return self.openclaw_config(home), "json", ("mcp", "servers")
+
+    def unparseable_effect(self, path: Path, home: Path) -> str:
+        return "it reads JSON5, which leanctx does not edit in place"
+
+    def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
+        return None  # the agent's workspace AGENTS.md is the user's persona file: not touched
+
+    def read_tool(self, server: str = "leanctx") -> str:
+        return f"{server}__ctx_read"
+
+    def is_read_tool(self, tool_name: object) -> bool:
+        return isinstance(tool_name, str) and tool_name.endswith("__ctx_read")
+
+    def hook_files(self, wired: dict[str, str], mark: Callable[[dict[str, str]], str]) -> dict[str, str]:
+        import json
+        from importlib import resources
+
+        from leanctx import templating
+
+        text = resources.files("leanctx").joinpath("templates/openclaw-plugin.mjs").read_text(encoding="utf-8")
+        gate = wired.get("before_tool_call", "").split()
+        values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000), "PLUGIN_ID": json.dumps(PLUGIN_ID),
+                  "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
+                  "READS_ONLY": json.dumps("--guard" not in gate),
+                  "HOOK_RUNNER": templating.js_hook_runner()}
+        return {PLUGIN_FILE: templating.fill(text, values, PLUGIN_FILE)}
+
+    # -- payloads ------------------------------------------------------------------------
+    def normalize(self, event: str, payload: dict) -> HookEvent:
+        ev = super().normalize(event, payload)
+        ev.thread_key = str_field(payload, "session_key")
+        ev.message_id = str_field(payload, "message_id")
+        trigger = str_field(payload, "trigger")
+        if ev.kind == PROMPT and trigger not in (None, "user"):
+            ev.prompt = None  # a heartbeat's or cron job's prompt is not the person's message
+        return ev
+
+    def context_output(self, event: str, text: str) -> str:
+        return fastjson.dumps({"context": text}) if event == "before_prompt_build" and text else ""
+
+    def guard_output(self, event: str, reason: str) -> str:
+        return fastjson.dumps({"decision": "deny", "reason": reason})
+
+    def check_output(self, event: str, stdout: str) -> str | None:
+        value = stdout_answer(stdout)
+        if not isinstance(value, dict):
+            return value
+        if event == "before_tool_call" and value.get("decision") == "deny" and isinstance(value.get("reason"), str):
+            return None
+        if event == "before_prompt_build" and isinstance(value.get("context"), str):
+            return None
+        return f"not an answer the leanctx plugin takes for {event}: {stdout[:80]!r}"
+
+    def synthetic_payload(self, event: str, cwd: str) -> dict:
+        session = "leanctx-doctor-0000-0000-0000-000000000000"
+        payload: dict[str, Any] = {"hook_event_name": event, "session_id": session, "cwd": cwd,
+                                   "session_key": "agent:main:leanctx-doctor:direct:0"}
+        if event == "before_prompt_build":
+            payload.update(prompt="leanctx doctor smoke test", trigger="user", message_id="leanctx-doctor-0")
+        elif event == "before_tool_call":
+            payload.update(tool_name=self.read_tool(), tool_input={"path": "README.md"}, tool_use_id="call_doctor")
+        elif event == "agent_end":
+            payload["last_assistant_message"] = "leanctx doctor smoke test reply"
+        return payload
+
+
+AGENT = OpenClaw()

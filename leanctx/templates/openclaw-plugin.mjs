@@ -1,0 +1,160 @@
+// leanctx plugin for OpenClaw: written by `leanctx init --agent openclaw`, removed by `leanctx uninstall`.
+// @MARK@
+//
+// OpenClaw runs no hook commands: native plugins run inside the gateway. This one runs leanctx's
+// hook command on the gateway's events with the event's data as JSON on stdin: the session id
+// and session key OpenClaw keeps (one key per person and channel), the person's message and its
+// id, the run's final reply, compactions and resets, and tool calls (the multi-user guard with
+// --guard, the read gate on leanctx__ctx_read).
+// Fail-open: a missing leanctx, an error or a slow hook never stops a turn or delays it for long;
+// only the guard may refuse a tool call, with its reason as the tool's result.
+import { spawn } from "node:child_process";
+
+const HOOKS = @HOOKS@;
+const TIMEOUT_MS = @TIMEOUT_MS@;
+const READS_ONLY = @READS_ONLY@; // no guard: the pre-tool hook runs for ctx_read only
+const KEEP = 2000; // per-key notes kept in memory (message ids, compactions), oldest dropped first
+
+@HOOK_RUNNER@
+
+function text(value) {
+  return typeof value === "string" ? value : undefined;
+}
+
+// The text of the run's last assistant message (content as a string or as parts).
+function lastReply(messages) {
+  if (!Array.isArray(messages)) return undefined;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (!m || m.role !== "assistant") continue;
+    if (typeof m.content === "string") return m.content;
+    if (Array.isArray(m.content)) {
+      const parts = m.content.filter((p) => p && p.type === "text" && typeof p.text === "string").map((p) => p.text);
+      if (parts.length) return parts.join("\n");
+    }
+    return undefined;
+  }
+  return undefined;
+}
+
+function bounded() {
+  const map = new Map();
+  return {
+    get: (k) => map.get(k),
+    take: (k) => { const v = map.get(k); map.delete(k); return v; },
+    set: (k, v) => {
+      map.delete(k);
+      map.set(k, v);
+      if (map.size > KEEP) map.delete(map.keys().next().value);
+    },
+  };
+}
+
+export default {
+  id: @PLUGIN_ID@,
+  name: "leanctx",
+  description: "leanctx: per-person conversation state, ids published, read cache gate",
+  register(api) {
+    const inbound = bounded(); // session key -> the channel's id of the message being answered
+    const compacted = bounded(); // session keys whose next prompt follows a compaction
+
+    async function fire(name, ctx, body) {
+      try {
+        const command = HOOKS[name];
+        if (typeof command !== "string") return {};
+        const c = ctx || {};
+        const payload = {
+          hook_event_name: name,
+          session_id: text(c.sessionId),
+          session_key: text(c.sessionKey),
+          cwd: text(c.workspaceDir) || process.cwd(),
+          ...body,
+        };
+        return answer(await run(command, payload));
+      } catch (e) {
+        return {};
+      }
+    }
+
+    if (HOOKS.session_start) {
+      api.on("session_start", async (event, ctx) => {
+        const e = event || {};
+        await fire("session_start", { ...(ctx || {}), sessionId: e.sessionId, sessionKey: e.sessionKey || (ctx && ctx.sessionKey) },
+          { source: e.resumedFrom ? "resume" : "startup" });
+      });
+    }
+    api.on("message_received", (event, ctx) => {
+      try {
+        const e = event || {};
+        const key = text(e.sessionKey) || text(ctx && ctx.sessionKey);
+        const id = text(e.messageId);
+        if (key && id) inbound.set(key, [text(ctx && ctx.channelId) || "", text(ctx && ctx.conversationId) || "", id].join(":"));
+      } catch (e) {}
+    });
+    if (HOOKS.before_prompt_build) {
+      api.on("before_prompt_build", async (event, ctx) => {
+        const e = event || {};
+        const key = text(ctx && ctx.sessionKey);
+        const prompt = text(e.currentUserMessage) !== undefined ? e.currentUserMessage : text(e.prompt);
+        const value = await fire("before_prompt_build", ctx, {
+          prompt,
+          message_id: (key && inbound.take(key)) || text(e.currentUserMessageId),
+          trigger: text(ctx && ctx.trigger),
+          source: key && compacted.take(key) ? "compact" : undefined,
+        });
+        if (typeof value.context === "string" && value.context) return { appendContext: value.context };
+      });
+    }
+    if (HOOKS.agent_end) {
+      api.on("agent_end", async (event, ctx) => {
+        const e = event || {};
+        if (!e.success) return;
+        await fire("agent_end", ctx, { last_assistant_message: lastReply(e.messages) });
+      });
+    }
+    for (const name of ["before_compaction", "after_compaction"]) {
+      if (!HOOKS[name]) continue;
+      api.on(name, async (event, ctx) => {
+        const key = text(ctx && ctx.sessionKey);
+        if (key && name === "after_compaction") compacted.set(key, true);
+        await fire(name, ctx, { trigger: "auto", transcript_path: text(event && event.sessionFile) });
+      });
+    }
+    if (HOOKS.before_reset) {
+      api.on("before_reset", async (event, ctx) => {
+        await fire("before_reset", ctx, { reason: text(event && event.reason), transcript_path: text(event && event.sessionFile) });
+      });
+    }
+    if (HOOKS.session_end) {
+      api.on("session_end", async (event, ctx) => {
+        const e = event || {};
+        await fire("session_end", { ...(ctx || {}), sessionId: e.sessionId, sessionKey: e.sessionKey || (ctx && ctx.sessionKey) },
+          { reason: text(e.reason), transcript_path: text(e.sessionFile) });
+      });
+    }
+    if (HOOKS.subagent_spawned) {
+      api.on("subagent_spawned", async (event, ctx) => {
+        const e = event || {};
+        await fire("subagent_spawned", ctx, { agent_id: text(e.childSessionKey), agent_type: text(e.agentId) || "subagent" });
+      });
+    }
+    if (HOOKS.subagent_ended) {
+      api.on("subagent_ended", async (event, ctx) => {
+        const e = event || {};
+        await fire("subagent_ended", ctx, { agent_id: text(e.targetSessionKey), agent_type: text(e.targetKind) || "subagent" });
+      });
+    }
+    if (HOOKS.before_tool_call) {
+      api.on("before_tool_call", async (event, ctx) => {
+        const e = event || {};
+        if (READS_ONLY && !(typeof e.toolName === "string" && e.toolName.endsWith("__ctx_read"))) return;
+        const value = await fire("before_tool_call", ctx, {
+          tool_name: e.toolName,
+          tool_input: e.params,
+          tool_use_id: text(e.toolCallId) || text(ctx && ctx.toolCallId),
+        });
+        if (value.decision === "deny" && typeof value.reason === "string") return { block: true, blockReason: value.reason };
+      });
+    }
+  },
+};
