@@ -2,7 +2,7 @@
 that runs every conversation through the Pi agent runtime. No hook commands: native JS plugins.
 
 What leanctx installs (checked against 2026.9.6's docs, typings and real runs):
-- a standalone plugin file, `<state dir>/leanctx/leanctx-plugin.mjs` (state dir: `~/.openclaw` or
+- a standalone plugin file, `<state dir>/leanctx/leanctx.mjs` (state dir: `~/.openclaw` or
   `$OPENCLAW_STATE_DIR`), listed in `openclaw.json` `plugins.load.paths` ("Put standalone plugin
   files in plugins.load.paths", docs gateway/config-extensions.md); its default export's `id`
   (`leanctx`) names it;
@@ -59,7 +59,7 @@ from leanctx.agents.base import (
 )
 
 PLUGIN_ID = "leanctx"
-PLUGIN_FILE = "leanctx-plugin.mjs"
+PLUGIN_FILE = "leanctx.mjs"  # OpenClaw takes a standalone plugin's id from its file name
 PLUGIN_FOLDER = "leanctx"  # ours, inside the state dir (auto-discovered `extensions/` wants packages)
 CONFIG_FILE = "openclaw.json"
 
