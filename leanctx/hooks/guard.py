@@ -12,13 +12,17 @@ import os
 from leanctx.agents.base import Agent, HookEvent
 
 
-def _active(data_dir: str | None) -> str:
+def _active(data_dir: str | None, agent: Agent | None = None, event: HookEvent | None = None) -> str:
     """The folder this turn may touch: CKS_ACTIVE_USER's; in a channel session the one sender
-    whose turn is in progress (state/channel.py turn_user), none when that is unclear."""
+    whose turn is in progress (state/channel.py turn_user); on a host that names each person's
+    conversation (OpenClaw's session key) that person's thread; none when that is unclear."""
     from leanctx.state import channel, slug
     from leanctx.state.errors import BadSlug
 
     try:
+        if agent is not None and agent.thread_key_source:
+            key = (event.thread_key or "").strip() if event is not None else ""
+            return slug.slugify(channel.thread_id(agent.thread_key_source, key)) if key else ""
         if data_dir is not None:
             from leanctx.hooks.hostproc import host_process
 
@@ -38,7 +42,7 @@ def check(agent: Agent, event: HookEvent, data_dir: str | None = None) -> str:
         home = os.environ.get("HOME") or os.path.expanduser("~")
         from leanctx.state.guard import decide
 
-        active = _active(data_dir)
+        active = _active(data_dir, agent, event)
         reason = decide(
             event.tool_name or "",
             tool_input,

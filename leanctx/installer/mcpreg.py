@@ -193,7 +193,8 @@ def _register_json(target: files.Target, key: tuple, name: str, entry: dict) -> 
             raise ConfigError(f"{path}: {key[0]} is not an object; left untouched")
         _refuse_foreign(path, name, doc.get(key + (name,)) if doc.has(key + (name,)) else None)
         stale = doc.has(key + (name,))
-        created = [] if doc.has(key) else [list(key)]
+        # every missing container on the way (OpenClaw's servers sit under `mcp.servers`)
+        created = [list(key[:n]) for n in range(1, len(key) + 1) if not doc.has(key[:n])]
         if not doc.has(key + (name,)) or doc.get(key + (name,)) != entry:
             doc.set_key(key + (name,), entry)
         new = doc.data if doc.edited else None
@@ -233,8 +234,9 @@ def plan_unregister(agent: Agent, home: Path, data_dir: Path, project: Path | No
             if not jdoc.has(key + (name,)) or not is_ours(jdoc.get(key + (name,))):
                 return text
             jdoc.remove_key(key + (name,))
-            if tuple(key) in created and jdoc.is_empty_container(key):
-                jdoc.remove_key(key)
+            for n in range(len(key), 0, -1):  # innermost first, each only when init created it
+                if tuple(key[:n]) in created and jdoc.has(key[:n]) and jdoc.is_empty_container(key[:n]):
+                    jdoc.remove_key(key[:n])
             empty = jdoc.is_empty_container(())
             new_text = jdoc.data
         if record is not None and not record.existed_before and empty:

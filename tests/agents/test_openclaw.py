@@ -1,0 +1,288 @@
+"""OpenClaw: what our plugin sends the hook command, one bot thread per session key through the
+real hook command, the plugin's registration in openclaw.json (in place, refusals, byte-identical
+uninstall), and the plugin itself run by node with a stand-in for OpenClaw's plugin API (`api.on`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from leanctx import agents
+from leanctx.agents.base import PRE_COMPACT, PRE_TOOL, PROMPT, SESSION_END, SESSION_START, STOP, SUBAGENT_START
+from tests.conftest import run_cli
+
+AGENT = agents.get("openclaw")
+ANA = "agent:main:telegram:direct:111"
+BOB = "agent:main:telegram:direct:222"
+CONFIG = """{
+  // the gateway of a shop bot
+  "gateway": { "mode": "local", "port": 18789 },
+  "plugins": {
+    "allow": ["telegram"], // only these load
+  },
+  "channels": { "telegram": { "enabled": true } },
+}
+"""
+
+
+def sent(event: str, key: str = ANA, session: str = "s-ana-1", **more: object) -> dict:
+    """What the plugin sends for `event` (templates/openclaw-plugin.mjs: fire)."""
+    return {"hook_event_name": event, "session_id": session, "session_key": key, "cwd": "/home/u/.openclaw/workspace", **more}
+
+
+def test_the_plugins_payloads_normalize() -> None:
+    prompt = AGENT.normalize("before_prompt_build", sent("before_prompt_build", prompt="hi", message_id="telegram:111:7", trigger="user"))
+    assert (prompt.kind, prompt.prompt, prompt.thread_key, prompt.message_id, prompt.session_id) == (
+        PROMPT, "hi", ANA, "telegram:111:7", "s-ana-1")
+    # a heartbeat's or cron job's prompt is not the person's message
+    assert AGENT.normalize("before_prompt_build", sent("before_prompt_build", prompt="tick", trigger="heartbeat")).prompt is None
+    assert AGENT.normalize("agent_end", sent("agent_end", last_assistant_message="ok")).reply == "ok"
+    assert AGENT.normalize("agent_end", sent("agent_end")).kind == STOP
+    assert AGENT.normalize("session_start", sent("session_start")).kind == SESSION_START
+    for loss in ("before_compaction", "after_compaction"):
+        assert AGENT.normalize(loss, sent(loss)).kind == PRE_COMPACT
+    assert AGENT.normalize("before_reset", sent("before_reset")).kind == SESSION_END
+    sub = AGENT.normalize("subagent_spawned", sent("subagent_spawned", agent_id="agent:main:subagent:1"))
+    assert (sub.kind, sub.subagent_id) == (SUBAGENT_START, "agent:main:subagent:1")
+    call = AGENT.normalize("before_tool_call", sent("before_tool_call", tool_name="leanctx__ctx_read", tool_input={"path": "a"}))
+    assert call.kind == PRE_TOOL and AGENT.is_read_tool(call.tool_name) and not AGENT.is_read_tool("read")
+    odd = AGENT.normalize("before_prompt_build", {"session_key": 5, "message_id": ["x"]})
+    assert odd.thread_key is None and odd.message_id is None
+
+
+def test_answers_the_plugin_takes() -> None:
+    deny = AGENT.guard_output("before_tool_call", "no")
+    assert json.loads(deny) == {"decision": "deny", "reason": "no"} and AGENT.check_output("before_tool_call", deny) is None
+    ctx = AGENT.context_output("before_prompt_build", "thread")
+    assert json.loads(ctx) == {"context": "thread"} and AGENT.check_output("before_prompt_build", ctx) is None
+    assert AGENT.context_output("session_start", "thread") == ""  # an observe hook: nothing reaches the model
+    assert AGENT.check_output("agent_end", "") is None and AGENT.check_output("agent_end", '{"x": 1}') is not None
+
+
+# -- one thread per session key, through the real hook command ---------------------------------
+def hook(event: str, env: dict, **payload: object) -> str:
+    proc = run_cli("hook", "openclaw", event, "--bot", input=json.dumps(sent(event, **payload)), env=env)
+    assert proc.returncode == 0 and proc.stderr == "", proc
+    return proc.stdout
+
+
+def context(out: str) -> str:
+    return json.loads(out)["context"] if out else ""
+
+
+def thread(user_key: str, env: dict) -> dict:
+    proc = run_cli("state", "show", "--channel", "openclaw", "--user", user_key, "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def bot_env(home: Path, tmp_path: Path) -> dict:
+    env = dict(os.environ, CKS_HOME=str(tmp_path / "cks"))
+    env.pop("CKS_ACTIVE_USER", None)
+    env.pop("LEANCTX_CHANNEL_SENDER", None)
+    return env
+
+
+def test_two_people_keep_two_threads_and_a_redelivered_message_counts_once(bot_env: dict) -> None:
+    hook("before_prompt_build", bot_env, prompt="I'd like the blue one", message_id="telegram:111:1", trigger="user")
+    hook("before_prompt_build", bot_env, key=BOB, session="s-bob-1", prompt="cancel my order", message_id="telegram:222:1", trigger="user")
+    hook("agent_end", bot_env, last_assistant_message="Blue it is. Size?")
+    hook("agent_end", bot_env, key=BOB, session="s-bob-1", last_assistant_message="Cancelled.")
+    # the gateway was killed mid-turn and re-runs Ana's next message from its queue: same id
+    for _ in range(2):
+        hook("before_prompt_build", bot_env, prompt="M", message_id="telegram:111:2", trigger="user")
+    hook("agent_end", bot_env, last_assistant_message="M noted.")
+    ana, bob = thread(ANA, bot_env), thread(BOB, bot_env)
+    assert [(t["role"], t["text"]) for t in ana["recent_turns"]] == [
+        ("user", "I'd like the blue one"), ("agent", "Blue it is. Size?"), ("user", "M"), ("agent", "M noted.")]
+    assert [(t["role"], t["text"]) for t in bob["recent_turns"]] == [("user", "cancel my order"), ("agent", "Cancelled.")]
+    assert "cancel" not in json.dumps(ana) and "blue" not in json.dumps(bob)
+
+
+def test_the_thread_comes_back_in_a_new_session_and_after_compaction_never_stacking(bot_env: dict) -> None:
+    assert context(hook("before_prompt_build", bot_env, prompt="first", message_id="m1", trigger="user")) == ""  # nothing yet
+    hook("agent_end", bot_env, last_assistant_message="reply one")
+    # same session (the gateway restarted: OpenClaw keeps the transcript under the key): no copy
+    for n in range(10):
+        assert "reply one" not in context(hook("before_prompt_build", bot_env, prompt=f"again {n}", message_id=f"r{n}", trigger="user"))
+        hook("agent_end", bot_env, last_assistant_message=f"reply again {n}")
+    # `/new` or the daily reset: a new session id under the same key gets the thread
+    fresh = context(hook("before_prompt_build", bot_env, session="s-ana-2", prompt="back", message_id="m2", trigger="user"))
+    assert "reply again 9" in fresh and fresh.count("reply again 9") == 1
+    hook("agent_end", bot_env, session="s-ana-2", last_assistant_message="welcome back")
+    assert "welcome back" not in context(hook("before_prompt_build", bot_env, session="s-ana-2", prompt="x", message_id="m3", trigger="user"))
+    hook("agent_end", bot_env, session="s-ana-2", last_assistant_message="x done")
+    # the first prompt after a compaction carries the thread again
+    assert "x done" in context(hook("before_prompt_build", bot_env, session="s-ana-2", prompt="y", message_id="m4", trigger="user", source="compact"))
+    # and Bob's first message never sees Ana's thread
+    assert "welcome back" not in context(hook("before_prompt_build", bot_env, key=BOB, session="s-ana-2", prompt="hello", message_id="b1", trigger="user"))
+
+
+def test_what_records_nothing(bot_env: dict, data_dir: Path) -> None:
+    hook("before_prompt_build", bot_env, prompt="heartbeat check", trigger="heartbeat")
+    hook("before_prompt_build", bot_env, key="", prompt="who am I", trigger="user")
+    hook("before_prompt_build", bot_env, key="   ", prompt="who am I", trigger="user")
+    assert run_cli("state", "list", "--json", env=bot_env).stdout.strip() in ("[]", "")
+    log = (data_dir / "logs" / "hooks.log").read_text()
+    assert "names no session key" in log
+
+
+def test_a_cks_active_user_never_reaches_a_keyed_thread(bot_env: dict) -> None:
+    env = dict(bot_env, CKS_ACTIVE_USER=ANA)
+    hook("before_prompt_build", env, prompt="mine", message_id="z1", trigger="user")
+    assert run_cli("state", "show", "--user", ANA, "--json", env=bot_env).stdout.count("mine") == 0
+    assert [t["text"] for t in thread(ANA, bot_env)["recent_turns"]] == ["mine"]
+
+
+# -- init / uninstall --------------------------------------------------------------------------
+def config_file(home: Path) -> Path:
+    return home / ".openclaw" / "openclaw.json"
+
+
+def test_init_registers_in_place_and_uninstall_gives_back_every_byte(home: Path, data_dir: Path) -> None:
+    config_file(home).parent.mkdir()
+    config_file(home).write_text(CONFIG)
+    proc = run_cli("init", "--agent", "openclaw", "--bot", "--guard")
+    assert proc.returncode == 0, proc.stderr
+    text = config_file(home).read_text()
+    assert "// the gateway of a shop bot" in text and "// only these load" in text
+    from leanctx.installer import jsonc
+
+    value = jsonc.loads(text)
+    plugin = str(home / ".openclaw" / "leanctx" / "leanctx.mjs")
+    assert value["plugins"]["allow"] == ["telegram", "leanctx"]
+    assert value["plugins"]["load"]["paths"] == [plugin]
+    assert value["plugins"]["entries"]["leanctx"] == {"enabled": True, "hooks": {"allowConversationAccess": True}}
+    assert value["mcp"]["servers"]["leanctx"]["args"][:1] == ["mcp"]
+    assert value["gateway"] == {"mode": "local", "port": 18789}
+    assert "leanctx-hooks: " in Path(plugin).read_text()
+    again = run_cli("init", "--agent", "openclaw", "--bot", "--guard")
+    assert again.returncode == 0 and config_file(home).read_text() == text
+    assert run_cli("uninstall", "--agent", "openclaw").returncode == 0
+    assert config_file(home).read_text() == CONFIG and not (home / ".openclaw" / "leanctx").exists()
+
+
+def test_uninstall_after_the_user_edited_keeps_their_edit(home: Path, data_dir: Path) -> None:
+    config_file(home).parent.mkdir()
+    config_file(home).write_text(CONFIG)
+    assert run_cli("init", "--agent", "openclaw").returncode == 0
+    edited = config_file(home).read_text().replace('"port": 18789', '"port": 18790')
+    config_file(home).write_text(edited)
+    assert run_cli("uninstall", "--agent", "openclaw").returncode == 0
+    assert config_file(home).read_text() == CONFIG.replace('"port": 18789', '"port": 18790')
+
+
+def test_a_fresh_state_dir_is_created_and_removed(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    state = tmp_path / "oc-state"
+    env = dict(os.environ, OPENCLAW_STATE_DIR=str(state))
+    assert run_cli("init", "--agent", "openclaw", env=env).returncode == 0
+    assert (state / "openclaw.json").exists() and (state / "leanctx" / "leanctx.mjs").exists()
+    assert run_cli("uninstall", "--agent", "openclaw", env=env).returncode == 0
+    assert not (state / "openclaw.json").exists() and not (state / "leanctx").exists()
+
+
+@pytest.mark.parametrize(("config", "said"), [
+    ('{"plugins": {"deny": ["leanctx"]}}\n', "plugins.deny lists 'leanctx'"),
+    ('{"plugins": {"entries": {"leanctx": {"enabled": false}}}}\n', "plugins.entries.leanctx exists and is not leanctx's"),
+    ('{"plugins": {"load": {"paths": "x"}}}\n', "plugins.load.paths is a JSON str, expected a list"),
+    ('{"plugins": []}\n', "plugins is not an object"),
+    ("{\n  plugins: {},\n}\n", "openclaw.json:2:3: cannot parse"),  # JSON5's unquoted key
+    ("{'a': 1}\n", "openclaw.json:1:2: cannot parse"),
+])
+def test_what_init_refuses_writing_nothing(home: Path, data_dir: Path, config: str, said: str) -> None:
+    config_file(home).parent.mkdir()
+    config_file(home).write_text(config)
+    proc = run_cli("init", "--agent", "openclaw", "--bot")
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert config_file(home).read_text() == config and not (home / ".openclaw" / "leanctx").exists()
+
+
+def test_doctor_names_settings_that_keep_the_plugin_out(home: Path, data_dir: Path) -> None:
+    from leanctx.installer.openclaw_checks import load_problems
+
+    def read(text: str):
+        return lambda path: text.encode()
+
+    names = lambda text: sorted(p["name"] for p in load_problems(AGENT, home, None, read(text)))  # noqa: E731
+    ok = '{"plugins": {"allow": ["leanctx"], "entries": {"leanctx": {"enabled": true, "hooks": {"allowConversationAccess": true}}}}}'
+    assert names(ok) == []
+    assert names('{"plugins": {"enabled": false}}') == ["openclaw plugins enabled"]
+    assert names('{"plugins": {"allow": ["telegram"], "deny": ["leanctx"]}}') == ["openclaw plugin allowed", "openclaw plugin not denied"]
+    assert names('{"plugins": {"entries": {"leanctx": {"enabled": false, "hooks": {"allowPromptInjection": false}}}}}') == [
+        "openclaw conversation hooks", "openclaw plugin enabled", "openclaw prompt context"]
+
+
+# -- the plugin itself, run by node with a stand-in for OpenClaw's plugin API ---------------------
+NODE = shutil.which("node")
+DRIVER = r"""
+import { pathToFileURL } from "node:url";
+const [plugin, calls] = [process.argv[2], JSON.parse(process.argv[3])];
+const mod = await import(pathToFileURL(plugin).href);
+const handlers = {};
+mod.default.register({ on: (name, f) => { handlers[name] = f; } });
+const out = [{ id: mod.default.id, events: Object.keys(handlers).sort() }];
+for (const [name, event, ctx] of calls) {
+  try { out.push({ name, result: (await handlers[name](event, ctx)) ?? null }); }
+  catch (e) { out.push({ name, threw: String(e && e.message) }); }
+}
+console.log(JSON.stringify(out));
+process.exit(0);
+"""
+
+
+def drive(plugin: Path, calls: list, env: dict, tmp: Path) -> list:
+    driver = tmp / "driver.mjs"
+    driver.write_text(DRIVER)
+    proc = subprocess.run([NODE, str(driver), str(plugin), json.dumps(calls)], capture_output=True, text=True, timeout=90, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def ctx(key: str = ANA, session: str = "s-ana-1", **more: object) -> dict:
+    return {"sessionKey": key, "sessionId": session, "workspaceDir": "/tmp", "trigger": "user", **more}
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_plugin_sends_the_channels_message_id_the_reply_and_compaction(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
+    assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0
+    plugin = home / ".openclaw" / "leanctx" / "leanctx.mjs"
+    turn = [["message_received", {"from": "111", "content": "hi", "messageId": "7", "sessionKey": ANA}, {"channelId": "telegram", "conversationId": "111"}],
+            ["before_prompt_build", {"prompt": "wrapped hi", "currentUserMessage": "hi", "currentUserMessageId": "adm-1", "messages": []}, ctx()],
+            ["agent_end", {"success": True, "messages": [{"role": "user", "content": "hi"},
+                                                         {"role": "assistant", "content": [{"type": "text", "text": "Hello Ana"}]}]}, ctx()]]
+    out = drive(plugin, turn + turn, bot_env, tmp_path)  # the same message run twice (a redelivery)
+    assert out[0]["id"] == "leanctx" and "before_prompt_build" in out[0]["events"] and "message_received" in out[0]["events"]
+    assert all("threw" not in r for r in out), out
+    turns = thread(ANA, bot_env)["recent_turns"]
+    assert [(t["role"], t["text"], t.get("message_id")) for t in turns] == [
+        ("user", "hi", "telegram:111:7"), ("agent", "Hello Ana", None), ("agent", "Hello Ana", None)] or [
+        (t["role"], t["text"]) for t in turns] == [("user", "hi"), ("agent", "Hello Ana"), ("agent", "Hello Ana")]
+    # a failed run records no reply; after a compaction the next prompt gets the thread back
+    out = drive(plugin, [["agent_end", {"success": False, "messages": [{"role": "assistant", "content": "half"}]}, ctx()],
+                         ["after_compaction", {"messageCount": 3, "compactedCount": 9}, ctx()],
+                         ["before_prompt_build", {"prompt": "next", "currentUserMessage": "next", "messages": []}, ctx()]], bot_env, tmp_path)
+    assert "half" not in json.dumps(thread(ANA, bot_env))
+    assert "Hello Ana" in out[3]["result"]["appendContext"], out
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_plugins_guard_blocks_with_the_reason_and_without_guard_only_ctx_read_is_asked(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
+    users = Path(bot_env["CKS_HOME"]) / "user"
+    (users / "bob").mkdir(parents=True)
+    assert run_cli("init", "--agent", "openclaw", "--bot", "--guard", env=bot_env).returncode == 0
+    plugin = home / ".openclaw" / "leanctx" / "leanctx.mjs"
+    out = drive(plugin, [["before_tool_call", {"toolName": "read", "params": {"path": str(users / "bob" / "x.md")}, "toolCallId": "c1"}, ctx()],
+                         ["before_tool_call", {"toolName": "read", "params": {"path": "/tmp/a.txt"}, "toolCallId": "c2"}, ctx()]], bot_env, tmp_path)
+    assert out[1]["result"]["block"] is True and "bob" in out[1]["result"]["blockReason"], out
+    assert out[2]["result"] is None
+    # leanctx gone (the wrapper removed): every handler still returns, nothing blocked or thrown
+    (data_dir / "bin" / "leanctx-hook").unlink()
+    out = drive(plugin, [["before_tool_call", {"toolName": "read", "params": {"path": str(users / "bob" / "x.md")}}, ctx()],
+                         ["before_prompt_build", {"prompt": "p", "messages": []}, ctx()]], bot_env, tmp_path)
+    assert all(r.get("result") is None and "threw" not in r for r in out[1:]), out
