@@ -150,7 +150,7 @@ def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
             problem = f"wrote to stderr, which {agent.display_name} takes as the hook's answer: {text}"
         normalized = agent.normalize(event, payload)
         conv = normalized.conversation_id
-        if problem is None and conv and normalized.kind not in ("pre_tool", "post_tool"):  # the gates publish nothing
+        if problem is None and conv and normalized.kind not in ("pre_tool", "post_tool", "state_tool"):  # the gates and tools publish nothing
             published = read_json(record_path(Path(scratch), agent.name, conv))
             if not published or published.get("last_event") != event:
                 log = Path(scratch) / "logs" / "hooks.log"

@@ -86,6 +86,9 @@ class OpenClaw(FileHookAgent):
         EventSpec("subagent_ended", SUBAGENT_STOP),
         EventSpec("session_end", SESSION_END),
     )
+    #: the bot profile's state tools for the model (plugin tools whose factory OpenClaw hands the
+    #: session key): `leanctx_state_pending`, `_clear_pending`, `_summary`, `_show` (hooks/bot.py)
+    bot_events = (EventSpec("state_tool", "state_tool"),)
     guard_event = EventSpec("before_tool_call", PRE_TOOL)
     read_gate_event = EventSpec("before_tool_call", PRE_TOOL, matcher="leanctx__ctx_read")
 
@@ -169,6 +172,8 @@ class OpenClaw(FileHookAgent):
             return None
         if event == "before_prompt_build" and isinstance(value.get("context"), str):
             return None
+        if event == "state_tool" and (isinstance(value.get("text"), str) or isinstance(value.get("error"), str)):
+            return None
         return f"not an answer the leanctx plugin takes for {event}: {stdout[:80]!r}"
 
     def synthetic_payload(self, event: str, cwd: str) -> dict:
@@ -179,6 +184,8 @@ class OpenClaw(FileHookAgent):
             payload.update(prompt="leanctx doctor smoke test", trigger="user", message_id="leanctx-doctor-0")
         elif event == "before_tool_call":
             payload.update(tool_name=self.read_tool(), tool_input={"path": "README.md"}, tool_use_id="call_doctor")
+        elif event == "state_tool":
+            payload.update(tool_name="show", tool_input={})
         elif event == "agent_end":
             payload["last_assistant_message"] = "leanctx doctor smoke test reply"
         return payload

@@ -128,6 +128,10 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
 
             return after_read(data_dir, payload, agent, event) or agent.no_opinion(event.event)
         return agent.no_opinion(event.event)
+    if event.kind == "state_tool":  # the model's own state tools (bot profile), not a host event to publish
+        from leanctx.hooks.bot import state_tool
+
+        return state_tool(agent, event, data_dir)
     publish(data_dir, event)
     out = ""
     if "--bot" in flags:

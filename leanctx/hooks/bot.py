@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 
+from leanctx import fastjson
 from leanctx.agents.base import PROMPT, REPLY, SESSION_START, STOP, Agent, HookEvent
 
 
@@ -108,6 +109,49 @@ def _keyed_event(agent: Agent, event: HookEvent, data_dir: str, session: str | N
     except BadSlug as exc:
         log(data_dir, agent.name, event.event, f"bot profile: nothing recorded: {exc}")
     return None
+
+
+STATE_TOOL = "state_tool"  # the kind of a host tool call on the person's own thread (OpenClaw's plugin tools)
+STATE_OPS = ("pending", "clear_pending", "summary", "show")
+
+
+def state_tool(agent: Agent, event: HookEvent, data_dir: str) -> str:
+    """One of the model's state tools, on the thread of the session key the host gave the tool
+    (OpenClaw hands a plugin's tool factory the session's key: the tool can only ever reach the
+    thread of the person whose session runs it). Returns {"text"} for the model; bad input gets
+    {"error"} naming what is wrong, and nothing is written."""
+    from leanctx.state import api, channel
+    from leanctx.state.errors import StateError
+    from leanctx.state.slug import check_id
+
+    key = (event.thread_key or "").strip()
+    op, args = event.tool_name, event.tool_input or {}
+    try:
+        if not key or not agent.thread_key_source:
+            raise ValueError("this session names no person (no session key): nothing recorded")
+        if op not in STATE_OPS:
+            raise ValueError(f"unknown state tool {op!r}; one of {', '.join(STATE_OPS)}")
+        user = check_id(channel.thread_id(agent.thread_key_source, key))
+        if op == "pending":
+            question, options = args.get("question"), args.get("options") or []
+            if not isinstance(question, str) or not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+                raise ValueError("pending needs question (text) and options (a list of texts)")
+            api.set_pending(question, options, user=user, session_id=event.session_id)
+            text = "Saved: the person's next message will be recorded as the answer."
+        elif op == "clear_pending":
+            api.clear_pending(user)
+            text = "No question is pending now."
+        elif op == "summary":
+            summary = args.get("text")
+            if not isinstance(summary, str):
+                raise ValueError("summary needs text")
+            api.set_summary(summary, user)
+            text = "Summary saved."
+        else:
+            text = api.rehydrate(user) or "No thread is kept for this person yet."
+    except (ValueError, StateError) as exc:
+        return fastjson.dumps({"error": str(exc)})
+    return fastjson.dumps({"text": text})
 
 
 def _channel_event(agent: Agent, event: HookEvent, data_dir: str, session: str | None) -> str | None:

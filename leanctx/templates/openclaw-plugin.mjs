@@ -144,6 +144,37 @@ export default {
         await fire("subagent_ended", ctx, { agent_id: text(e.targetSessionKey), agent_type: text(e.targetKind) || "subagent" });
       });
     }
+    // The bot profile's state tools: OpenClaw hands a tool factory the session's key, so a tool
+    // made for one person's session can only ever reach that person's thread.
+    if (HOOKS.state_tool && typeof api.registerTool === "function") {
+      const tools = [
+        ["pending", "leanctx_state_pending", "After asking the person a question you need answered, save it here: their next message is then recorded as the answer, even after a restart.",
+          { type: "object", properties: { question: { type: "string" }, options: { type: "array", items: { type: "string" } } }, required: ["question"] }],
+        ["clear_pending", "leanctx_state_clear_pending", "The saved question no longer needs an answer.", { type: "object", properties: {} }],
+        ["summary", "leanctx_state_summary", "Replace the running summary of this person's thread (one paragraph: what they want, what is settled, what is open).",
+          { type: "object", properties: { text: { type: "string" } }, required: ["text"] }],
+        ["show", "leanctx_state_show", "This person's kept thread: summary, recent turns, the pending question.", { type: "object", properties: {} }],
+      ];
+      api.registerTool((ctx) => {
+        const key = text(ctx && ctx.sessionKey);
+        if (!key) return null;
+        return tools.map(([op, name, description, parameters]) => ({
+          name,
+          label: name,
+          description,
+          parameters,
+          async execute(toolCallId, params) {
+            const value = answer(await run(HOOKS.state_tool, {
+              hook_event_name: "state_tool", session_key: key, session_id: text(ctx.sessionId),
+              cwd: text(ctx.workspaceDir) || process.cwd(), tool_name: op, tool_input: params || {}, tool_use_id: toolCallId,
+            }));
+            if (typeof value.error === "string") throw new Error(value.error);
+            const out = typeof value.text === "string" ? value.text : "leanctx did not answer; nothing was saved";
+            return { content: [{ type: "text", text: out }], details: {} };
+          },
+        }));
+      });
+    }
     if (HOOKS.before_tool_call) {
       api.on("before_tool_call", async (event, ctx) => {
         const e = event || {};

@@ -286,3 +286,52 @@ def test_the_plugins_guard_blocks_with_the_reason_and_without_guard_only_ctx_rea
     out = drive(plugin, [["before_tool_call", {"toolName": "read", "params": {"path": str(users / "bob" / "x.md")}}, ctx()],
                          ["before_prompt_build", {"prompt": "p", "messages": []}, ctx()]], bot_env, tmp_path)
     assert all(r.get("result") is None and "threw" not in r for r in out[1:]), out
+
+
+def test_the_state_tools_act_on_the_sessions_own_thread(bot_env: dict) -> None:
+    def tool(op: str, key: str = ANA, **args: object) -> dict:
+        return json.loads(hook("state_tool", bot_env, key=key, tool_name=op, tool_input=args))
+
+    assert tool("pending", question="Blue or red?", options=["blue", "red"]) == {
+        "text": "Saved: the person's next message will be recorded as the answer."}
+    assert "Blue or red?" in tool("show")["text"] and "Blue or red?" not in tool("show", key=BOB)["text"]
+    hook("agent_end", bot_env, last_assistant_message="Blue or red?")  # the reply that asked it arms it
+    answered = context(hook("before_prompt_build", bot_env, prompt="red", message_id="m9", trigger="user"))
+    assert "Blue or red?" in answered and "red" in answered
+    assert tool("summary", text="Wants the red one.") == {"text": "Summary saved."}
+    assert "Wants the red one." in tool("show")["text"]
+    # bad input: a clear error, nothing written
+    before = thread(ANA, bot_env)
+    assert "question" in tool("pending", question=7)["error"]
+    assert "the question is empty" in tool("pending", question="  ")["error"]
+    assert "unknown state tool" in tool("drop_table")["error"]
+    assert "no session key" in tool("show", key=" ")["error"]
+    assert thread(ANA, bot_env) == before
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_plugin_offers_the_state_tools_only_to_a_session_with_a_key(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
+    assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0
+    plugin = home / ".openclaw" / "leanctx" / "leanctx.mjs"
+    driver = tmp_path / "tools.mjs"
+    driver.write_text(r"""
+import { pathToFileURL } from "node:url";
+const mod = await import(pathToFileURL(process.argv[2]).href);
+let factory = null;
+mod.default.register({ on: () => {}, registerTool: (f) => { factory = f; } });
+const none = factory({});
+const tools = factory({ sessionKey: process.argv[3], sessionId: "s1", workspaceDir: "/tmp" });
+const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+const saved = await byName.leanctx_state_pending.execute("c1", { question: "Size?", options: ["S", "M"] });
+let refused = null;
+try { await byName.leanctx_state_pending.execute("c2", { question: "" }); } catch (e) { refused = e.message; }
+const shown = await byName.leanctx_state_show.execute("c3", {});
+console.log(JSON.stringify({ none, names: Object.keys(byName).sort(), saved: saved.content[0].text, refused, shown: shown.content[0].text }));
+""")
+    proc = subprocess.run([NODE, str(driver), str(plugin), BOB], capture_output=True, text=True, timeout=90, env=bot_env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["none"] is None
+    assert out["names"] == ["leanctx_state_clear_pending", "leanctx_state_pending", "leanctx_state_show", "leanctx_state_summary"]
+    assert out["saved"].startswith("Saved") and "empty" in out["refused"] and "Size?" in out["shown"]
+    assert thread(BOB, bot_env)["pending"]["question"] == "Size?" and thread(ANA, bot_env).get("pending") is None
