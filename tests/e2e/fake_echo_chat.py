@@ -7,7 +7,8 @@ Built on fake_chat.FakeChat (same wire format, request log and main/side split);
   ``user_text(body)`` picks the user's words out of the last user message (``extract`` overrides);
 * ``arrivals``: every request body the moment it arrives (before it is answered or held);
 * ``stall_next()`` holds the next main request; ``wait_stalled()`` returns once it has arrived;
-  ``release()`` lets every held request go on (a request whose client died is then dropped);
+  ``release()`` lets every held request go on; one whose client died meanwhile is logged with
+  kind ``abandoned`` (not ``main``: the host never got an answer to it);
 * ``unix_path=``: listen on a unix socket instead of TCP (see tests/e2e/netns.py).
 """
 from __future__ import annotations
@@ -35,6 +36,18 @@ def user_text(body: dict) -> str:
         if isinstance(m, dict) and m.get("role") == "user":
             return message_text(m)
     return ""
+
+
+def _client_gone(conn: Any) -> bool:
+    """True when the peer of a connection has closed it (EOF waiting)."""
+    import socket
+
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 class EchoChat(FakeChat):
@@ -120,15 +133,19 @@ class EchoChat(FakeChat):
         base = chat_handler(self)
 
         class Handler(base):  # type: ignore[misc, valid-type]
+            abandoned = False
+
             def _read_body(self) -> Any:
                 body = super()._read_body()
                 ev = srv._arrived(body)
                 if ev is not None:
                     ev.wait()
+                    self.abandoned = _client_gone(self.connection)
                 return body
 
             def _record(self, kind: str, body: Any, response: Any = None) -> None:
-                super()._record(kind, body, response)
+                # a held request whose client died meanwhile (killed host) was never answered
+                super()._record("abandoned" if self.abandoned else kind, body, response)
                 srv._recorded()
 
         return Handler

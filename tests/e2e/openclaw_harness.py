@@ -109,9 +109,22 @@ def base_config(root: Path, users: Iterable[int], *, dm_scope: Optional[str] = "
     return cfg
 
 
+PROBE_PLUGIN = Path(__file__).resolve().parent / "openclaw_probe"
+PROBE_ID = "leanctx-e2e-probe"
+
+
+def add_probe(cfg: dict, out: Path) -> None:
+    """Load the test-only hook probe plugin (tests/e2e/openclaw_probe), logging to ``out``."""
+    plugins = cfg.setdefault("plugins", {})
+    paths = plugins.setdefault("load", {}).setdefault("paths", [])
+    paths.append(str(PROBE_PLUGIN))
+    plugins.setdefault("entries", {})[PROBE_ID] = {
+        "enabled": True, "hooks": {"allowConversationAccess": True}, "config": {"out": str(out)}}
+
+
 class OpenClawHarness:
     def __init__(self, root: os.PathLike, *, users: Iterable[int] = USERS, dm_scope: Optional[str] = "per-channel-peer",
-                 config: Optional[Mapping] = None, log_level: Optional[str] = None) -> None:
+                 config: Optional[Mapping] = None, probe_hooks: bool = False, log_level: Optional[str] = None) -> None:
         self.root = Path(root)
         self.users = tuple(users)
         self.home = self.root / "home"
@@ -125,6 +138,9 @@ class OpenClawHarness:
         self.telegram = FakeTelegram(BOT_TOKEN, unix_path=str(sock_dir / "telegram.sock")).start()
         self.model = EchoChat(extract=turn_text, unix_path=str(sock_dir / "model.sock")).start()
         cfg = dict(config) if config is not None else base_config(self.root, self.users, dm_scope=dm_scope)
+        self.probe_path = self.root / "hook-events.jsonl"
+        if probe_hooks:
+            add_probe(cfg, self.probe_path)
         self.config_path.write_text(json.dumps(cfg, indent=2) + "\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV_PREFIXES)}
         env.update(HOME=str(self.home), PATH=f"{install_clis.node24_bin()}{os.pathsep}{env.get('PATH', '')}",
@@ -181,6 +197,36 @@ class OpenClawHarness:
             pass
         self.proc.wait(timeout=30)
 
+    def settle(self, timeout: float = 120.0) -> None:
+        """Wait until the gateway has finished its turns: no Telegram update left in its ingress
+        queue and no outbound reply whose delivery it has not recorded yet (read from its state
+        database, read-only). A kill -9 "between turns" means settle() then kill9(): killed right
+        after a reply reached Telegram but before OpenClaw recorded it, the reply stays in state
+        ``send_attempt_started``, and the next run will not resend it nor cleanly answer that chat."""
+        import sqlite3
+
+        db = self.state_dir / "state" / "openclaw.sqlite"
+        deadline = time.monotonic() + timeout
+        while True:
+            busy = None
+            if db.exists():
+                try:
+                    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+                    try:
+                        busy = con.execute(
+                            "SELECT (SELECT count(*) FROM delivery_queue_entries WHERE status = 'pending')"
+                            " + (SELECT count(*) FROM channel_ingress_events"
+                            " WHERE status NOT IN ('completed', 'failed'))").fetchone()[0]
+                    finally:
+                        con.close()
+                except sqlite3.Error as e:
+                    busy = f"state database not readable: {e}"
+            if not busy:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"gateway not settled within {timeout:g} s ({busy})")
+            time.sleep(0.2)
+
     def restart(self, timeout: float = 180.0) -> float:
         self.kill9()
         return self.start(timeout)
@@ -215,6 +261,15 @@ class OpenClawHarness:
 
     def replies(self, user: int) -> list:
         return self.telegram.replies(user)
+
+    def hook_events(self, hook: Optional[str] = None) -> list:
+        """What the probe plugin logged (``probe_hooks=True``): dicts with hook, pid, ctx, event."""
+        try:
+            lines = self.probe_path.read_text().splitlines()
+        except OSError:
+            return []
+        events = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in events if hook is None or e["hook"] == hook]
 
     def model_requests(self) -> list:
         """Every main (agent turn) request body the fake model answered, in order."""
