@@ -2,10 +2,12 @@
 that runs every conversation through the Pi agent runtime. No hook commands: native JS plugins.
 
 What leanctx installs (checked against 2026.9.6's docs, typings and real runs):
-- a standalone plugin file, `<state dir>/leanctx/leanctx.mjs` (state dir: `~/.openclaw` or
-  `$OPENCLAW_STATE_DIR`), listed in `openclaw.json` `plugins.load.paths` ("Put standalone plugin
-  files in plugins.load.paths", docs gateway/config-extensions.md); its default export's `id`
-  (`leanctx`) names it;
+- a plugin folder, `<state dir>/leanctx/` (state dir: `~/.openclaw` or `$OPENCLAW_STATE_DIR`),
+  listed in `openclaw.json` `plugins.load.paths` (docs gateway/config-extensions.md): its manifest
+  `openclaw.plugin.json` (read as JSON5, so our marker rides in a comment) names the id `leanctx`
+  and declares the tools it registers (`contracts.tools`: without it OpenClaw refuses a plugin's
+  agent tools, seen in a run; a standalone file, which has no manifest, cannot declare them), and
+  `index.mjs` is the code (the default entry of a folder without package.json);
 - `plugins.entries.leanctx = {enabled: true, hooks: {allowConversationAccess: true}}`: a plugin
   not bundled with OpenClaw gets `before_prompt_build` and `agent_end` only with that grant
   (docs plugins/hooks.md, "Permissions and scope"); `leanctx` is added to `plugins.allow` when the
@@ -59,8 +61,10 @@ from leanctx.agents.base import (
 )
 
 PLUGIN_ID = "leanctx"
-PLUGIN_FILE = "leanctx.mjs"  # OpenClaw takes a standalone plugin's id from its file name
-PLUGIN_FOLDER = "leanctx"  # ours, inside the state dir (auto-discovered `extensions/` wants packages)
+PLUGIN_FILE = "index.mjs"
+MANIFEST_FILE = "openclaw.plugin.json"
+PLUGIN_FOLDER = "leanctx"  # ours, inside the state dir (not `extensions/`: OpenClaw manages that one)
+STATE_TOOLS = ("leanctx_state_pending", "leanctx_state_clear_pending", "leanctx_state_summary", "leanctx_state_show")
 CONFIG_FILE = "openclaw.json"
 
 
@@ -111,11 +115,11 @@ class OpenClaw(FileHookAgent):
         return None  # a gateway is one per account: no project level
 
     def hook_file_names(self) -> tuple[str, ...]:
-        return (PLUGIN_FILE,)
+        return (PLUGIN_FILE, MANIFEST_FILE)
 
     def plugin_registration(self, home: Path) -> tuple[Path, Path]:
-        """(the config that must list the plugin, the plugin file it lists): installer/pluginreg.py"""
-        return self.openclaw_config(home), self.hook_folder(home, None) / PLUGIN_FILE
+        """(the config that must list the plugin, the plugin folder it lists): installer/pluginreg.py"""
+        return self.openclaw_config(home), self.hook_folder(home, None)
 
     def mcp_config(self, home: Path, project: Path | None):
         if project is not None:
@@ -146,7 +150,13 @@ class OpenClaw(FileHookAgent):
                   "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
                   "READS_ONLY": json.dumps("--guard" not in gate),
                   "HOOK_RUNNER": templating.js_hook_runner()}
-        return {PLUGIN_FILE: templating.fill(text, values, PLUGIN_FILE)}
+        manifest = {"id": PLUGIN_ID, "name": "leanctx",
+                     "description": "leanctx: per-person conversation state, session ids published, read cache gate",
+                     "activation": {"onStartup": True}, "configSchema": {"type": "object", "additionalProperties": False},
+                     "contracts": {"tools": list(STATE_TOOLS)}}
+        head = ("// leanctx plugin manifest: written by `leanctx init --agent openclaw`, removed by `leanctx uninstall`.\n"
+                f"// {mark({})}\n")
+        return {PLUGIN_FILE: templating.fill(text, values, PLUGIN_FILE), MANIFEST_FILE: head + json.dumps(manifest, indent=2) + "\n"}
 
     # -- payloads ------------------------------------------------------------------------
     def normalize(self, event: str, payload: dict) -> HookEvent:

@@ -173,7 +173,7 @@ export default {
             return { content: [{ type: "text", text: out }], details: {} };
           },
         }));
-      });
+      }, { names: tools.map((t) => t[1]) });
     }
     if (HOOKS.before_tool_call) {
       api.on("before_tool_call", async (event, ctx) => {

@@ -155,13 +155,16 @@ def test_init_registers_in_place_and_uninstall_gives_back_every_byte(home: Path,
     from leanctx.installer import jsonc
 
     value = jsonc.loads(text)
-    plugin = str(home / ".openclaw" / "leanctx" / "leanctx.mjs")
+    plugin = str(home / ".openclaw" / "leanctx")
     assert value["plugins"]["allow"] == ["telegram", "leanctx"]
     assert value["plugins"]["load"]["paths"] == [plugin]
     assert value["plugins"]["entries"]["leanctx"] == {"enabled": True, "hooks": {"allowConversationAccess": True}}
     assert value["mcp"]["servers"]["leanctx"]["args"][:1] == ["mcp"]
     assert value["gateway"] == {"mode": "local", "port": 18789}
-    assert "leanctx-hooks: " in Path(plugin).read_text()
+    assert "leanctx-hooks: " in (Path(plugin) / "index.mjs").read_text()
+    manifest = jsonc.loads((Path(plugin) / "openclaw.plugin.json").read_text())  # JSON5 to OpenClaw: our marker is a comment
+    assert manifest["id"] == "leanctx" and sorted(manifest["contracts"]["tools"]) == [
+        "leanctx_state_clear_pending", "leanctx_state_pending", "leanctx_state_show", "leanctx_state_summary"]
     again = run_cli("init", "--agent", "openclaw", "--bot", "--guard")
     assert again.returncode == 0 and config_file(home).read_text() == text
     assert run_cli("uninstall", "--agent", "openclaw").returncode == 0
@@ -182,7 +185,7 @@ def test_a_fresh_state_dir_is_created_and_removed(home: Path, data_dir: Path, tm
     state = tmp_path / "oc-state"
     env = dict(os.environ, OPENCLAW_STATE_DIR=str(state))
     assert run_cli("init", "--agent", "openclaw", env=env).returncode == 0
-    assert (state / "openclaw.json").exists() and (state / "leanctx" / "leanctx.mjs").exists()
+    assert (state / "openclaw.json").exists() and (state / "leanctx" / "index.mjs").exists()
     assert run_cli("uninstall", "--agent", "openclaw", env=env).returncode == 0
     assert not (state / "openclaw.json").exists() and not (state / "leanctx").exists()
 
@@ -251,7 +254,7 @@ def ctx(key: str = ANA, session: str = "s-ana-1", **more: object) -> dict:
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_the_plugin_sends_the_channels_message_id_the_reply_and_compaction(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
     assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0
-    plugin = home / ".openclaw" / "leanctx" / "leanctx.mjs"
+    plugin = home / ".openclaw" / "leanctx" / "index.mjs"
     turn = [["message_received", {"from": "111", "content": "hi", "messageId": "7", "sessionKey": ANA}, {"channelId": "telegram", "conversationId": "111"}],
             ["before_prompt_build", {"prompt": "wrapped hi", "currentUserMessage": "hi", "currentUserMessageId": "adm-1", "messages": []}, ctx()],
             ["agent_end", {"success": True, "messages": [{"role": "user", "content": "hi"},
@@ -276,7 +279,7 @@ def test_the_plugins_guard_blocks_with_the_reason_and_without_guard_only_ctx_rea
     users = Path(bot_env["CKS_HOME"]) / "user"
     (users / "bob").mkdir(parents=True)
     assert run_cli("init", "--agent", "openclaw", "--bot", "--guard", env=bot_env).returncode == 0
-    plugin = home / ".openclaw" / "leanctx" / "leanctx.mjs"
+    plugin = home / ".openclaw" / "leanctx" / "index.mjs"
     out = drive(plugin, [["before_tool_call", {"toolName": "read", "params": {"path": str(users / "bob" / "x.md")}, "toolCallId": "c1"}, ctx()],
                          ["before_tool_call", {"toolName": "read", "params": {"path": "/tmp/a.txt"}, "toolCallId": "c2"}, ctx()]], bot_env, tmp_path)
     assert out[1]["result"]["block"] is True and "bob" in out[1]["result"]["blockReason"], out
@@ -312,13 +315,14 @@ def test_the_state_tools_act_on_the_sessions_own_thread(bot_env: dict) -> None:
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_the_plugin_offers_the_state_tools_only_to_a_session_with_a_key(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
     assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0
-    plugin = home / ".openclaw" / "leanctx" / "leanctx.mjs"
+    plugin = home / ".openclaw" / "leanctx" / "index.mjs"
     driver = tmp_path / "tools.mjs"
     driver.write_text(r"""
 import { pathToFileURL } from "node:url";
 const mod = await import(pathToFileURL(process.argv[2]).href);
 let factory = null;
-mod.default.register({ on: () => {}, registerTool: (f) => { factory = f; } });
+let opts = null;
+mod.default.register({ on: () => {}, registerTool: (f, o) => { factory = f; opts = o; } });
 const none = factory({});
 const tools = factory({ sessionKey: process.argv[3], sessionId: "s1", workspaceDir: "/tmp" });
 const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
@@ -326,12 +330,12 @@ const saved = await byName.leanctx_state_pending.execute("c1", { question: "Size
 let refused = null;
 try { await byName.leanctx_state_pending.execute("c2", { question: "" }); } catch (e) { refused = e.message; }
 const shown = await byName.leanctx_state_show.execute("c3", {});
-console.log(JSON.stringify({ none, names: Object.keys(byName).sort(), saved: saved.content[0].text, refused, shown: shown.content[0].text }));
+console.log(JSON.stringify({ none, declared: opts.names.slice().sort(), names: Object.keys(byName).sort(), saved: saved.content[0].text, refused, shown: shown.content[0].text }));
 """)
     proc = subprocess.run([NODE, str(driver), str(plugin), BOB], capture_output=True, text=True, timeout=90, env=bot_env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["none"] is None
-    assert out["names"] == ["leanctx_state_clear_pending", "leanctx_state_pending", "leanctx_state_show", "leanctx_state_summary"]
+    assert out["names"] == out["declared"] == ["leanctx_state_clear_pending", "leanctx_state_pending", "leanctx_state_show", "leanctx_state_summary"]
     assert out["saved"].startswith("Saved") and "empty" in out["refused"] and "Size?" in out["shown"]
     assert thread(BOB, bot_env)["pending"]["question"] == "Size?" and thread(ANA, bot_env).get("pending") is None
