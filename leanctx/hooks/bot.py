@@ -87,7 +87,7 @@ def _keyed_event(agent: Agent, event: HookEvent, data_dir: str, session: str | N
     from leanctx.state.errors import BadSlug
     from leanctx.state.slug import check_id
 
-    if event.subagent_id or event.kind not in (PROMPT, STOP, REPLY):
+    if event.subagent_id or event.kind not in (SESSION_START, PROMPT, STOP, REPLY):
         return None
     key = (event.thread_key or "").strip()
     if not key:
@@ -95,11 +95,17 @@ def _keyed_event(agent: Agent, event: HookEvent, data_dir: str, session: str | N
         return None
     try:
         user = check_id(channel.thread_id(agent.thread_key_source or agent.name, key))
+        if event.kind == SESSION_START:
+            # `/new`, `/reset`, an idle or daily reset: OpenClaw 2026.9.6 starts the key's transcript
+            # empty under the same session id, so the id cannot tell; the next prompt gets the
+            # whole thread (noted on disk: a restart in between keeps it)
+            _fresh(data_dir, user, mark=True)
+            return None
         if event.kind == PROMPT:
             if not event.prompt:
                 return None
             state = api.show(user)
-            whole = event.source == "compact" or not protocol.holds_thread(state, session)
+            whole = _fresh(data_dir, user) or event.source == "compact" or not protocol.holds_thread(state, session)
             notes = [protocol.rehydrate(state)] if whole and not protocol.is_empty(state) else []
             result = api.inbound(event.prompt, user, session_id=session, source=agent.name, message_id=event.message_id)
             notes.append(protocol.answer_context(result["answered"]) if result.get("answered") else "")
@@ -109,6 +115,24 @@ def _keyed_event(agent: Agent, event: HookEvent, data_dir: str, session: str | N
     except BadSlug as exc:
         log(data_dir, agent.name, event.event, f"bot profile: nothing recorded: {exc}")
     return None
+
+
+def _fresh(data_dir: str, user: str, mark: bool = False) -> bool:
+    """Note (`mark`) or take the note that this person's next prompt starts on an empty
+    transcript; True when there was one to take."""
+    from leanctx.state.slug import slugify
+
+    folder = os.path.join(data_dir, "bot-fresh")
+    path = os.path.join(folder, slugify(user))
+    if mark:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+        return True
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
 
 
 STATE_TOOL = "state_tool"  # the kind of a host tool call on the person's own thread (OpenClaw's plugin tools)

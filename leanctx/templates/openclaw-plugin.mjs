@@ -50,13 +50,20 @@ function bounded() {
   };
 }
 
+// OpenClaw registers a plugin more than once in one gateway process (the channel side and the
+// agent runtime each get an instance: seen on 2026.9.6), and message_received reaches one while
+// before_prompt_build reaches the other; what they share lives on globalThis.
+const SHARED = (globalThis.__leanctxOpenClaw ||= {
+  inbound: bounded(), // session key -> the channel's id of the message being answered
+  compacted: bounded(), // session keys whose next prompt follows a compaction
+});
+
 export default {
   id: @PLUGIN_ID@,
   name: "leanctx",
   description: "leanctx: per-person conversation state, ids published, read cache gate",
   register(api) {
-    const inbound = bounded(); // session key -> the channel's id of the message being answered
-    const compacted = bounded(); // session keys whose next prompt follows a compaction
+    const { inbound, compacted } = SHARED;
 
     async function fire(name, ctx, body) {
       try {
