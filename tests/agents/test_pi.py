@@ -187,7 +187,8 @@ def test_extension_offers_ctx_read_and_a_second_read_of_the_session_is_the_stub(
     out = drive(ext, calls, cwd)
     assert out[0]["tools"] == ["ctx_read"], out
     assert out[0]["events"] == sorted(["session_start", "before_agent_start", "session_before_compact", "session_compact",
-                                       "session_before_tree", "session_tree", "agent_end", "session_shutdown", "tool_call"])
+                                       "session_before_tree", "session_tree", "agent_end", "session_shutdown", "tool_call",
+                                       "tool_result", "context"])
     texts = [r["text"] for r in out[1:] if "text" in r]
     assert "hello from a file" in texts[0] and texts[1].startswith("[unchanged]"), out
     assert all(r.get("result") is None for r in out[1:] if "result" in r), out  # no guard: nothing blocked
