@@ -211,7 +211,7 @@ def test_bash_reads_get_the_stub_and_content_when_due_and_a_new_session_drops_th
             assert got[0] == source(), got[0][:300]
             assert got[1].startswith(f"[unchanged] big.py L100-129 of {LINES} lines") and "run the same command again" in got[1], got[1]
             assert got[2].startswith(f"[unchanged] big.py {LINES} lines"), got[2][:300]
-            assert got[3] == "     1\tdef function_0(x):\n     2\t    return x * 0\n     3\t", got[3]
+            assert got[3] == "     1\tdef function_0(x):\n     2\t    return x * 0\n     3\t\n", got[3]
             assert got[4].startswith("[changed] big.py") and "+    return x * 9 + 0" in got[4], got[4][:300]
             assert got[5] == big.read_text(), got[5][:300]
             assert got[6].startswith(f"[unchanged] big.py {LINES} lines") and "read it again right away" in got[6], got[6][:300]
