@@ -25,6 +25,40 @@ const MAX_HELD = 1000;
 const START_MS = 30000; // the server's start and tools/list, once, while Pi loads its extensions
 const CALL_MS = 120000; // one ctx_read: a server that stops answering fails the call, not the session
 
+// Pi runs the tool calls of one model message together: each call's tool_call first, then all of
+// them at once. A read refused with a stub while a sibling call changes the file would tell the
+// model "unchanged" about a file that changed under it, so a built-in read is answered by the cache
+// only when every other call of its message only reads: Pi's read, grep, find, ls, ctx_read, or a
+// bash command that is one `cat`/`nl`/`head`/`tail` with no shell operator. Anything else, or a
+// message we cannot find, and the read runs (it is still credited after, against the disk).
+const READ_ONLY_TOOLS = new Set(["read", "grep", "find", "ls"]);
+const PLAIN_SHELL_READ = /^\s*(cat|nl|head|tail)(\s+[^;&|<>`$()\\\n\r]*)?$/;
+const MAX_WALK = 64;
+
+function readsOnly(call) {
+  if (!call || typeof call.name !== "string") return false;
+  if (call.name === READ_TOOL || READ_ONLY_TOOLS.has(call.name)) return true;
+  const args = call.arguments;
+  return call.name === SHELL_TOOL && !!args && typeof args.command === "string" && PLAIN_SHELL_READ.test(args.command);
+}
+
+function alone(ctx, id) {
+  try {
+    const manager = ctx && ctx.sessionManager;
+    let entry = manager && manager.getLeafEntry && manager.getLeafEntry();
+    for (let i = 0; entry && i < MAX_WALK; i++) {
+      const message = entry.type === "message" ? entry.message : null;
+      if (message && message.role === "assistant" && Array.isArray(message.content)) {
+        const calls = message.content.filter((c) => c && c.type === "toolCall");
+        if (!calls.some((c) => c.id === id)) return false;
+        return calls.every((c) => c.id === id || readsOnly(c));
+      }
+      entry = entry.parentId ? manager.getEntry(entry.parentId) : null;
+    }
+  } catch (e) {}
+  return false;
+}
+
 function gated(tool, input) {
   if (!READ_TOOLS.has(tool)) return false;
   if (tool !== SHELL_TOOL) return true;
@@ -188,8 +222,13 @@ export default async function (pi) {
   });
   pi.on("tool_call", async (event, ctx) => {
     if (typeof HOOKS["tool_call"] !== "string" || !event) return;
-    if (PRE_READS_ONLY && event.toolName !== READ_TOOL && !gated(event.toolName, event.input)) return;
-    const value = await fire("tool_call", ctx, { tool_name: event.toolName, tool_input: event.input, tool_use_id: event.toolCallId });
+    const builtin = gated(event.toolName, event.input);
+    if (PRE_READS_ONLY && event.toolName !== READ_TOOL && !builtin) return;
+    // a built-in read beside a call that may write goes without its id: the hook names no call,
+    // so the cache does not answer it (the guard, with --guard, still does)
+    const id = builtin && !alone(ctx, event.toolCallId) ? undefined : event.toolCallId;
+    if (PRE_READS_ONLY && id === undefined && event.toolName !== READ_TOOL) return;
+    const value = await fire("tool_call", ctx, { tool_name: event.toolName, tool_input: event.input, tool_use_id: id });
     if (value.decision === "deny" && typeof value.reason === "string") return { block: true, reason: value.reason };
   });
   // A built-in read's result is credited only once it is proven to be what the model is sent:

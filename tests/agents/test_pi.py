@@ -142,10 +142,19 @@ const handlers = {};
 const tools = {};
 const pi = { on: (name, f) => { (handlers[name] = handlers[name] || []).push(f); }, registerTool: (t) => { tools[t.name] = t; } };
 await mod.default(pi);
-const ctx = { cwd, sessionManager: { getSessionId: () => process.env.SID, getSessionFile: () => process.env.SFILE } };
+// the session as Pi keeps it for tool_call: the model's message with the call and its siblings
+// (`batch`: the other calls of that message, none by default)
+let leaf = null;
+const ctx = { cwd, sessionManager: { getSessionId: () => process.env.SID, getSessionFile: () => process.env.SFILE,
+  getLeafEntry: () => leaf, getEntry: () => null } };
 const out = [{ tools: Object.keys(tools), events: Object.keys(handlers).sort() }];
 for (const [kind, name, arg] of calls) {
   try {
+    if (kind === "event" && name === "tool_call") {
+      const own = { type: "toolCall", id: arg.toolCallId, name: arg.toolName, arguments: arg.input };
+      leaf = { type: "message", id: "m", parentId: null, message: { role: "assistant", content: [own, ...(arg.batch || [])] } };
+      delete arg.batch;
+    }
     if (kind === "event") out.push({ name, result: (await handlers[name][0](arg, ctx)) ?? null });
     else out.push({ name, text: (await tools[name].execute(arg.id, arg.params, undefined, undefined, ctx)).content[0].text });
   } catch (e) {
@@ -353,6 +362,12 @@ def test_init_wires_the_built_in_gate_and_no_builtin_gate_takes_it_out(home: Pat
     assert wired_hooks(home)["tool_call"] == "pi tool_call --guard --read-gate --builtin-read"
 
 
+def daemon_up() -> list:
+    """A ctx_read first: the MCP server has the cache daemon up once it answers (the read gate's
+    hooks never start it; without it they credit nothing and refuse nothing)."""
+    return [["tool", "ctx_read", {"id": "c0", "params": {"path": "b.txt"}}]]
+
+
 def builtin_calls(call: str, seen: str, **context: object) -> list:
     """A read of a.txt by Pi's own tool, its result, and the next request's messages."""
     message = {"role": "toolResult", "toolCallId": call, "toolName": "read", "isError": False,
@@ -378,10 +393,42 @@ def test_the_extension_credits_pis_read_only_once_the_next_request_carries_it(ho
     more = {"carried": {}, "changed by a later handler": {"sent": text + "(a note another extension added)"},
             "not carried": {"carried": False}, "compacted before the request": {"compact": True}}[case]
     again = ["event", "tool_call", {"toolName": "read", "toolCallId": "c2", "input": {"path": "a.txt"}}]
-    out = drive(ext, [["event", "session_start", {"reason": "startup"}], *builtin_calls("c1", text, **more), again], cwd)
-    assert out[2]["result"] is None and out[3]["result"] is None, out  # the first read runs, its result is left as it is
+    (cwd / "b.txt").write_text("another file\n")
+    out = drive(ext, [["event", "session_start", {"reason": "startup"}], *daemon_up(), *builtin_calls("c1", text, **more), again], cwd)
+    assert out[3]["result"] is None and out[4]["result"] is None, out  # the first read runs, its result is left as it is
     last = out[-1]["result"]
     if case == "carried":
         assert last["block"] is True and last["reason"].startswith("[unchanged] a.txt 301 lines"), out
     else:
         assert last is None, out
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_a_read_beside_a_call_that_may_write_is_not_answered_by_the_cache(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    """Pi runs one message's calls together (each tool_call first): a stub beside an edit, a
+    write or a shell command could say "unchanged" of a file that changes under it. Beside reads
+    only (read, grep, ls, a plain cat), the stub; beside anything else, the read runs."""
+    assert run_cli("init", "--agent", "pi").returncode == 0
+    ext = home / ".pi" / "agent" / "extensions" / "leanctx.js"
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    text = "hello from a file\n" + "".join(f"line {i} of the file\n" for i in range(300))
+    (cwd / "a.txt").write_text(text)
+    sibling = lambda name, args: {"type": "toolCall", "id": f"s_{name}", "name": name, "arguments": args}  # noqa: E731
+    batches = {
+        "reads": [sibling("grep", {"pattern": "x"}), sibling("ls", {}), sibling("bash", {"command": "cat b.txt"}),
+                  sibling("ctx_read", {"path": "b.txt"})],
+        "edit": [sibling("edit", {"path": "a.txt", "edits": []})],
+        "write": [sibling("write", {"path": "a.txt", "content": "x"})],
+        "shell": [sibling("bash", {"command": "cat b.txt > a.txt"})],
+        "sed": [sibling("bash", {"command": "sed -i 's/a/b/' a.txt"})],
+        "other tool": [sibling("deploy", {})],
+    }
+    (cwd / "b.txt").write_text("another file\n")
+    calls = [["event", "session_start", {"reason": "startup"}], *daemon_up(), *builtin_calls("c1", text)]
+    for name, batch in batches.items():
+        calls.append(["event", "tool_call", {"toolName": "bash", "toolCallId": f"c_{name}", "input": {"command": "cat a.txt"}, "batch": batch}])
+    out = drive(ext, calls, cwd)
+    answers = dict(zip(batches, [r["result"] for r in out[-len(batches):]]))
+    assert answers["reads"]["block"] is True and answers["reads"]["reason"].startswith("[unchanged] a.txt"), answers
+    assert all(answers[name] is None for name in batches if name != "reads"), answers

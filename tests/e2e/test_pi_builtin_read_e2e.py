@@ -225,3 +225,42 @@ def test_bash_reads_get_the_stub_and_content_when_due_and_a_new_session_drops_th
         finally:
             setup.stop()
         setup.doctor_and_uninstall()
+
+
+def test_one_message_with_a_read_beside_an_edit_gets_no_stub(pi_cli, host_home, lean, run_host):
+    """Pi runs the calls of one model message together, each `tool_call` before any of them runs:
+    a read beside an edit or a shell command that writes is never the stub (the edit may change
+    the file under it); beside only reads (`read`, `ls`, `grep`) it is."""
+    hh = host_home
+    big, other = hh.proj / "big.py", hh.proj / "other.py"
+    big.write_text(source())
+    other.write_text(source(150))
+    read = lambda f: function_call("read", {"path": str(f)})  # noqa: E731
+    edit = function_call("edit", {"path": str(big), "edits": [{"oldText": "return x * 7\n", "newText": "return x * 70\n"}]})
+    calls = [
+        [read(big), read(other)],                                                    # 0 both content
+        [edit, read(other)],                                                         # 1 beside an edit: runs
+        [read(other), function_call("ls", {}), function_call("grep", {"pattern": "x"})],  # 2 beside reads: the stub
+        [read(big)],                                                                 # 3 after the edit: a diff
+        [read(big)],                                                                 # 4 asked again: content
+        [read(big), function_call("bash", {"command": "cat big.py > copy.py"})],     # 5 beside a writer: runs
+    ]
+    with FakeOpenAI(script=[*calls, "done"], model="fake-model") as srv:
+        setup = Setup(hh, lean, srv.base_url)
+        try:
+            run_pi(pi_cli, hh, lean, run_host, "work on big.py")
+            out = chat_results(srv)
+            got = [[out.get(c["call_id"], "") for c in batch] for batch in calls]
+            edited = source().replace("return x * 7\n", "return x * 70\n")
+            assert got[0] == [source(), source(150)], [g[:100] for g in got[0]]
+            assert "Successfully replaced 1 block(s)" in got[1][0], got[1][0]
+            assert got[1][1] == source(150), got[1][1][:300]
+            assert got[2][0].startswith("[unchanged] other.py 450 lines"), got[2][0][:300]
+            assert got[3][0].startswith("[changed] big.py") and "+    return x * 70" in got[3][0], got[3][0][:300]
+            assert got[4][0] == edited, got[4][0][:300]
+            assert got[5][0] == edited, got[5][0][:300]
+            assert (hh.proj / "copy.py").read_text() == edited
+            model_got_what_the_tap_saw(setup, out)
+            lean.assert_no_hook_errors()
+        finally:
+            setup.stop()
