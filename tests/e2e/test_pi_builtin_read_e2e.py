@@ -29,6 +29,14 @@ TAP_EXTENSION = r'''
 import fs from "node:fs";
 const LOG = @LOG@;
 export default function (pi) {
+  // `/leanctx-test-tree`: what choosing the session's first prompt in `/tree` does (no summary)
+  pi.registerCommand("leanctx-test-tree", {
+    description: "go back to the session's first prompt",
+    handler: async (args, ctx) => {
+      const first = ctx.sessionManager.getEntries().find((e) => e.type === "message" && e.message.role === "user");
+      await ctx.navigateTree(first.id, { summarize: false });
+    },
+  });
   pi.on("tool_result", async (event) => {
     const text = (event.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
     fs.appendFileSync(LOG, JSON.stringify({ id: event.toolCallId, tool: event.toolName, text }) + "\n");
@@ -261,6 +269,35 @@ def test_one_message_with_a_read_beside_an_edit_gets_no_stub(pi_cli, host_home, 
             assert got[5][0] == edited, got[5][0][:300]
             assert (hh.proj / "copy.py").read_text() == edited
             model_got_what_the_tap_saw(setup, out)
+            lean.assert_no_hook_errors()
+        finally:
+            setup.stop()
+
+
+def test_after_a_tree_navigation_the_read_is_content(pi_cli, host_home, lean):
+    """`/tree` (here through an extension command calling `ctx.navigateTree`, what choosing an
+    entry in `/tree` does) leaves the branch that read the file: Pi fires `session_before_tree`
+    and `session_tree`, counted as context losses, and the next read is the content."""
+    hh = host_home
+    big = hh.proj / "big.py"
+    big.write_text(source())
+    read = lambda: function_call("read", {"path": "big.py"})  # noqa: E731
+    first, stub, after, again = read(), read(), read(), read()
+    with FakeOpenAI(script=[first, stub, "done", after, again, "done"], model="fake-model") as srv:
+        setup = Setup(hh, lean, srv.base_url)
+        try:
+            rpc_session(pi_cli, hh, lean, [{"type": "prompt", "message": "read big.py twice"},
+                                           {"type": "prompt", "message": "/leanctx-test-tree"},
+                                           {"type": "prompt", "message": "read big.py twice"}])
+            out = chat_results(srv)
+            assert out[first["call_id"]] == source() and out[stub["call_id"]].startswith(f"[unchanged] big.py {LINES} lines")
+            rec = lean.only_record("pi")
+            assert rec["compactions"] == 2, rec  # session_before_tree and session_tree
+            assert out[after["call_id"]] == source(), out[after["call_id"]][:300]
+            assert out[again["call_id"]].startswith(f"[unchanged] big.py {LINES} lines"), out[again["call_id"]][:300]
+            # the request after the navigation no longer carries the first branch's reads
+            last = [b for b in srv.requests if isinstance(b, dict) and b.get("tools")][-1]
+            assert first["call_id"] not in json.dumps(last) and after["call_id"] in json.dumps(last)
             lean.assert_no_hook_errors()
         finally:
             setup.stop()
