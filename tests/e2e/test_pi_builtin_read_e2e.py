@@ -301,3 +301,34 @@ def test_after_a_tree_navigation_the_read_is_content(pi_cli, host_home, lean):
             lean.assert_no_hook_errors()
         finally:
             setup.stop()
+
+
+def test_resuming_an_earlier_session_in_the_same_process(pi_cli, host_home, lean):
+    """`/resume` in one process (`switch_session` in `pi --mode rpc`): session A read the file,
+    session B did not; back in A, whose messages Pi loads again with that read in them, the
+    re-read is the stub; B's read of it was content."""
+    hh = host_home
+    big = hh.proj / "big.py"
+    big.write_text(source())
+    read = lambda: function_call("read", {"path": "big.py"})  # noqa: E731
+    a_first, b_first, a_again = read(), read(), read()
+    with FakeOpenAI(script=[a_first, "done", b_first, "done", a_again, "done"], model="fake-model") as srv:
+        setup = Setup(hh, lean, srv.base_url)
+        try:
+            first_file = {}
+
+            def back_to_a():
+                headers = session_headers(setup.agent_dir)
+                first_file["a"] = next(f for f in headers.values() if a_first["call_id"] in open(f).read())
+                return {"type": "switch_session", "sessionPath": first_file["a"]}
+
+            rpc_session(pi_cli, hh, lean, [{"type": "prompt", "message": "read big.py"}, {"type": "new_session"},
+                                           {"type": "prompt", "message": "read big.py"}, back_to_a,
+                                           {"type": "prompt", "message": "read big.py again"}])
+            out = chat_results(srv)
+            assert out[a_first["call_id"]] == source() and out[b_first["call_id"]] == source(), out
+            assert out[a_again["call_id"]].startswith(f"[unchanged] big.py {LINES} lines"), out[a_again["call_id"]][:300]
+            assert a_again["call_id"] in open(first_file["a"]).read()
+            lean.assert_no_hook_errors()
+        finally:
+            setup.stop()

@@ -158,6 +158,7 @@ def rpc_session(cli, hh, lean, commands: list, timeout: float = TIMEOUT) -> list
     deadline = time.monotonic() + timeout
     try:
         for command in commands:
+            command = command() if callable(command) else command  # one that needs what came before
             proc.stdin.write(json.dumps(command) + "\n")
             proc.stdin.flush()
             done = False
