@@ -17,7 +17,10 @@ Pi's own `read` and plain shell reads through its `bash` are gated like ctx_read
 readers.py; tests/e2e/test_pi_builtin_read_e2e.py): the pre-tool answer is the same block. What
 they delivered comes from `tool_result` (the tool's `content` after the handlers before ours), which
 the extension hands on only once the next model request of the session (Pi's `context` event)
-carries that very text as the call's result (templates/pi-extension.js). Pi's `read` (0.73.1,
+carries that very text as the call's result (templates/pi-extension.js). Pi runs one model
+message's calls together (every `tool_call` first): the extension sends a built-in read's call id
+only when every other call of its message only reads, so a read beside an edit is never answered
+(no id: nothing named, the read runs). Pi's `read` (0.73.1,
 dist/core/tools/read.js) returns the file's text as it is, no line numbers: from line `offset`
 (1-based, 0 or none: line 1), `limit` lines, ending in a note when more follows
 (`[N more lines in file. Use offset=K to continue.]`) or when it cut the text at 2,000 lines or
