@@ -327,7 +327,7 @@ def test_what_a_delivery_credits_and_what_it_refuses(home: Path) -> None:
         result("x", isError=True),                    # an error result (bash: a non-zero exit)
         result("x", isError=None),
         result("x", truncated=True),                  # bash cut the output
-        result("x", fullOutputPath="/tmp/pi-bash-1.log"),
+        result("x", fullOutputPath="pi-bash-0123abcd.log"),
         {"tool_response": {"content": [{"type": "text", "text": "x"}, {"type": "image"}], "isError": False, "truncated": False}},
         {"tool_response": {"content": [], "isError": False, "truncated": False}},
         {"tool_response": {"content": "x", "isError": False, "truncated": False}},
