@@ -1227,8 +1227,100 @@ class CodeBuddy(Host):
             run.bodies[:] = srv.requests
 
 
+class Pi(Host):
+    """Pi (`pi --mode rpc`, Chat Completions): read (offset, limit), bash, edit; leanctx is an
+    extension there, not command hooks, so no hook time is taken. No subagents ("No sub-agents" in
+    its README). The compaction is its `compact` command between two prompts: the first prompt ends
+    at the session's compaction step, then `compact`, then a second prompt goes on."""
+    name, agent, cli = "Pi", "pi", "pi"
+    has_subagent = False
+
+    def version(self) -> str:
+        # `pi --version` prints it on stderr
+        path = hostcli.find_cli(self.cli)
+        cp = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                            env=hostcli.base_env(Path(tempfile.gettempdir()))) if path else None
+        found = re.search(r"\d+\.\d+\.\d+", (cp.stdout + cp.stderr) if cp else "")
+        return found[0] if found else "?"
+
+    def call(self, act: Act, body: dict) -> tuple[str, object]:
+        from tests.e2e.fake_openai import function_call
+
+        p = str(self.proj / act.path) if act.path else ""
+        if act.kind == "read":
+            args: dict = {"path": p}
+            if act.start is not None:
+                args.update(offset=act.start, limit=act.end - act.start + 1)
+            item = function_call("read", args)
+        elif act.kind == "shell":
+            item = function_call("bash", {"command": act.command})
+        elif act.kind == "ctx_read":
+            args = {"path": act.path}
+            if act.start is not None:
+                args.update(start_line=act.start, end_line=act.end)
+            item = function_call("ctx_read", args)
+        elif act.kind == "edit":
+            item = function_call("edit", {"path": p, "edits": [{"oldText": act.old, "newText": act.new}]})
+        else:
+            raise ValueError(act.kind)
+        return item["call_id"], item
+
+    def result(self, body: dict, call_id: str) -> Optional[str]:
+        from tests.e2e.fake_openai import chat_tool_outputs
+
+        return chat_tool_outputs(body).get(call_id)
+
+    def is_sub(self, body: dict) -> bool:
+        return False
+
+    @staticmethod
+    def is_compaction(body: dict) -> bool:
+        """Its summary request: no tools, its summariser's system prompt."""
+        return "messages" in body and not body.get("tools") and "context summarization" in json.dumps(body.get("messages"))
+
+    def compact(self, model: Model, conv: dict, body: dict):  # noqa: ANN201
+        model.paused = True  # this prompt ends here; `compact`, then the session goes on
+        return "pausing for a compaction"
+
+    def run(self, run: Run, hh: hostcli.HostHome, lean: "Lean", env: dict, model: Model, log: Optional[Path]) -> None:
+        import types
+
+        from tests.e2e.fake_openai import FakeOpenAI
+        from tests.e2e.test_pi_e2e import models_json, rpc_session
+
+        self.proj = hh.proj
+        agent_dir = hh.home / ".pi" / "agent"
+        agent_dir.mkdir(parents=True, exist_ok=True)
+        with FakeOpenAI(script=[model.answer] * 400, model="fake-model") as srv:
+            (agent_dir / "models.json").write_text(models_json(srv.base_url))
+            if log is not None:
+                lean.run("init", "--agent", self.agent)
+                lean.run("serve", "--detach")
+            compacted = []
+
+            def compact_if_asked() -> dict:
+                if not model.paused:
+                    return {"type": "get_state"}
+                model.paused = False
+                compacted.append(True)
+                return {"type": "compact"}
+
+            def go_on() -> dict:
+                return {"type": "prompt", "message": "go on with the handlers"} if compacted else {"type": "get_state"}
+
+            try:
+                rpc_session(hostcli.find_cli(self.cli), hh, types.SimpleNamespace(host_env=env),
+                            [{"type": "prompt", "message": "work on the handlers"}, compact_if_asked, go_on],
+                            timeout=HOST_TIMEOUT)
+            except AssertionError as exc:
+                run.error = f"pi --mode rpc: {str(exc)[-400:]}"
+            if compacted and not any(isinstance(b, dict) and self.is_compaction(b) for b in srv.requests):
+                run.error = run.error or "Pi did not compact"
+            run.bodies[:] = srv.requests
+
+
 HOSTS: dict[str, Callable[[], Host]] = {"claude": Claude, "codex": Codex, "gemini": Gemini, "qwen": Qwen, "opencode": OpenCode,
-                                        "copilot": Copilot, "codebuddy": CodeBuddy}
+                                        "copilot": Copilot, "codebuddy": CodeBuddy, "pi": Pi}
 
 
 def hosts() -> dict[str, Host]:
@@ -1391,7 +1483,7 @@ def _is_compaction(body: dict) -> bool:
     from tests.e2e import fake_anthropic, fake_gemini_chat, fake_openai
 
     return (fake_anthropic.is_compaction(body) or fake_openai.is_compaction(body) or fake_gemini_chat.is_compaction(body)
-            or OpenCode.is_compaction(body) or CodeBuddy.classify(body) == "compact")
+            or OpenCode.is_compaction(body) or CodeBuddy.classify(body) == "compact" or Pi.is_compaction(body))
 
 
 def bench_host(host: Host, quick: bool, root: Path, floor_runs: int) -> dict:

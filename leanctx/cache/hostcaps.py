@@ -60,6 +60,11 @@ _BUILTIN_LIMITS: dict[str, tuple[int, int | None]] = {
     "codebuddy": (58_000, None),
     # Droid 0.215.0's Read: 58,240 characters seen whole; it cuts at 60,000 itself, with a note
     "droid": (58_000, None),
+    # Pi 0.73.1's read cuts its own output (2,000 lines or 51,200 bytes, whole lines, with a note)
+    # and its agent loop hands the model that result, or an extension's block reason, as it is: a
+    # 2,000-line window (52,892 as JSON) seen whole in a run (tests/e2e/test_pi_builtin_read_e2e.py);
+    # 54,000 holds any ASCII window it can return
+    "pi": (54_000, None),
 }
 _SHELL_LIMITS: dict[str, tuple[int, int | None]] = {
     # Claude Code's Bash keeps 30,000 characters of output (BASH_MAX_OUTPUT_LENGTH's default)
@@ -73,6 +78,9 @@ _SHELL_LIMITS: dict[str, tuple[int, int | None]] = {
     "codebuddy": (29_000, None),
     # Droid 0.215.0's Execute: 4,500 characters seen whole; 10,985 cut to head and tail (8,010)
     "droid": (4_500, None),
+    # Pi 0.73.1's bash keeps the last 2,000 lines or 51,200 bytes of output, a cut one marked in
+    # its details (never credited); what it keeps reaches the model as it is (the read's limit)
+    "pi": (54_000, None),
 }
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from leanctx import agents
-from leanctx.agents.base import PRE_COMPACT, PRE_TOOL, PROMPT, SESSION_END, SESSION_START, STOP
+from leanctx.agents.base import POST_TOOL, PRE_COMPACT, PRE_TOOL, PROMPT, SESSION_END, SESSION_START, STOP
 from tests.conftest import run_cli
 
 AGENT = agents.get("pi")
@@ -142,10 +142,19 @@ const handlers = {};
 const tools = {};
 const pi = { on: (name, f) => { (handlers[name] = handlers[name] || []).push(f); }, registerTool: (t) => { tools[t.name] = t; } };
 await mod.default(pi);
-const ctx = { cwd, sessionManager: { getSessionId: () => process.env.SID, getSessionFile: () => process.env.SFILE } };
+// the session as Pi keeps it for tool_call: the model's message with the call and its siblings
+// (`batch`: the other calls of that message, none by default)
+let leaf = null;
+const ctx = { cwd, sessionManager: { getSessionId: () => process.env.SID, getSessionFile: () => process.env.SFILE,
+  getLeafEntry: () => leaf, getEntry: () => null } };
 const out = [{ tools: Object.keys(tools), events: Object.keys(handlers).sort() }];
 for (const [kind, name, arg] of calls) {
   try {
+    if (kind === "event" && name === "tool_call") {
+      const own = { type: "toolCall", id: arg.toolCallId, name: arg.toolName, arguments: arg.input };
+      leaf = { type: "message", id: "m", parentId: null, message: { role: "assistant", content: [own, ...(arg.batch || [])] } };
+      delete arg.batch;
+    }
     if (kind === "event") out.push({ name, result: (await handlers[name][0](arg, ctx)) ?? null });
     else out.push({ name, text: (await tools[name].execute(arg.id, arg.params, undefined, undefined, ctx)).content[0].text });
   } catch (e) {
@@ -187,7 +196,8 @@ def test_extension_offers_ctx_read_and_a_second_read_of_the_session_is_the_stub(
     out = drive(ext, calls, cwd)
     assert out[0]["tools"] == ["ctx_read"], out
     assert out[0]["events"] == sorted(["session_start", "before_agent_start", "session_before_compact", "session_compact",
-                                       "session_before_tree", "session_tree", "agent_end", "session_shutdown", "tool_call"])
+                                       "session_before_tree", "session_tree", "agent_end", "session_shutdown", "tool_call",
+                                       "tool_result", "context"])
     texts = [r["text"] for r in out[1:] if "text" in r]
     assert "hello from a file" in texts[0] and texts[1].startswith("[unchanged]"), out
     assert all(r.get("result") is None for r in out[1:] if "result" in r), out  # no guard: nothing blocked
@@ -214,3 +224,211 @@ def test_the_guards_deny_blocks_the_call_and_a_missing_leanctx_is_a_no_op(home: 
     (data_dir / "bin" / "leanctx-hook").unlink()
     out = drive(ext, [["event", "session_start", {"reason": "startup"}], *read_calls("c2")[:1], ["event", "agent_end", {}]], cwd)
     assert out[0]["tools"] == [] and all("threw" not in r for r in out), out
+
+
+# -- Pi's own read and bash under the read cache ----------------------------------------------------
+from leanctx import readers  # noqa: E402
+from leanctx.agents import pi as pi_mod  # noqa: E402
+
+CWD = "/home/user/work/proj"
+
+
+def test_read_calls_name_a_file_and_span_only_when_sure() -> None:
+    ask = lambda args, cwd=CWD: pi_mod.read_request(args, cwd)  # noqa: E731
+    assert ask({"path": "a.txt"}) == (f"{CWD}/a.txt", 1, None)
+    assert ask({"path": "/etc/../srv/a.txt", "offset": 0}) == ("/srv/a.txt", 1, None)  # offset 0 reads from line 1
+    assert ask({"path": "src/a.py", "offset": 5, "limit": 10}) == (f"{CWD}/src/a.py", 5, 14)
+    assert ask({"path": "a.txt", "limit": 3}) == (f"{CWD}/a.txt", 1, 3)
+    # Pi would read something else, or we cannot say which lines: not named
+    for args in ({"path": "a.txt", "offset": -1}, {"path": "a.txt", "offset": 2.5}, {"path": "a.txt", "limit": 0},
+                 {"path": "a.txt", "limit": True}, {"path": "a.txt", "encoding": "latin1"}, {"path": "@a.txt"},
+                 {"path": "~/a.txt"}, {"path": "it's.txt"}, {"path": "Shot 1.02.03 PM.png"}, {"path": "caf\u00e9.txt"},
+                 {"path": "a\u00a0b.txt"}, {"path": ""}, {"path": 5}, {}, "a.txt"):
+        assert ask(args) is None, args
+    assert ask({"path": "a.txt"}, cwd=None) is None and ask({"path": "a.txt"}, cwd="rel") is None
+
+
+def test_what_a_read_result_stands_for() -> None:
+    lines = [f"row {i}" for i in range(1, 11)]
+    whole = "\n".join(lines) + "\n"
+    assert pi_mod.read_delivered(whole, 1, None) == (1, None, whole)  # the file as it is
+    assert pi_mod.read_delivered("\n".join(lines[4:]) + "\n", 5, None) == (5, None, "\n".join(lines[4:]) + "\n")
+    # cut by Pi (lines, or 50 KB): the lines before the note, numbered from the call's offset
+    cut = "\n".join(lines[:3]) + "\n\n[Showing lines 1-3 of 11. Use offset=4 to continue.]"
+    assert pi_mod.read_delivered(cut, 1, None) == (1, 3, "\n".join(lines[:3]))
+    kb = "\n".join(lines[2:5]) + "\n\n[Showing lines 3-5 of 11 (50.0KB limit). Use offset=6 to continue.]"
+    assert pi_mod.read_delivered(kb, 3, None) == (3, 5, "\n".join(lines[2:5]))
+    # a limit that stops before the end: its note
+    more = "\n".join(lines[1:4]) + "\n\n[7 more lines in file. Use offset=5 to continue.]"
+    assert pi_mod.read_delivered(more, 2, 4) == (2, 4, "\n".join(lines[1:4]))
+    # a limit past the end: the rest of the file, as it is
+    assert pi_mod.read_delivered("\n".join(lines[7:]) + "\n", 8, 20) == (8, None, "\n".join(lines[7:]) + "\n")
+    # numbers that do not agree with the call or with the lines before them: nothing
+    assert pi_mod.read_delivered(cut, 2, None) is None
+    assert pi_mod.read_delivered(cut.replace("offset=4", "offset=9"), 1, None) is None
+    assert pi_mod.read_delivered(cut.replace("1-3", "1-4"), 1, None) is None
+    assert pi_mod.read_delivered(more, 2, 5) is None
+    assert pi_mod.read_delivered("\n".join(lines[1:6]), 2, 4) is None  # more lines than the limit, no note
+    # a file whose own last lines look like the note, read with a limit: the count gives it away
+    assert pi_mod.read_delivered("x\n\n[3 more lines in file. Use offset=11 to continue.]", 1, 10) is None
+    assert pi_mod.read_delivered("", 1, None) is None and pi_mod.read_delivered(None, 1, None) is None
+
+
+def read_event(event: str, tool: str, args: dict, call: str = "call_1", **more: object):
+    payload = sent(event, cwd=CWD, tool_name=tool, tool_input=args, tool_use_id=call, **more)
+    return AGENT.normalize(event, payload), payload
+
+
+def result(text: str, **over: object) -> dict:
+    return {"tool_response": {"content": [{"type": "text", "text": text}], "isError": False, "truncated": False,
+                              "fullOutputPath": None, **over}}
+
+
+def test_the_gate_names_pis_read_and_plain_shell_reads(home: Path) -> None:
+    event, _ = read_event("tool_call", "read", {"path": "a.txt", "offset": 3, "limit": 4})
+    assert event.kind == PRE_TOOL and AGENT.builtin_read_ask(event) == readers.Ask(f"{CWD}/a.txt", 3, 6)
+    event, _ = read_event("tool_call", "bash", {"command": "sed -n '2,9p' a.txt", "timeout": 30})
+    assert AGENT.builtin_read_ask(event) == readers.Ask(f"{CWD}/a.txt", 2, 9, reader="shell")
+    for tool, args in (("bash", {"command": "cat a.txt | head"}), ("bash", {"command": "cat a.txt", "cwd": "/x"}),
+                       ("write", {"path": "a.txt", "content": "x"}), ("ctx_read", {"path": "a.txt"})):
+        assert AGENT.builtin_read_ask(read_event("tool_call", tool, args)[0]) is None, (tool, args)
+    assert AGENT.builtin_read_ask(read_event("tool_call", "read", {"path": "a.txt"}, call="")[0]) is None
+
+
+@pytest.mark.parametrize("settings", ['{"shellCommandPrefix": "cd /elsewhere"}', '{"shellPath": "/bin/fish"}', "{not json", "[]"])
+def test_a_shell_prefix_or_an_unreadable_setting_leaves_shell_reads_ungated(home: Path, tmp_path: Path, settings: str) -> None:
+    """Pi's shellCommandPrefix runs before every bash command (a `cd` there moves a relative name):
+    with it set, in the agent dir's or the project's settings, or either unreadable, bash is not gated."""
+    proj = tmp_path / "proj"
+    (proj / ".pi").mkdir(parents=True)
+    event = AGENT.normalize("tool_call", sent("tool_call", cwd=str(proj), tool_name="bash", tool_input={"command": "cat a.txt"},
+                                              tool_use_id="c1"))
+    assert AGENT.builtin_read_ask(event) == readers.Ask(str(proj / "a.txt"), reader="shell")
+    (proj / ".pi" / "settings.json").write_text(settings)
+    assert AGENT.builtin_read_ask(event) is None
+    (proj / ".pi" / "settings.json").unlink()
+    agent_dir = home / ".pi" / "agent"
+    agent_dir.mkdir(parents=True)
+    (agent_dir / "settings.json").write_text(settings)
+    assert AGENT.builtin_read_ask(event) is None
+    (agent_dir / "settings.json").write_text('{"theme": "dark"}')
+    assert AGENT.builtin_read_ask(event) == readers.Ask(str(proj / "a.txt"), reader="shell")
+
+
+def test_what_a_delivery_credits_and_what_it_refuses(home: Path) -> None:
+    event, payload = read_event("tool_result", "read", {"path": "a.txt", "offset": 2, "limit": 2})
+    assert event.kind == POST_TOOL
+    text = "two\nthree\n\n[5 more lines in file. Use offset=4 to continue.]"
+    assert AGENT.builtin_read_delivery(event, {**payload, **result(text)}) == (readers.Ask(f"{CWD}/a.txt", 2, 3), "two\nthree")
+    event, payload = read_event("tool_result", "bash", {"command": "cat -n a.txt"})
+    assert AGENT.builtin_read_delivery(event, {**payload, **result("     1\tone\n     2\ttwo\n")}) == (
+        readers.Ask(f"{CWD}/a.txt", numbered=True, reader="shell"), "one\ntwo")
+    refused = [
+        result("x", isError=True),                    # an error result (bash: a non-zero exit)
+        result("x", isError=None),
+        result("x", truncated=True),                  # bash cut the output
+        result("x", fullOutputPath="pi-bash-0123abcd.log"),
+        {"tool_response": {"content": [{"type": "text", "text": "x"}, {"type": "image"}], "isError": False, "truncated": False}},
+        {"tool_response": {"content": [], "isError": False, "truncated": False}},
+        {"tool_response": {"content": "x", "isError": False, "truncated": False}},
+        {},
+        result("     1\tone\n     3\ttwo\n"),           # numbers out of step
+    ]
+    for more in refused:
+        assert AGENT.builtin_read_delivery(event, {**payload, **more}) is None, more
+    # Pi's read of an image: a note and the picture, never file text
+    event, payload = read_event("tool_result", "read", {"path": "a.png"})
+    image = {"tool_response": {"content": [{"type": "text", "text": "Read image file [image/png]"}, {"type": "image"}],
+                               "isError": False, "truncated": False}}
+    assert AGENT.builtin_read_delivery(event, {**payload, **image}) is None
+
+
+def wired_hooks(home: Path) -> dict:
+    """The extension's HOOKS: event -> the hook command's arguments after the wrapper."""
+    text = (home / ".pi" / "agent" / "extensions" / "leanctx.js").read_text()
+    hooks = json.loads(text[text.index("const HOOKS = ") + len("const HOOKS = "):text.index("};") + 1])
+    return {event: command.split(" ", 1)[1] for event, command in hooks.items()}
+
+
+def test_init_wires_the_built_in_gate_and_no_builtin_gate_takes_it_out(home: Path, data_dir: Path) -> None:
+    assert run_cli("init", "--agent", "pi").returncode == 0
+    hooks = wired_hooks(home)
+    assert hooks["tool_call"] == "pi tool_call --read-gate --builtin-read" and hooks["tool_result"] == "pi tool_result --builtin-read"
+    assert 'const READ_TOOLS = new Set(["read", "bash"])' in (home / ".pi" / "agent" / "extensions" / "leanctx.js").read_text()
+    assert run_cli("init", "--agent", "pi", "--no-builtin-gate").returncode == 0
+    hooks = wired_hooks(home)
+    assert hooks["tool_call"] == "pi tool_call --read-gate" and "tool_result" not in hooks
+    assert run_cli("init", "--agent", "pi", "--guard").returncode == 0
+    assert wired_hooks(home)["tool_call"] == "pi tool_call --guard --read-gate --builtin-read"
+
+
+def daemon_up() -> list:
+    """A ctx_read first: the MCP server has the cache daemon up once it answers (the read gate's
+    hooks never start it; without it they credit nothing and refuse nothing)."""
+    return [["tool", "ctx_read", {"id": "c0", "params": {"path": "b.txt"}}]]
+
+
+def builtin_calls(call: str, seen: str, **context: object) -> list:
+    """A read of a.txt by Pi's own tool, its result, and the next request's messages."""
+    message = {"role": "toolResult", "toolCallId": call, "toolName": "read", "isError": False,
+               "content": [{"type": "text", "text": context.get("sent", seen)}]}
+    calls = [["event", "tool_call", {"toolName": "read", "toolCallId": call, "input": {"path": "a.txt"}}],
+             ["event", "tool_result", {"toolName": "read", "toolCallId": call, "input": {"path": "a.txt"}, "isError": False,
+                                       "content": [{"type": "text", "text": seen}]}]]
+    if context.get("compact"):
+        calls.append(["event", "session_before_compact", {}])
+    calls.append(["event", "context", {"messages": [message] if context.get("carried", True) else []}])
+    return calls
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("case", ["carried", "changed by a later handler", "not carried", "compacted before the request"])
+def test_the_extension_credits_pis_read_only_once_the_next_request_carries_it(home: Path, data_dir: Path, tmp_path: Path, case: str) -> None:
+    assert run_cli("init", "--agent", "pi").returncode == 0
+    ext = home / ".pi" / "agent" / "extensions" / "leanctx.js"
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    text = "hello from a file\n" + "".join(f"line {i} of the file\n" for i in range(300))
+    (cwd / "a.txt").write_text(text)
+    more = {"carried": {}, "changed by a later handler": {"sent": text + "(a note another extension added)"},
+            "not carried": {"carried": False}, "compacted before the request": {"compact": True}}[case]
+    again = ["event", "tool_call", {"toolName": "read", "toolCallId": "c2", "input": {"path": "a.txt"}}]
+    (cwd / "b.txt").write_text("another file\n")
+    out = drive(ext, [["event", "session_start", {"reason": "startup"}], *daemon_up(), *builtin_calls("c1", text, **more), again], cwd)
+    assert out[3]["result"] is None and out[4]["result"] is None, out  # the first read runs, its result is left as it is
+    last = out[-1]["result"]
+    if case == "carried":
+        assert last["block"] is True and last["reason"].startswith("[unchanged] a.txt 301 lines"), out
+    else:
+        assert last is None, out
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_a_read_beside_a_call_that_may_write_is_not_answered_by_the_cache(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    """Pi runs one message's calls together (each tool_call first): a stub beside an edit, a
+    write or a shell command could say "unchanged" of a file that changes under it. Beside reads
+    only (read, grep, ls, a plain cat), the stub; beside anything else, the read runs."""
+    assert run_cli("init", "--agent", "pi").returncode == 0
+    ext = home / ".pi" / "agent" / "extensions" / "leanctx.js"
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    text = "hello from a file\n" + "".join(f"line {i} of the file\n" for i in range(300))
+    (cwd / "a.txt").write_text(text)
+    sibling = lambda name, args: {"type": "toolCall", "id": f"s_{name}", "name": name, "arguments": args}  # noqa: E731
+    batches = {
+        "reads": [sibling("grep", {"pattern": "x"}), sibling("ls", {}), sibling("bash", {"command": "cat b.txt"}),
+                  sibling("ctx_read", {"path": "b.txt"})],
+        "edit": [sibling("edit", {"path": "a.txt", "edits": []})],
+        "write": [sibling("write", {"path": "a.txt", "content": "x"})],
+        "shell": [sibling("bash", {"command": "cat b.txt > a.txt"})],
+        "sed": [sibling("bash", {"command": "sed -i 's/a/b/' a.txt"})],
+        "other tool": [sibling("deploy", {})],
+    }
+    (cwd / "b.txt").write_text("another file\n")
+    calls = [["event", "session_start", {"reason": "startup"}], *daemon_up(), *builtin_calls("c1", text)]
+    for name, batch in batches.items():
+        calls.append(["event", "tool_call", {"toolName": "bash", "toolCallId": f"c_{name}", "input": {"command": "cat a.txt"}, "batch": batch}])
+    out = drive(ext, calls, cwd)
+    answers = dict(zip(batches, [r["result"] for r in out[-len(batches):]]))
+    assert answers["reads"]["block"] is True and answers["reads"]["reason"].startswith("[unchanged] a.txt"), answers
+    assert all(answers[name] is None for name in batches if name != "reads"), answers

@@ -135,7 +135,8 @@ def test_pi_guard_blocks_a_read_of_another_users_folder_with_the_reason(pi_cli, 
 
 def rpc_session(cli, hh, lean, commands: list, timeout: float = TIMEOUT) -> list:
     """`pi --mode rpc`: send each command (a JSON line on stdin) and wait for what ends it (the
-    prompt's `agent_end` event, the compact command's response); returns every line Pi printed.
+    prompt's `agent_end` event; the response of any other command, and of a prompt that runs an
+    extension's `/command`); returns every line Pi printed.
     The timeout only guards against a hang."""
     import queue
     import subprocess
@@ -157,6 +158,7 @@ def rpc_session(cli, hh, lean, commands: list, timeout: float = TIMEOUT) -> list
     deadline = time.monotonic() + timeout
     try:
         for command in commands:
+            command = command() if callable(command) else command  # one that needs what came before
             proc.stdin.write(json.dumps(command) + "\n")
             proc.stdin.flush()
             done = False
@@ -171,7 +173,7 @@ def rpc_session(cli, hh, lean, commands: list, timeout: float = TIMEOUT) -> list
                 except ValueError:
                     continue
                 seen.append(event)
-                if command["type"] == "prompt":
+                if command["type"] == "prompt" and not command["message"].startswith("/"):
                     done = event.get("type") == "agent_end"
                 else:
                     done = event.get("type") == "response" and event.get("command") == command["type"]
