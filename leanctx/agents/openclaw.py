@@ -23,9 +23,11 @@ sends it as `session_key`; the bot profile keeps one thread per key (hooks/bot.p
 The plugin runs the hook command with a JSON payload on stdin for:
 - `session_start` ({sessionId, sessionKey, resumedFrom}): ids published;
 - `before_prompt_build` (awaited; its `appendContext` reaches the model): the person's message
-  (`currentUserMessage`), its id (the channel's message id the plugin saw in `message_received`
-  for that key, else OpenClaw's `currentUserMessageId`), `trigger` (only `user` turns are the
-  person's words), and `source: "compact"` on the first prompt after a compaction;
+  (`currentUserMessage`, else `prompt`: 2026.9.6 sends only `prompt`, the raw text), its id (the
+  channel's message id the plugin saw in `message_received` for that key; OpenClaw's
+  `currentUserMessageId` where it sends one), `trigger` and the input's provenance (only a `user`
+  turn of no `internal_*` provenance is the person's words), and `source: "compact"` on the first
+  prompt after a compaction;
 - `agent_end` (awaited): the last assistant text of the run as `last_assistant_message`, when the
   run succeeded;
 - `before_compaction`/`after_compaction`, `before_reset`, `session_end`: context losses;
@@ -164,8 +166,13 @@ class OpenClaw(FileHookAgent):
         ev.thread_key = str_field(payload, "session_key")
         ev.message_id = str_field(payload, "message_id")
         trigger = str_field(payload, "trigger")
-        if ev.kind == PROMPT and trigger not in (None, "user"):
-            ev.prompt = None  # a heartbeat's or cron job's prompt is not the person's message
+        provenance = str_field(payload, "provenance") or ""
+        if ev.kind == PROMPT and (trigger not in (None, "user") or provenance.startswith("internal")):
+            # not the person's message: a heartbeat's or cron job's prompt, or OpenClaw's own
+            # (after a gateway restart cut a turn, it re-runs it with an `internal_system` prompt
+            # "[System] Your previous turn was interrupted…", seen on 2026.9.6); that turn's reply
+            # is still the answer the person gets, and is recorded
+            ev.prompt = None
         return ev
 
     def context_output(self, event: str, text: str) -> str:

@@ -107,6 +107,7 @@ export default {
           prompt,
           message_id: (key && inbound.take(key)) || text(e.currentUserMessageId),
           trigger: text(ctx && ctx.trigger),
+          provenance: text(ctx && ctx.inputProvenance && ctx.inputProvenance.kind),
           source: key && compacted.take(key) ? "compact" : undefined,
         });
         if (typeof value.context === "string" && value.context) return { appendContext: value.context };

@@ -41,6 +41,8 @@ def test_the_plugins_payloads_normalize() -> None:
         PROMPT, "hi", ANA, "telegram:111:7", "s-ana-1")
     # a heartbeat's or cron job's prompt is not the person's message
     assert AGENT.normalize("before_prompt_build", sent("before_prompt_build", prompt="tick", trigger="heartbeat")).prompt is None
+    recovery = sent("before_prompt_build", prompt="[System] Your previous turn was interrupted", trigger="user", provenance="internal_system")
+    assert AGENT.normalize("before_prompt_build", recovery).prompt is None
     assert AGENT.normalize("agent_end", sent("agent_end", last_assistant_message="ok")).reply == "ok"
     assert AGENT.normalize("agent_end", sent("agent_end")).kind == STOP
     assert AGENT.normalize("session_start", sent("session_start")).kind == SESSION_START

@@ -133,8 +133,12 @@ def test_a_turn_killed_mid_way_is_answered_once_after_the_restart(gw: OpenClawHa
     h.kill9()
     h.release()
     h.start()
-    reply = h.reply(A, timeout=180)
-    assert "which sizes do you have" in reply
+    # OpenClaw 2026.9.6 re-runs the queued message and first tells the person so
+    # ("I'm continuing your interrupted request now (the gateway has just restarted)...")
+    seen = [h.reply(A, timeout=180)]
+    while not any("which sizes do you have" in r for r in seen):
+        seen.append(h.reply(A, timeout=180))
+    assert sum("which sizes do you have" in r for r in seen) == 1, seen
     h.settle()
     key = keys(h)[A]
     turns = thread(h, key)["recent_turns"]
@@ -145,17 +149,20 @@ def test_a_turn_killed_mid_way_is_answered_once_after_the_restart(gw: OpenClawHa
 def test_ten_restarts_never_stack_the_thread(gw: OpenClawHarness) -> None:
     h = gw
     turn(h, A, "remember the code word: pelican")
+    counts = []
     for n in range(10):
         h.settle()
         h.kill9()
         h.start()
         _, asked = turn(h, A, f"message after restart {n}")
         text = request_text(asked)
-        assert text.count("pelican") <= 2, f"restart {n}: the thread was handed back again"  # the user's own turn, and at most the transcript's echo
-        assert "[leanctx" not in text or text.count("[leanctx") <= 1
-    key = keys(h)[A]
-    texts = user_texts(h, key)
-    assert len(texts) == len(set(texts)) == 11 - max(0, 11 - 10) or len(texts) == len(set(texts))
+        # OpenClaw restores its own transcript under the key after a restart: leanctx adds no copy
+        assert "[leanctx conversation state]" not in text, f"restart {n}: the thread was handed back on top of the transcript"
+        counts.append(text.count("pelican"))
+    assert len(set(counts)) == 1, counts  # the first exchange appears as often after ten restarts as after one
+    texts = user_texts(h, keys(h)[A])
+    assert texts == ["remember the code word: pelican", *[f"message after restart {n}" for n in range(10)]][-len(texts):]
+    assert len(texts) == len(set(texts))
 
 
 def test_doctor_passes_and_uninstall_gives_back_the_config(gw: OpenClawHarness) -> None:
