@@ -3,13 +3,23 @@
 Usage::
 
     h = OpenClawHarness(tmp_path)               # writes the base openclaw.json; nothing runs yet
-    subprocess.run([... "leanctx", "init", "--agent", "openclaw"], env=h.env)  # optional
-    h.start()                                   # returns once the gateway polls Telegram
-    mid = h.send(h.users[0], "hello")           # user A writes to the bot
-    h.reply(h.users[0])                         # -> "reply to: hello" (the next new bot message)
-    h.model_requests()                          # every main request body the model got
-    h.stall_next_model_request(); h.send(...); h.wait_stalled(); h.kill9(); h.release(); h.start()
+    subprocess.run([... "leanctx", "init", "--agent", "openclaw"], env=h.env)  # optional: same HOME
+    h.start()                                   # returns once the gateway polls Telegram (seconds)
+    a, b = h.users                              # two Telegram users (private chats, chat id = user id)
+    mid = h.send(a, "hello")                    # a writes to the bot; Telegram message_id
+    h.reply(a)                                  # -> "reply to: hello" (the next new bot message)
+    h.model_requests()                          # every answered turn's request body, in order
+    turn_text(body)                             # the user's words of one such request
+    h.settle(); h.kill9(); h.start()            # kill -9 between turns, restart (h.restart() = kill9+start)
+    h.stall_next_model_request(); h.send(a, "x"); h.wait_stalled(); h.kill9(); h.release(); h.start()
     h.stop()
+
+``h.env`` is the environment the gateway runs with (HOME = the temp home, Node 24 first on PATH);
+add LEANCTX_HOME etc. for leanctx. ``h.config_path`` is ``$HOME/.openclaw/openclaw.json``.
+``probe_hooks=True`` also loads tests/e2e/openclaw_probe, a plugin that logs every hook event
+with its context: ``h.hook_events("before_prompt_build")``. The base config disables unneeded
+bundled plugins through ``plugins.entries`` (no ``plugins.allow``: an installer adding a plugin
+does not have to list the others).
 
 The gateway runs in a network namespace of its own (tests/e2e/netns.py): 127.0.0.1 there has the
 fake Telegram on TG_PORT and the fake model on MODEL_PORT, relayed to unix sockets served by
@@ -22,8 +32,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
@@ -133,8 +145,8 @@ class OpenClawHarness:
         self.workspace = self.home / "workspace"
         for d in (self.state_dir, self.workspace):
             d.mkdir(parents=True, exist_ok=True)
-        sock_dir = self.root / "sock"
-        sock_dir.mkdir(exist_ok=True)
+        # unix socket paths must stay under 108 bytes: a short temp dir, not the (deep) test root
+        self._sock_dir = sock_dir = Path(tempfile.mkdtemp(prefix="oc-"))
         self.telegram = FakeTelegram(BOT_TOKEN, unix_path=str(sock_dir / "telegram.sock")).start()
         self.model = EchoChat(extract=turn_text, unix_path=str(sock_dir / "model.sock")).start()
         cfg = dict(config) if config is not None else base_config(self.root, self.users, dm_scope=dm_scope)
@@ -237,6 +249,7 @@ class OpenClawHarness:
         self.model.release()
         self.telegram.stop()
         self.model.stop()
+        shutil.rmtree(self._sock_dir, ignore_errors=True)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
