@@ -121,6 +121,24 @@ def base_config(root: Path, users: Iterable[int], *, dm_scope: Optional[str] = "
     return cfg
 
 
+def _descendants(root: int) -> list:
+    """Pids of every live descendant of ``root`` (from /proc)."""
+    parent: dict = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    found, frontier = [], [root]
+    while frontier:
+        kids = [p for p, pp in parent.items() if pp in frontier]
+        found += kids
+        frontier = kids
+    return found
+
+
 PROBE_PLUGIN = Path(__file__).resolve().parent / "openclaw_probe"
 PROBE_ID = "leanctx-e2e-probe"
 
@@ -200,13 +218,20 @@ class OpenClawHarness:
         return took
 
     def kill9(self) -> None:
-        """SIGKILL the gateway and everything it started (its process group), then reap it."""
+        """SIGKILL the gateway and everything it started (its process group and any descendant in a
+        session of its own), then reap it."""
         if self.proc is None:
             return
+        family = _descendants(self.proc.pid)  # some helpers run in a session of their own
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for pid in family:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.proc.wait(timeout=30)
 
     def settle(self, timeout: float = 120.0) -> None:
