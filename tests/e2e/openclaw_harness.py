@@ -50,8 +50,9 @@ GATEWAY_PORT = 18789
 BOT_TOKEN = "123456789:LEANCTX-e2e-fake-token"
 USERS = (1001, 1002)
 PROVIDER, MODEL = "fake", "fake-model"
-# bundled plugins 2026.9.6 loads by default that no test here needs (telegram stays): disabled
-# through their entries, not an allowlist, so a plugin an installer adds still loads
+# bundled plugins 2026.9.6 loads by default that no test here needs (telegram stays), e.g.
+# memory-core adds a "dreaming" cron job; disabling them did not measurably speed up a start.
+# Disabled through their entries, not an allowlist, so a plugin an installer adds still loads.
 UNNEEDED_PLUGINS = ("anthropic", "browser", "canvas", "cua-computer", "device-pair", "file-transfer", "geolocation",
                     "github", "linux-node", "memory-core", "ollama", "openai", "talk-voice", "xai")
 
