@@ -14,8 +14,8 @@ Usage::
     h.stall_next_model_request(); h.send(a, "x"); h.wait_stalled(); h.kill9(); h.release(); h.start()
     h.stop()
 
-``h.env`` is the environment the gateway runs with (HOME = the temp home, Node 24 first on PATH);
-add LEANCTX_HOME etc. for leanctx. ``h.config_path`` is ``$HOME/.openclaw/openclaw.json``.
+``h.env`` is the environment the gateway runs with (HOME = the temp home, Node 24 and ``openclaw``
+first on PATH); add LEANCTX_HOME etc. for leanctx. ``h.sessions()``: session key -> session id. ``h.config_path`` is ``$HOME/.openclaw/openclaw.json``.
 ``probe_hooks=True`` also loads tests/e2e/openclaw_probe, a plugin that logs every hook event
 with its context: ``h.hook_events("before_prompt_build")``. The base config disables unneeded
 bundled plugins through ``plugins.entries`` (no ``plugins.allow``: an installer adding a plugin
@@ -174,7 +174,9 @@ class OpenClawHarness:
             add_probe(cfg, self.probe_path)
         self.config_path.write_text(json.dumps(cfg, indent=2) + "\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV_PREFIXES)}
-        env.update(HOME=str(self.home), PATH=f"{install_clis.node24_bin()}{os.pathsep}{env.get('PATH', '')}",
+        path = os.pathsep.join([str(install_clis.node24_bin()), os.path.dirname(install_clis.openclaw_bin()),
+                                env.get("PATH", "")])
+        env.update(HOME=str(self.home), PATH=path,
                    OPENCLAW_OFFLINE="1", OPENCLAW_DISABLE_BONJOUR="1", OPENCLAW_NO_AUTO_UPDATE="1")
         if log_level:
             env["OPENCLAW_LOG_LEVEL"] = log_level
@@ -309,6 +311,19 @@ class OpenClawHarness:
             return []
         events = [json.loads(line) for line in lines if line.strip()]
         return [e for e in events if hook is None or e["hook"] == hook]
+
+    def sessions(self) -> dict:
+        """session key -> current session id, from the main agent's state database (read-only)."""
+        import sqlite3
+
+        db = self.state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+        if not db.exists():
+            return {}
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return dict(con.execute("SELECT session_key, current_session_id FROM session_nodes").fetchall())
+        finally:
+            con.close()
 
     def model_requests(self) -> list:
         """Every main (agent turn) request body the fake model answered, in order."""

@@ -61,6 +61,8 @@ def test_kill9_between_turns_then_both_users_carry_on(oc):
     assert say(oc, a, "alpha one") == "reply to: alpha one"
     assert say(oc, b, "bravo one") == "reply to: bravo one"
     oc.settle()
+    before = oc.sessions()
+    assert set(before) == {f"agent:main:telegram:direct:{u}" for u in (a, b)}
     oc.kill9()
     oc.start()
     assert say(oc, a, "alpha two") == "reply to: alpha two"
@@ -75,6 +77,7 @@ def test_kill9_between_turns_then_both_users_carry_on(oc):
     assert oc.replies(a) == ["reply to: alpha one", "reply to: alpha two"]
     assert oc.replies(b) == ["reply to: bravo one", "reply to: bravo two"]
     assert len(requests_for(oc, "alpha one")) == 1 and len(requests_for(oc, "bravo one")) == 1
+    assert oc.sessions() == before  # same session ids after the restart
 
 
 def test_kill9_mid_turn_then_restart(oc, capsys):
