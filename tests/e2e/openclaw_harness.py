@@ -3,13 +3,23 @@
 Usage::
 
     h = OpenClawHarness(tmp_path)               # writes the base openclaw.json; nothing runs yet
-    subprocess.run([... "leanctx", "init", "--agent", "openclaw"], env=h.env)  # optional
-    h.start()                                   # returns once the gateway polls Telegram
-    mid = h.send(h.users[0], "hello")           # user A writes to the bot
-    h.reply(h.users[0])                         # -> "reply to: hello" (the next new bot message)
-    h.model_requests()                          # every main request body the model got
-    h.stall_next_model_request(); h.send(...); h.wait_stalled(); h.kill9(); h.release(); h.start()
+    subprocess.run([... "leanctx", "init", "--agent", "openclaw"], env=h.env)  # optional: same HOME
+    h.start()                                   # returns once the gateway polls Telegram (seconds)
+    a, b = h.users                              # two Telegram users (private chats, chat id = user id)
+    mid = h.send(a, "hello")                    # a writes to the bot; Telegram message_id
+    h.reply(a)                                  # -> "reply to: hello" (the next new bot message)
+    h.model_requests()                          # every answered turn's request body, in order
+    turn_text(body)                             # the user's words of one such request
+    h.settle(); h.kill9(); h.start()            # kill -9 between turns, restart (h.restart() = kill9+start)
+    h.stall_next_model_request(); h.send(a, "x"); h.wait_stalled(); h.kill9(); h.release(); h.start()
     h.stop()
+
+``h.env`` is the environment the gateway runs with (HOME = the temp home, Node 24 and ``openclaw``
+first on PATH); add LEANCTX_HOME etc. for leanctx. ``h.sessions()``: session key -> session id. ``h.config_path`` is ``$HOME/.openclaw/openclaw.json``.
+``probe_hooks=True`` also loads tests/e2e/openclaw_probe, a plugin that logs every hook event
+with its context: ``h.hook_events("before_prompt_build")``. The base config disables unneeded
+bundled plugins through ``plugins.entries`` (no ``plugins.allow``: an installer adding a plugin
+does not have to list the others).
 
 The gateway runs in a network namespace of its own (tests/e2e/netns.py): 127.0.0.1 there has the
 fake Telegram on TG_PORT and the fake model on MODEL_PORT, relayed to unix sockets served by
@@ -22,8 +32,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
@@ -38,8 +50,9 @@ GATEWAY_PORT = 18789
 BOT_TOKEN = "123456789:LEANCTX-e2e-fake-token"
 USERS = (1001, 1002)
 PROVIDER, MODEL = "fake", "fake-model"
-# bundled plugins 2026.9.6 loads by default that no test here needs (telegram stays): disabled
-# through their entries, not an allowlist, so a plugin an installer adds still loads
+# bundled plugins 2026.9.6 loads by default that no test here needs (telegram stays), e.g.
+# memory-core adds a "dreaming" cron job; disabling them did not measurably speed up a start.
+# Disabled through their entries, not an allowlist, so a plugin an installer adds still loads.
 UNNEEDED_PLUGINS = ("anthropic", "browser", "canvas", "cua-computer", "device-pair", "file-transfer", "geolocation",
                     "github", "linux-node", "memory-core", "ollama", "openai", "talk-voice", "xai")
 
@@ -109,6 +122,24 @@ def base_config(root: Path, users: Iterable[int], *, dm_scope: Optional[str] = "
     return cfg
 
 
+def _descendants(root: int) -> list:
+    """Pids of every live descendant of ``root`` (from /proc)."""
+    parent: dict = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    found, frontier = [], [root]
+    while frontier:
+        kids = [p for p, pp in parent.items() if pp in frontier]
+        found += kids
+        frontier = kids
+    return found
+
+
 PROBE_PLUGIN = Path(__file__).resolve().parent / "openclaw_probe"
 PROBE_ID = "leanctx-e2e-probe"
 
@@ -133,8 +164,8 @@ class OpenClawHarness:
         self.workspace = self.home / "workspace"
         for d in (self.state_dir, self.workspace):
             d.mkdir(parents=True, exist_ok=True)
-        sock_dir = self.root / "sock"
-        sock_dir.mkdir(exist_ok=True)
+        # unix socket paths must stay under 108 bytes: a short temp dir, not the (deep) test root
+        self._sock_dir = sock_dir = Path(tempfile.mkdtemp(prefix="oc-"))
         self.telegram = FakeTelegram(BOT_TOKEN, unix_path=str(sock_dir / "telegram.sock")).start()
         self.model = EchoChat(extract=turn_text, unix_path=str(sock_dir / "model.sock")).start()
         cfg = dict(config) if config is not None else base_config(self.root, self.users, dm_scope=dm_scope)
@@ -143,7 +174,9 @@ class OpenClawHarness:
             add_probe(cfg, self.probe_path)
         self.config_path.write_text(json.dumps(cfg, indent=2) + "\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV_PREFIXES)}
-        env.update(HOME=str(self.home), PATH=f"{install_clis.node24_bin()}{os.pathsep}{env.get('PATH', '')}",
+        path = os.pathsep.join([str(install_clis.node24_bin()), os.path.dirname(install_clis.openclaw_bin()),
+                                env.get("PATH", "")])
+        env.update(HOME=str(self.home), PATH=path,
                    OPENCLAW_OFFLINE="1", OPENCLAW_DISABLE_BONJOUR="1", OPENCLAW_NO_AUTO_UPDATE="1")
         if log_level:
             env["OPENCLAW_LOG_LEVEL"] = log_level
@@ -188,13 +221,20 @@ class OpenClawHarness:
         return took
 
     def kill9(self) -> None:
-        """SIGKILL the gateway and everything it started (its process group), then reap it."""
+        """SIGKILL the gateway and everything it started (its process group and any descendant in a
+        session of its own), then reap it."""
         if self.proc is None:
             return
+        family = _descendants(self.proc.pid)  # some helpers run in a session of their own
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for pid in family:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.proc.wait(timeout=30)
 
     def settle(self, timeout: float = 120.0) -> None:
@@ -237,6 +277,7 @@ class OpenClawHarness:
         self.model.release()
         self.telegram.stop()
         self.model.stop()
+        shutil.rmtree(self._sock_dir, ignore_errors=True)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -270,6 +311,19 @@ class OpenClawHarness:
             return []
         events = [json.loads(line) for line in lines if line.strip()]
         return [e for e in events if hook is None or e["hook"] == hook]
+
+    def sessions(self) -> dict:
+        """session key -> current session id, from the main agent's state database (read-only)."""
+        import sqlite3
+
+        db = self.state_dir / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+        if not db.exists():
+            return {}
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return dict(con.execute("SELECT session_key, current_session_id FROM session_nodes").fetchall())
+        finally:
+            con.close()
 
     def model_requests(self) -> list:
         """Every main (agent turn) request body the fake model answered, in order."""
