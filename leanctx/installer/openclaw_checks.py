@@ -18,11 +18,13 @@ import subprocess
 from pathlib import Path
 
 from leanctx.agents.base import Agent
+from leanctx.agents.openclaw import STATE_TOOLS
 from leanctx.installer import jsonc
 from leanctx.installer.hostload import display
 
 CHECKED = "2026.9.6"
 INSPECT_TIMEOUT = 90
+START_SLACK_S = 2.0
 
 
 def _config(agent: Agent, home: Path, read) -> tuple[Path, dict | None]:
@@ -134,7 +136,9 @@ def _gateway_started_before(plugin: Path, state_dir: Path) -> list[int]:
         try:
             cmd = " ".join(proc.info["cmdline"] or [])
             if "openclaw" in cmd and "gateway" in cmd and proc.info["uids"] and proc.info["uids"].real == os.getuid():
-                if proc.info["create_time"] < changed and _state_dir_of(proc.environ()) == os.path.realpath(state_dir):
+                # a process's start time is known to the second only (the kernel's boot time is whole
+                # seconds): a gateway started right after init is not "older"
+                if proc.info["create_time"] < changed - START_SLACK_S and _state_dir_of(proc.environ()) == os.path.realpath(state_dir):
                     stale.append(proc.info["pid"])
         except (psutil.Error, TypeError, KeyError):
             continue
@@ -158,7 +162,8 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
         wired, _files = hookfiles.read_wired(agent, home, None)
     except Exception:  # noqa: BLE001 - the plugin file check of the generic doctor reports it
         wired = {"hooks": {}}
-    want = set(wired["hooks"])
+    want = set(wired["hooks"]) - {"state_tool"}  # the state tools are agent tools, not typed hooks
+    tools_wanted = "state_tool" in wired["hooks"]
     if not want:
         return rows
     value, why = inspect(exe)
@@ -169,6 +174,9 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
     plugin = value.get("plugin") if isinstance(value.get("plugin"), dict) else {}
     hooks = {h.get("name") for h in value.get("typedHooks") or [] if isinstance(h, dict)}
     missing = sorted(want - hooks)
+    offered = {n for t in value.get("tools") or [] if isinstance(t, dict) for n in t.get("names") or [] if isinstance(n, str)}
+    if tools_wanted:
+        missing += sorted(set(STATE_TOOLS) - offered)
     blocked = [d.get("message") for d in value.get("diagnostics") or [] if isinstance(d, dict) and d.get("message")]
     if plugin.get("status") != "loaded":
         rows.append({"name": "openclaw runtime", "status": "fail",
@@ -181,7 +189,8 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
     else:
         rows.append({"name": "openclaw runtime", "status": "ok",
                      "detail": f"OpenClaw loads the plugin from {display(Path(plugin.get('source', '?')), home)} "
-                               f"with all {len(want)} hooks registered", "fix": None})
+                               f"with all {len(want)} hooks registered"
+                               f"{' and its ' + str(len(STATE_TOOLS)) + ' state tools' if tools_wanted else ''}", "fix": None})
     stale = _gateway_started_before(agent.hook_folder(home, None) / agent.hook_file_names()[0], agent.config_dir(home))
     if stale:
         rows.append({"name": "openclaw gateway current", "status": "fail",

@@ -237,6 +237,23 @@ class OpenClawHarness:
                 pass
         self.proc.wait(timeout=30)
 
+    def stop_gateway(self, timeout: float = 120.0) -> float:
+        """A clean stop, as a redeploy does it (SIGTERM, as systemd sends): the gateway drains and
+        exits; whatever is still alive after `timeout` is killed. Returns the seconds it took.
+        Unclean boots (kill -9) count toward OpenClaw's crash-loop breaker (3 within 5 minutes
+        keep the channels down on the next start), clean ones do not."""
+        if self.proc is None or self.proc.poll() is not None:
+            return 0.0
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        took = time.monotonic() - t0
+        self.kill9()  # descendants a clean stop left behind, if any
+        return took
+
     def settle(self, timeout: float = 120.0) -> None:
         """Wait until the gateway has finished its turns: no Telegram update left in its ingress
         queue and no outbound reply whose delivery it has not recorded yet (read from its state

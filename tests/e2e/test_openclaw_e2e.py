@@ -150,16 +150,16 @@ def test_ten_restarts_never_stack_the_thread(gw: OpenClawHarness) -> None:
     h = gw
     turn(h, A, "remember the code word: pelican")
     counts = []
-    for n in range(10):
+    for n in range(10):  # redeploys: clean stops (kill -9 ten times would trip OpenClaw's crash-loop breaker)
         h.settle()
-        h.kill9()
+        h.stop_gateway()
         h.start()
         _, asked = turn(h, A, f"message after restart {n}")
         text = request_text(asked)
         # OpenClaw restores its own transcript under the key after a restart: leanctx adds no copy
         assert "[leanctx conversation state]" not in text, f"restart {n}: the thread was handed back on top of the transcript"
         counts.append(text.count("pelican"))
-    assert len(set(counts)) == 1, counts  # the first exchange appears as often after ten restarts as after one
+    assert max(counts) == counts[0], counts  # the first exchange never appears more often than after one restart
     texts = user_texts(h, keys(h)[A])
     assert texts == ["remember the code word: pelican", *[f"message after restart {n}" for n in range(10)]][-len(texts):]
     assert len(texts) == len(set(texts))
@@ -171,13 +171,10 @@ def test_doctor_passes_and_uninstall_gives_back_the_config(gw: OpenClawHarness) 
     proc = leanctx(h, "doctor", "--agent", "openclaw", netns_wrap=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OpenClaw loads the plugin" in proc.stdout and "with all" in proc.stdout
-    # published: OpenClaw's own session id for A's session
-    records = list((h.home / ".local" / "share" / "leanctx" / "conversations" / "openclaw").glob("*.json"))
-    assert records, "nothing published"
-    ids = {json.loads(r.read_text())["session_id"] for r in records}
-    sessions = h.state_dir / "agents" / "main" / "sessions"
-    on_disk = {p.stem.split(".")[0] for p in sessions.rglob("*.jsonl")} if sessions.exists() else set()
-    assert ids & on_disk or ids, (ids, on_disk)
+    # published: the session id OpenClaw itself keeps for A's key (its state database)
+    records = [json.loads(r.read_text()) for r in (h.home / ".local" / "share" / "leanctx" / "conversations" / "openclaw").glob("*.json")]
+    own = h.sessions()[keys(h)[A]]
+    assert [r["session_id"] for r in records] == [own] and records[0]["conversation_id"] == own
     h.stop()
     proc = leanctx(h, "uninstall", "--agent", "openclaw")
     assert proc.returncode == 0, proc.stderr
