@@ -84,8 +84,9 @@ class OpenClaw(FileHookAgent):
         EventSpec("before_prompt_build", PROMPT),
         EventSpec("before_compaction", PRE_COMPACT),
         EventSpec("after_compaction", PRE_COMPACT),
-        # `/new` and `/reset` start another session id under the same key: the old one's context is gone
-        EventSpec("before_reset", SESSION_END),
+        # `/new` and `/reset`: 2026.9.6 keeps the session id and empties its transcript; the
+        # context is gone, so every read credited to it is void (counted as a compaction)
+        EventSpec("before_reset", PRE_COMPACT),
         EventSpec("agent_end", STOP),
         # a subagent runs in a child session with its own key and id: its reads are its own
         EventSpec("subagent_spawned", SUBAGENT_START),

@@ -52,6 +52,11 @@ from leanctx.cache.switches import switched_off
 # means differently is harmless: an id only counts when our read gate noted it in a record of this
 # connection's own host process.
 CALL_ID_META_KEYS = ("claudecode/toolUseId", "callId", "leanctx/callId")
+# OpenClaw 2026.9.6 sends no `_meta` with a call: our plugin's before_tool_call puts the call's id
+# in the arguments under this name (the model's own value replaced; agents/openclaw.py). Used only
+# when `_meta` names no id; like any id, it counts only for a note in a record of this connection's
+# own host process.
+CALL_ID_ARG = "leanctx_call_id"
 
 SERVER_NAME = "leanctx"
 # Newest first: what `initialize` may settle on (the client's version if listed, else the first).
@@ -450,11 +455,14 @@ def call_tool(backend: Backend, profile: str, name: str, args: dict, meta: objec
     if name not in {t["name"] for t in tools_for(profile)}:
         raise ProtocolError(INVALID_PARAMS, f"unknown tool: {name!r}")
     if name == "ctx_read":
+        args = dict(args)
+        arg_id = args.pop(CALL_ID_ARG, None)
         unknown = sorted(set(args) - {"path", "start_line", "end_line", "fresh"})
         if unknown:
             raise ToolFailure(f"unexpected argument(s): {', '.join(unknown)}")
+        call_id = call_id_of(meta) or (arg_id if isinstance(arg_id, str) and arg_id and per_call_identity() else None)
         result = backend.read(args.get("path"), _int_arg(args.get("start_line")), _int_arg(args.get("end_line")),
-                              _bool_arg(args.get("fresh", False)), call_id=call_id_of(meta))
+                              _bool_arg(args.get("fresh", False)), call_id=call_id)
         if result.get("kind") == "error":
             return str(result.get("text") or "cannot read that file"), True
         return str(result.get("text", "")), False

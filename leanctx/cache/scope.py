@@ -325,7 +325,10 @@ SEVERAL_CHATS = ("cursor",)
 # Hosts whose MCP calls carry an id only because our read gate handed it over (Copilot CLI: the
 # preMcpToolCall hook's `metaToUse`): a call without one is a call whose gate did not run (lost,
 # timed out), so nobody can say who makes it, a subagent session whose first hooks are late included.
-CALL_ID_FROM_GATE = ("copilot",)
+# OpenClaw 2026.9.6 likewise: its gateway, one process for every person, calls MCP tools with no
+# `_meta`; our plugin hands ctx_read the call's id as an argument (mcpserver.CALL_ID_ARG). Matching
+# by elimination there would pick one person's conversation for another's read.
+CALL_ID_FROM_GATE = ("copilot", "openclaw")
 
 # Hosts whose pre-tool payload may not name the subagent that makes a call: Qwen Code 0.15.10
 # sends a subagent's PreToolUse without `agent_id` (0.24.4 names it), Gemini CLI 0.61.0 names no

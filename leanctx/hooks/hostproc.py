@@ -17,6 +17,14 @@ from __future__ import annotations
 import os
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybox", "env", "leanctx-hook", "timeout"})
+# OpenClaw 2026.9.6 starts its MCP servers through a process supervisor of its own: the gateway's
+# spawn broker (`dist/process/spawn-broker/worker.js`) runs a relay (`supervisor/service-child-
+# relay.js`), which runs an anchor (`supervisor/service-child-group-anchor.js`), which runs the
+# server; its plugins' hooks are the gateway's own children. These node processes (named
+# `MainThread` or `node`) are walked past, so a server and the hooks name the same host: the gateway.
+_RELAY_NAMES = frozenset({"MainThread", "node"})
+_RELAY_SCRIPTS = ("/openclaw/dist/process/spawn-broker/worker.js", "/openclaw/dist/process/supervisor/service-child-relay.js",
+                  "/openclaw/dist/process/supervisor/service-child-group-anchor.js")
 
 
 def process_stat(pid: int) -> tuple[str, int, int] | None:
@@ -42,12 +50,23 @@ def host_process(first: int | None = None) -> dict:
     `first` (default: our parent) upwards. The cache daemon passes another process's parent here
     to find the host of the MCP server at the other end of a socket."""
     pid = os.getppid() if first is None else first
-    for _ in range(6):
+    for _ in range(8):
         info = process_stat(pid)
         if info is None:  # no /proc, or it exited: never a bare pid (see the module note)
             return {"pid": None, "name": None, "start_ticks": None}
         name, ppid, start = info
-        if name not in _SHELLS or ppid <= 1:
+        if (name not in _SHELLS and not (name in _RELAY_NAMES and _relay(pid))) or ppid <= 1:
             return {"pid": pid, "name": name, "start_ticks": start}
         pid = ppid
-    return {"pid": None, "name": None, "start_ticks": None}  # shells six deep: the host is further up
+    return {"pid": None, "name": None, "start_ticks": None}  # shells eight deep: the host is further up
+
+
+def _relay(pid: int) -> bool:
+    """Is this node process one of OpenClaw's supervisor links (its script, argv[1])?"""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read(4096).split(b"\0")
+    except OSError:
+        return False
+    script = argv[1].decode("utf-8", "replace").replace("\\", "/") if len(argv) > 1 else ""
+    return script.endswith(_RELAY_SCRIPTS)

@@ -13,6 +13,7 @@ import { spawn } from "node:child_process";
 const HOOKS = @HOOKS@;
 const TIMEOUT_MS = @TIMEOUT_MS@;
 const READS_ONLY = @READS_ONLY@; // no guard: the pre-tool hook runs for ctx_read only
+const CALL_ID_ARG = "leanctx_call_id"; // the ctx_read argument that carries OpenClaw's id for the call
 const KEEP = 2000; // per-key notes kept in memory (message ids, compactions), oldest dropped first
 
 @HOOK_RUNNER@
@@ -57,6 +58,20 @@ const SHARED = (globalThis.__leanctxOpenClaw ||= {
   inbound: bounded(), // session key -> the channel's id of the message being answered
   compacted: bounded(), // session keys whose next prompt follows a compaction
 });
+SHARED.chains ||= new Map(); // session key -> the last hook run of that key (see inOrder)
+
+// One key's hooks run one after another, in the order OpenClaw fired them: on `/new` it fires
+// session_end, session_start and before_reset for the same session id within milliseconds, and a
+// session_end written after the session_start would leave the conversation ended.
+function inOrder(key, job) {
+  if (!key) return job();
+  const chains = SHARED.chains;
+  const next = (chains.get(key) || Promise.resolve()).then(job, job);
+  const tail = next.then(() => {}, () => {});
+  chains.set(key, tail);
+  tail.then(() => { if (chains.get(key) === tail) chains.delete(key); });
+  return next;
+}
 
 export default {
   id: @PLUGIN_ID@,
@@ -77,7 +92,7 @@ export default {
           cwd: text(c.workspaceDir) || process.cwd(),
           ...body,
         };
-        return answer(await run(command, payload));
+        return answer(await inOrder(payload.session_key || payload.session_id, () => run(command, payload)));
       } catch (e) {
         return {};
       }
@@ -187,12 +202,18 @@ export default {
       api.on("before_tool_call", async (event, ctx) => {
         const e = event || {};
         if (READS_ONLY && !(typeof e.toolName === "string" && e.toolName.endsWith("__ctx_read"))) return;
-        const value = await fire("before_tool_call", ctx, {
-          tool_name: e.toolName,
-          tool_input: e.params,
-          tool_use_id: text(e.toolCallId) || text(ctx && ctx.toolCallId),
-        });
+        const id = text(e.toolCallId) || text(ctx && ctx.toolCallId);
+        const value = await fire("before_tool_call", ctx, { tool_name: e.toolName, tool_input: e.params, tool_use_id: id });
         if (value.decision === "deny" && typeof value.reason === "string") return { block: true, blockReason: value.reason };
+        // OpenClaw sends its MCP servers no id for a call: ctx_read gets the call's id as an
+        // argument, under which the read gate noted whose conversation makes it (one gateway, many
+        // people). Always ours: what the model put there is replaced, or removed when there is no id.
+        if (typeof e.toolName === "string" && e.toolName.endsWith("__ctx_read") && e.params && typeof e.params === "object") {
+          const params = { ...e.params };
+          delete params[CALL_ID_ARG];
+          if (id) params[CALL_ID_ARG] = id;
+          return { params };
+        }
       });
     }
   },

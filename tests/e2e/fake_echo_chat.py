@@ -9,18 +9,25 @@ Built on fake_chat.FakeChat (same wire format, request log and main/side split);
 * ``stall_next()`` holds the next main request; ``wait_stalled()`` returns once it has arrived;
   ``release()`` lets every held request go on; one whose client died meanwhile is logged with
   kind ``abandoned`` (not ``main``: the host never got an answer to it);
-* ``unix_path=``: listen on a unix socket instead of TCP (see tests/e2e/netns.py).
+* ``unix_path=``: listen on a unix socket instead of TCP (see tests/e2e/netns.py);
+* ``read_tool=<suffix>``: a turn whose words are ``read FILE`` makes the model call the offered
+  tool whose name ends with ``suffix`` with ``{"path": FILE}``, and the request that carries its
+  result is answered ``<prefix>read FILE: <the result's first line>`` (so a chat shows what the
+  tool returned).
 """
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from typing import Any, Callable, Optional
 
-from tests.e2e.fake_chat import FakeChat, _make_handler as chat_handler
+from tests.e2e.fake_chat import FakeChat, _make_handler as chat_handler, tool_call, tool_names
 
-__all__ = ["EchoChat", "user_text", "message_text"]
+__all__ = ["EchoChat", "user_text", "message_text", "tool_result_text", "READ_WORDS"]
+
+READ_WORDS = re.compile(r"^read (\S+)$")
 
 
 def message_text(message: dict) -> str:
@@ -28,6 +35,26 @@ def message_text(message: dict) -> str:
     if isinstance(content, list):
         return "".join(c.get("text", "") for c in content if isinstance(c, dict))
     return content if isinstance(content, str) else ""
+
+
+def tool_result_text(text: str) -> str:
+    """What a tool returned, out of the envelope OpenClaw's ``tool_call`` hands the model: a
+    security notice, then ``<<<EXTERNAL_UNTRUSTED_CONTENT …>>>``, ``Source: …``, ``---`` and the
+    JSON ``{"tool": …, "result": {"content": [{"type": "text", "text": …}]}}`` (2026.9.6). Any
+    other text is returned as it is."""
+    start = text.find("<<<EXTERNAL_UNTRUSTED_CONTENT")
+    end = text.rfind("<<<END_EXTERNAL_UNTRUSTED_CONTENT")
+    if start < 0 or end < start:
+        return text
+    inner = text[start:end]
+    cut = inner.find("\n---\n")
+    try:
+        value = json.loads(inner[cut + 5:] if cut >= 0 else "")
+    except ValueError:
+        return text
+    content = ((value.get("result") or {}).get("content") if isinstance(value, dict) else None) or []
+    parts = [c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text"]
+    return "".join(parts) if parts else text
 
 
 def user_text(body: dict) -> str:
@@ -54,9 +81,12 @@ class EchoChat(FakeChat):
     NAME = "fake-echo-chat"
 
     def __init__(self, *, extract: Callable[[dict], str] = user_text, prefix: str = "reply to: ",
-                 unix_path: Optional[str] = None, **kw: Any) -> None:
+                 unix_path: Optional[str] = None, read_tool: Optional[str] = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.extract = extract
+        self.read_tool = read_tool
+        self.internal_prefix = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"  # a user message that is the host's, not the person's
+        self.read_tool_names: list = []  # the name each read call used (found in tools or by a search)
         self.prefix = prefix
         self.unix_path = unix_path
         self.arrivals: list = []
@@ -73,7 +103,51 @@ class EchoChat(FakeChat):
             return kind, [{"type": "text", "text": self.side_text}]
         with self._lock:
             self._next += 1
+        if self.read_tool:
+            item = self._read_step(body)
+            if item is not None:
+                return "main", [item]
         return "main", [{"type": "text", "text": self.answer_text(body)}]
+
+    def _read_step(self, body: dict) -> Optional[dict]:
+        """With ``read_tool``: the next step of a ``read FILE`` turn. The tool offered directly
+        (its name ends with ``read_tool``) is called at once; a host that defers tools behind a
+        tool search (OpenClaw's ``tool_search``/``tool_call``) is searched first, and the name
+        found in the search result is called through ``tool_call``. The request carrying the
+        read's result is answered with its first line."""
+        words = self.extract(body).strip()
+        m = READ_WORDS.match(words)
+        if not m:
+            return None
+        messages = [x for x in body.get("messages") or [] if isinstance(x, dict)]
+        turn = []  # this turn's assistant calls and tool results, after the person's last message
+        for x in reversed(messages):  # (OpenClaw adds a user message of its own context after each result)
+            if x.get("role") == "user" and not message_text(x).startswith(self.internal_prefix):
+                break
+            turn.insert(0, x)
+        calls = {c.get("id"): (c.get("function") or {}).get("name") for x in turn if x.get("role") == "assistant"
+                 for c in x.get("tool_calls") or [] if isinstance(c, dict)}
+        results = [(calls.get(x.get("tool_call_id")), message_text(x)) for x in turn if x.get("role") == "tool"]
+        path = m.group(1)
+        if len(results) > 3:  # a host that keeps answering what this script does not expect: stop
+            return {"type": "text", "text": f"{self.prefix}{words}: gave up after {len(results)} tool calls"}
+        if results and (results[-1][0] == "tool_call" or (results[-1][0] or "").endswith(self.read_tool)):
+            first = tool_result_text(results[-1][1]).split("\n", 1)[0]
+            return {"type": "text", "text": f"{self.prefix}{words}: {first}"}
+        offered = tool_names(body)
+        direct = [n for n in offered if n.endswith(self.read_tool)]
+        if len(direct) == 1:
+            self.read_tool_names.append(direct[0])
+            return tool_call(direct[0], {"path": path})
+        if "tool_search" not in offered or "tool_call" not in offered:
+            return None
+        if results and results[-1][0] == "tool_search":
+            names = sorted(set(re.findall(r'"name\\?":\s*\\?"([^"\\]*' + re.escape(self.read_tool) + ')', results[-1][1])))
+            if len(names) != 1:
+                return {"type": "text", "text": f"{self.prefix}{words}: no single read tool found: {names}"}
+            self.read_tool_names.append(names[0])
+            return tool_call("tool_call", {"id": names[0], "args": {"path": path}})
+        return tool_call("tool_search", {"query": "ctx_read read a workspace text file"})
 
     # ---- stalling ------------------------------------------------------------------------------
     def stall_next(self) -> None:

@@ -14,6 +14,8 @@ Usage::
     h.stall_next_model_request(); h.send(a, "x"); h.wait_stalled(); h.kill9(); h.release(); h.start()
     h.stop()
 
+``read_tool="__ctx_read"``: a message ``read FILE`` makes the fake model call that tool and answer
+with the first line of its result (tests/e2e/fake_echo_chat.py).
 ``h.env`` is the environment the gateway runs with (HOME = the temp home, Node 24 and ``openclaw``
 first on PATH); add LEANCTX_HOME etc. for leanctx. ``h.sessions()``: session key -> session id. ``h.config_path`` is ``$HOME/.openclaw/openclaw.json``.
 ``probe_hooks=True`` also loads tests/e2e/openclaw_probe, a plugin that logs every hook event
@@ -155,7 +157,8 @@ def add_probe(cfg: dict, out: Path) -> None:
 
 class OpenClawHarness:
     def __init__(self, root: os.PathLike, *, users: Iterable[int] = USERS, dm_scope: Optional[str] = "per-channel-peer",
-                 config: Optional[Mapping] = None, probe_hooks: bool = False, log_level: Optional[str] = None) -> None:
+                 config: Optional[Mapping] = None, probe_hooks: bool = False, log_level: Optional[str] = None,
+                 read_tool: Optional[str] = None) -> None:
         self.root = Path(root)
         self.users = tuple(users)
         self.home = self.root / "home"
@@ -167,7 +170,7 @@ class OpenClawHarness:
         # unix socket paths must stay under 108 bytes: a short temp dir, not the (deep) test root
         self._sock_dir = sock_dir = Path(tempfile.mkdtemp(prefix="oc-"))
         self.telegram = FakeTelegram(BOT_TOKEN, unix_path=str(sock_dir / "telegram.sock")).start()
-        self.model = EchoChat(extract=turn_text, unix_path=str(sock_dir / "model.sock")).start()
+        self.model = EchoChat(extract=turn_text, unix_path=str(sock_dir / "model.sock"), read_tool=read_tool).start()
         cfg = dict(config) if config is not None else base_config(self.root, self.users, dm_scope=dm_scope)
         self.probe_path = self.root / "hook-events.jsonl"
         if probe_hooks:

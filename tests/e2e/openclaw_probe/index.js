@@ -6,7 +6,7 @@ import { appendFileSync } from "node:fs";
 const HOOKS = [
   "session_start", "session_end", "before_reset", "message_received", "before_dispatch",
   "before_prompt_build", "llm_input", "llm_output", "agent_end", "message_sending", "message_sent",
-  "before_compaction", "after_compaction", "gateway_start", "gateway_stop",
+  "before_compaction", "after_compaction", "gateway_start", "gateway_stop", "before_tool_call", "after_tool_call",
 ];
 
 function summarize(value, depth = 0) {
