@@ -48,7 +48,9 @@ def test_the_plugins_payloads_normalize() -> None:
     assert AGENT.normalize("session_start", sent("session_start")).kind == SESSION_START
     for loss in ("before_compaction", "after_compaction"):
         assert AGENT.normalize(loss, sent(loss)).kind == PRE_COMPACT
-    assert AGENT.normalize("before_reset", sent("before_reset")).kind == SESSION_END
+    # `/new` keeps the session id and empties its transcript: a context loss, not an end
+    assert AGENT.normalize("before_reset", sent("before_reset")).kind == PRE_COMPACT
+    assert AGENT.normalize("session_end", sent("session_end")).kind == SESSION_END
     sub = AGENT.normalize("subagent_spawned", sent("subagent_spawned", agent_id="agent:main:subagent:1"))
     assert (sub.kind, sub.subagent_id) == (SUBAGENT_START, "agent:main:subagent:1")
     call = AGENT.normalize("before_tool_call", sent("before_tool_call", tool_name="leanctx__ctx_read", tool_input={"path": "a"}))
@@ -347,3 +349,87 @@ console.log(JSON.stringify({ none, declared: opts.names.slice().sort(), names: O
     assert out["names"] == out["declared"] == ["leanctx_state_clear_pending", "leanctx_state_pending", "leanctx_state_show", "leanctx_state_summary"]
     assert out["saved"].startswith("Saved") and "empty" in out["refused"] and "Size?" in out["shown"]
     assert thread(BOB, bot_env)["pending"]["question"] == "Size?" and thread(ANA, bot_env).get("pending") is None
+
+
+def test_a_reset_voids_the_read_credits_of_that_conversation_only(home: Path, data_dir: Path, bot_env: dict) -> None:
+    """`/new` on 2026.9.6 keeps the session id: the read cache's key stays, so the reset must move
+    the compaction counter (what the cache held for it is re-sent once), and only that one's."""
+    def record(session: str) -> dict:
+        return json.loads((data_dir / "conversations" / "openclaw" / f"{session}.json").read_text())
+
+    env = dict(bot_env, LEANCTX_HOME=str(data_dir))
+    for key, session in ((ANA, "s-ana-1"), (BOB, "s-bob-1")):
+        proc = run_cli("hook", "openclaw", "session_start", input=json.dumps(sent("session_start", key=key, session=session)), env=env)
+        assert proc.returncode == 0, proc
+    assert record("s-ana-1")["compactions"] == 0
+    for event in ("session_end", "session_start", "before_reset"):  # the order OpenClaw fires them on `/new`
+        proc = run_cli("hook", "openclaw", event, input=json.dumps(sent(event, reason="new")), env=env)
+        assert proc.returncode == 0 and proc.stdout == "", proc
+    ana = record("s-ana-1")
+    assert ana["compactions"] == 1 and "ended_at" not in ana
+    assert record("s-bob-1")["compactions"] == 0
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_plugin_hands_ctx_read_its_call_id_and_nothing_the_model_put_there(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
+    """OpenClaw sends its MCP servers no id for a call: the plugin puts the id its read gate noted
+    into ctx_read's arguments (mcpserver.CALL_ID_ARG), replacing whatever the model wrote there."""
+    assert run_cli("init", "--agent", "openclaw", env=bot_env).returncode == 0
+    plugin = home / ".openclaw" / "leanctx" / "index.mjs"
+    read = "leanctx__ctx_read"
+    out = drive(plugin, [
+        ["before_tool_call", {"toolName": read, "params": {"path": "a.md"}, "toolCallId": "tool_search_code:c1:leanctx__ctx_read:1"}, ctx()],
+        ["before_tool_call", {"toolName": read, "params": {"path": "a.md", "leanctx_call_id": "someone-elses"}, "toolCallId": "c2"}, ctx()],
+        ["before_tool_call", {"toolName": read, "params": {"path": "a.md", "leanctx_call_id": "someone-elses"}}, ctx()],
+        ["before_tool_call", {"toolName": "read", "params": {"path": "a.md"}, "toolCallId": "c3"}, ctx()],
+    ], bot_env, tmp_path)
+    assert [r["result"] for r in out[1:]] == [
+        {"params": {"path": "a.md", "leanctx_call_id": "tool_search_code:c1:leanctx__ctx_read:1"}},
+        {"params": {"path": "a.md", "leanctx_call_id": "c2"}},
+        {"params": {"path": "a.md"}},
+        None]
+    # the read gate noted each named call in Ana's conversation record, before the call ran
+    calls = json.loads((data_dir / "conversations" / "openclaw" / "s-ana-1.json").read_text())["read_calls"]
+    assert set(calls) == {"tool_search_code:c1:leanctx__ctx_read:1", "c2"}
+
+
+def test_the_mcp_server_takes_the_call_id_argument_and_refuses_other_unknown_ones() -> None:
+    from leanctx.cache.mcpserver import ToolFailure, call_tool
+
+    class Backend:
+        def read(self, path, start, end, fresh, call_id=None):  # noqa: ANN001, ANN202
+            self.got = (path, call_id)
+            return {"kind": "full", "text": "x"}
+
+    b = Backend()
+    assert call_tool(b, "coding", "ctx_read", {"path": "a.md", "leanctx_call_id": "c1"}, None) == ("x", False)
+    assert b.got == ("a.md", "c1")
+    call_tool(b, "coding", "ctx_read", {"path": "a.md", "leanctx_call_id": "c1"}, {"callId": "meta-1"})
+    assert b.got == ("a.md", "meta-1")  # an id the host sends in _meta wins
+    call_tool(b, "coding", "ctx_read", {"path": "a.md", "leanctx_call_id": 5}, None)
+    assert b.got == ("a.md", None)
+    with pytest.raises(ToolFailure, match="other"):
+        call_tool(b, "coding", "ctx_read", {"path": "a.md", "other": 1}, None)
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_host_of_a_process_openclaws_supervisor_started_is_the_gateway(tmp_path: Path) -> None:
+    """OpenClaw 2026.9.6 starts MCP servers through node relays of its own (spawn broker, relay,
+    anchor): walked past, the server's host is the process that started them, as for the hooks."""
+    import sys
+
+    from leanctx.hooks.hostproc import process_stat
+
+    sup = tmp_path / "openclaw" / "dist" / "process" / "supervisor"
+    sup.mkdir(parents=True)
+    (sup / "service-child-relay.js").write_text(
+        "const { spawnSync } = require('node:child_process');\n"
+        "const r = spawnSync(process.argv[2], ['-c', 'import json, sys; from leanctx.hooks.hostproc import host_process; "
+        "print(json.dumps(host_process()))'], { stdio: ['ignore', 'pipe', 'inherit'] });\n"
+        "process.stdout.write(r.stdout);\n")
+    (tmp_path / "other.js").write_text((sup / "service-child-relay.js").read_text())
+    me = {"pid": os.getpid(), "name": process_stat(os.getpid())[0], "start_ticks": process_stat(os.getpid())[2]}
+    relayed = subprocess.run([NODE, str(sup / "service-child-relay.js"), sys.executable], capture_output=True, text=True, timeout=60)
+    assert json.loads(relayed.stdout) == me, relayed.stderr
+    other = subprocess.run([NODE, str(tmp_path / "other.js"), sys.executable], capture_output=True, text=True, timeout=60)
+    assert json.loads(other.stdout)["pid"] not in (None, os.getpid())  # any other node program is a host
