@@ -30,9 +30,16 @@ The plugin runs the hook command with a JSON payload on stdin for:
   prompt after a compaction;
 - `agent_end` (awaited): the last assistant text of the run as `last_assistant_message`, when the
   run succeeded;
-- `before_compaction`/`after_compaction`, `before_reset`, `session_end`: context losses;
+- `before_compaction`/`after_compaction`, `before_reset`: context losses (`/new` and `/reset` keep
+  the session id and empty its transcript: `before_reset` voids what the read cache credited);
+  `session_end`;
 - `before_tool_call` (a gate: `{block: true, blockReason}` skips the tool and hands the model the
-  reason): the multi-user guard and the read gate on `leanctx__ctx_read`.
+  reason): the multi-user guard and the read gate on `leanctx__ctx_read`. The gateway calls MCP
+  tools with no `_meta`, so the plugin hands ctx_read the call's id, under which the gate noted
+  the person's session, as the argument `leanctx_call_id` (`{params}`; the model's value never
+  passes); the cache credits an OpenClaw read only through that note (docs/cache.md, "OpenClaw's
+  ctx_read").
+One session key's hooks run in the order OpenClaw fired them (on `/new` three fire at once).
 Every handler fails open: a missing leanctx, an error or a slow hook never stops a turn.
 """
 
