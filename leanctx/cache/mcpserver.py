@@ -54,8 +54,9 @@ from leanctx.cache.switches import switched_off
 CALL_ID_META_KEYS = ("claudecode/toolUseId", "callId", "leanctx/callId")
 # OpenClaw 2026.9.6 sends no `_meta` with a call: our plugin's before_tool_call puts the call's id
 # in the arguments under this name (the model's own value replaced; agents/openclaw.py). Used only
-# when `_meta` names no id; like any id, it counts only for a note in a record of this connection's
-# own host process.
+# when `_meta` names no id, and marked (scope.ARG_CALL_ID): it counts only on a host process whose
+# records are all of a host whose plugin sets it (scope.CALL_ID_IN_ARGS); elsewhere a model could
+# write it, and the call is treated as one without an id.
 CALL_ID_ARG = "leanctx_call_id"
 
 SERVER_NAME = "leanctx"
@@ -460,7 +461,11 @@ def call_tool(backend: Backend, profile: str, name: str, args: dict, meta: objec
         unknown = sorted(set(args) - {"path", "start_line", "end_line", "fresh"})
         if unknown:
             raise ToolFailure(f"unexpected argument(s): {', '.join(unknown)}")
-        call_id = call_id_of(meta) or (arg_id if isinstance(arg_id, str) and arg_id and per_call_identity() else None)
+        call_id = call_id_of(meta)
+        if call_id is None and isinstance(arg_id, str) and arg_id and per_call_identity():
+            from leanctx.cache.scope import ARG_CALL_ID
+
+            call_id = ARG_CALL_ID + arg_id
         result = backend.read(args.get("path"), _int_arg(args.get("start_line")), _int_arg(args.get("end_line")),
                               _bool_arg(args.get("fresh", False)), call_id=call_id)
         if result.get("kind") == "error":

@@ -329,6 +329,11 @@ SEVERAL_CHATS = ("cursor",)
 # `_meta`; our plugin hands ctx_read the call's id as an argument (mcpserver.CALL_ID_ARG). Matching
 # by elimination there would pick one person's conversation for another's read.
 CALL_ID_FROM_GATE = ("copilot", "openclaw")
+# Hosts whose call id reaches the MCP server in the call's arguments (mcpserver.CALL_ID_ARG, marked
+# with ARG_CALL_ID), put there by our plugin over whatever the model wrote. On any other host the
+# model could write it: there the id is dropped and the call goes on as one without an id.
+CALL_ID_IN_ARGS = ("openclaw",)
+ARG_CALL_ID = "arg:"
 
 # Hosts whose pre-tool payload may not name the subagent that makes a call: Qwen Code 0.15.10
 # sends a subagent's PreToolUse without `agent_id` (0.24.4 names it), Gemini CLI 0.61.0 names no
@@ -759,7 +764,7 @@ class Resolver:
             if not per_call:  # the connection's own answer; one call's answer is not cached
                 st.scope, st.sampled_at = scope, now
             self._snap.save_if_dirty(now, urgent_only=self.save_after_answer)
-            if call_id and scope.verify and scope.call_id is None:
+            if call_id and scope.verify and scope.call_id is None and not call_id.startswith(ARG_CALL_ID):
                 scope = replace(scope, call_id=call_id)  # the host named this call: its transcript entry anchors
             return scope
 
@@ -829,6 +834,10 @@ class Resolver:
         if switched_off(env.get("LEANCTX_CONVERSATION_SCOPE")):
             return self._legacy(conn, st, now), False
         view = self._view()
+        if call_id and call_id.startswith(ARG_CALL_ID):
+            recs = self._fresh(self._host_match(conn, view), now)
+            ok = recs and all(r.agent in CALL_ID_IN_ARGS for r in recs)
+            call_id = call_id[len(ARG_CALL_ID):] if ok else None
         if call_id:
             scope = self._by_call(conn, view, call_id, now)
             if scope is not None:

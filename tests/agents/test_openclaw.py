@@ -403,7 +403,7 @@ def test_the_mcp_server_takes_the_call_id_argument_and_refuses_other_unknown_one
 
     b = Backend()
     assert call_tool(b, "coding", "ctx_read", {"path": "a.md", "leanctx_call_id": "c1"}, None) == ("x", False)
-    assert b.got == ("a.md", "c1")
+    assert b.got == ("a.md", "arg:c1")  # marked: it counts only where the plugin writes it (scope.CALL_ID_IN_ARGS)
     call_tool(b, "coding", "ctx_read", {"path": "a.md", "leanctx_call_id": "c1"}, {"callId": "meta-1"})
     assert b.got == ("a.md", "meta-1")  # an id the host sends in _meta wins
     call_tool(b, "coding", "ctx_read", {"path": "a.md", "leanctx_call_id": 5}, None)
@@ -433,3 +433,39 @@ def test_the_host_of_a_process_openclaws_supervisor_started_is_the_gateway(tmp_p
     assert json.loads(relayed.stdout) == me, relayed.stderr
     other = subprocess.run([NODE, str(tmp_path / "other.js"), sys.executable], capture_output=True, text=True, timeout=60)
     assert json.loads(other.stdout)["pid"] not in (None, os.getpid())  # any other node program is a host
+
+
+def test_an_id_in_the_arguments_names_the_call_only_on_a_host_whose_plugin_writes_it(tmp_path: Path) -> None:
+    """The read gate's note decides for an OpenClaw call whose id came in its arguments; the same
+    argument on another host (a model can write it) is no id at all: there a Copilot call without
+    its gate's id stays withheld and credited to nobody."""
+    from leanctx.cache.scope import Connection, Resolver
+    from leanctx.hooks.hostproc import process_stat
+    from leanctx.hooks.publish import write_json_atomic
+
+    me = os.getpid()
+    ticks = process_stat(me)[2]
+    conn = Connection("c1", {}, me, ticks, str(tmp_path))
+
+    def rec(agent: str, session: str, calls: dict) -> None:
+        now = __import__("time").time()
+        write_json_atomic(str(tmp_path / "conversations" / agent / f"{session}.json"), {
+            "schema": 1, "agent": agent, "conversation_id": session, "session_id": session, "created_at": "2026-12-02T00:00:00.000Z",
+            "compactions": 0, "active_subagents": {}, "workspace_roots": [str(tmp_path)], "cwd": str(tmp_path),
+            "host": {"pid": me, "name": "x", "start_ticks": ticks}, "last_event": "before_prompt_build", "updated_ts": now,
+            "read_calls": {c: {"agent_id": None, "ts": now, "compactions": 0} for c in calls}})
+
+    rec("openclaw", "s-ana", {"call-ana"})
+    rec("openclaw", "s-bob", {"call-bob"})
+    r = Resolver(str(tmp_path))
+    ana, bob = r.resolve(conn, fresh=True, call_id="arg:call-ana"), r.resolve(conn, fresh=True, call_id="arg:call-bob")
+    assert ana.stub_ok and bob.stub_ok and ana.key != bob.key and "s-ana" in ana.key and "s-bob" in bob.key
+    assert not r.resolve(conn, fresh=True, call_id="arg:unnoted").stub_ok
+    assert not r.resolve(conn, fresh=True).stub_ok  # no id: the gate did not run, nobody is picked
+    for f in (tmp_path / "conversations" / "openclaw").glob("*.json"):
+        f.unlink()
+    rec("copilot", "s-cop", {"call-cop"})
+    r = Resolver(str(tmp_path))
+    got = r.resolve(conn, fresh=True, call_id="arg:call-cop")
+    assert not got.stub_ok and got.reason == "read gate did not run for this call"
+    assert r.resolve(conn, fresh=True, call_id="call-cop").stub_ok  # its own id, as its gate hands it in _meta
