@@ -228,6 +228,19 @@ def test_doctor_names_settings_that_keep_the_plugin_out(home: Path, data_dir: Pa
     assert names('{"plugins": {"allow": ["telegram"], "deny": ["leanctx"]}}') == ["openclaw plugin allowed", "openclaw plugin not denied"]
     assert names('{"plugins": {"entries": {"leanctx": {"enabled": false, "hooks": {"allowPromptInjection": false}}}}}') == [
         "openclaw conversation hooks", "openclaw plugin enabled", "openclaw prompt context"]
+    # with the bot profile installed, OpenClaw's default one-session-for-every-DM merges people's threads
+    assert run_cli("init", "--agent", "openclaw", "--bot").returncode == 0
+    plugin = (home / ".openclaw" / "leanctx" / "index.mjs").read_bytes()
+    both = lambda text: (lambda p: plugin if p.name == "index.mjs" else text.encode())  # noqa: E731
+    from leanctx.installer.openclaw_checks import session_scope
+
+    shared = session_scope(AGENT, home, both(ok))
+    assert shared["status"] == "fail" and 'set session.dmScope to "per-channel-peer"' in shared["fix"]
+    per_peer = ok[:-1] + ', "session": {"dmScope": "per-channel-peer"}}'
+    assert session_scope(AGENT, home, both(per_peer))["status"] == "ok"
+    assert run_cli("init", "--agent", "openclaw").returncode == 0  # the coding profile keeps no threads
+    coding = (home / ".openclaw" / "leanctx" / "index.mjs").read_bytes()
+    assert session_scope(AGENT, home, lambda p: coding if p.name == "index.mjs" else ok.encode()) is None
 
 
 # -- the plugin itself, run by node with a stand-in for OpenClaw's plugin API ---------------------
