@@ -83,7 +83,8 @@ class OpenClaw(FileHookAgent):
         EventSpec("session_start", SESSION_START),
         EventSpec("before_prompt_build", PROMPT),
         EventSpec("before_compaction", PRE_COMPACT),
-        EventSpec("after_compaction", PRE_COMPACT),
+        # the session goes on from the summary: like Claude Code's SessionStart(compact) (normalize)
+        EventSpec("after_compaction", SESSION_START),
         # `/new` and `/reset` start another session id under the same key: the old one's context is gone
         EventSpec("before_reset", SESSION_END),
         EventSpec("agent_end", STOP),
@@ -163,6 +164,13 @@ class OpenClaw(FileHookAgent):
     # -- payloads ------------------------------------------------------------------------
     def normalize(self, event: str, payload: dict) -> HookEvent:
         ev = super().normalize(event, payload)
+        if ev.kind == SESSION_START:
+            # OpenClaw 2026.9.6 fires session_start only when `/new` or `/reset` empties the key's
+            # transcript under the same session id (never for a first message or after a restart),
+            # and after_compaction when a summary replaced it: either way the model holds none of
+            # what came before, as after a compaction (the read cache drops the conversation's
+            # credit; the bot profile hands the thread to the next prompt)
+            ev.source = "compact"
         ev.thread_key = str_field(payload, "session_key")
         ev.message_id = str_field(payload, "message_id")
         trigger = str_field(payload, "trigger")

@@ -120,12 +120,16 @@ export default {
         await fire("agent_end", ctx, { last_assistant_message: lastReply(e.messages) });
       });
     }
-    for (const name of ["before_compaction", "after_compaction"]) {
-      if (!HOOKS[name]) continue;
-      api.on(name, async (event, ctx) => {
+    if (HOOKS.before_compaction) {
+      api.on("before_compaction", async (event, ctx) => {
+        await fire("before_compaction", ctx, { trigger: "auto", transcript_path: text(event && event.sessionFile) });
+      });
+    }
+    if (HOOKS.after_compaction) {
+      api.on("after_compaction", async (event, ctx) => {
         const key = text(ctx && ctx.sessionKey);
-        if (key && name === "after_compaction") compacted.set(key, true);
-        await fire(name, ctx, { trigger: "auto", transcript_path: text(event && event.sessionFile) });
+        if (key) compacted.set(key, true);
+        await fire("after_compaction", ctx, { source: "compact", transcript_path: text(event && event.sessionFile) });
       });
     }
     if (HOOKS.before_reset) {

@@ -45,9 +45,11 @@ def test_the_plugins_payloads_normalize() -> None:
     assert AGENT.normalize("before_prompt_build", recovery).prompt is None
     assert AGENT.normalize("agent_end", sent("agent_end", last_assistant_message="ok")).reply == "ok"
     assert AGENT.normalize("agent_end", sent("agent_end")).kind == STOP
-    assert AGENT.normalize("session_start", sent("session_start")).kind == SESSION_START
-    for loss in ("before_compaction", "after_compaction"):
-        assert AGENT.normalize(loss, sent(loss)).kind == PRE_COMPACT
+    assert AGENT.normalize("before_compaction", sent("before_compaction")).kind == PRE_COMPACT
+    # after a compaction or a `/new` the model holds nothing of before: a start from a compaction
+    for start in ("after_compaction", "session_start"):
+        ev = AGENT.normalize(start, sent(start, source="resume"))
+        assert (ev.kind, ev.source) == (SESSION_START, "compact")
     assert AGENT.normalize("before_reset", sent("before_reset")).kind == SESSION_END
     sub = AGENT.normalize("subagent_spawned", sent("subagent_spawned", agent_id="agent:main:subagent:1"))
     assert (sub.kind, sub.subagent_id) == (SUBAGENT_START, "agent:main:subagent:1")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,17 @@ def user_texts(h: OpenClawHarness, key: str) -> list[str]:
 
 def request_text(body: dict) -> str:
     return json.dumps(body.get("messages"), ensure_ascii=False)
+
+
+def this_turn(body: dict) -> str:
+    """The text of the messages after the request's last assistant message: what this turn added."""
+    messages = body.get("messages") or []
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    parts = []
+    for m in messages[last + 1:]:
+        content = m.get("content")
+        parts += [content] if isinstance(content, str) else [c.get("text", "") for c in content or [] if isinstance(c, dict)]
+    return "\n".join(parts)
 
 
 def turn(h: OpenClawHarness, user: int, text: str) -> tuple[str, dict]:
@@ -180,3 +192,23 @@ def test_doctor_passes_and_uninstall_gives_back_the_config(gw: OpenClawHarness) 
     assert proc.returncode == 0, proc.stderr
     assert h.config_path.read_bytes() == h.original_config
     assert not (h.state_dir / "leanctx").exists()
+
+
+def test_compact_carries_the_thread_into_the_next_prompt_once(gw: OpenClawHarness) -> None:
+    h = gw
+    turn(h, A, "my budget is 40 euros")
+    turn(h, B, "ship to Lyon please")
+    h.settle()
+    h.send(A, "/compact")  # OpenClaw summarises A's session; before/after_compaction fire
+    h.reply(A, timeout=120)
+    h.settle()
+    _, asked = turn(h, A, "what was my budget")
+    text = request_text(asked)
+    added = this_turn(asked)
+    assert re.search(r"what was my budget\s*\[leanctx conversation state\]", added) and added.count("[leanctx conversation state]") == 1
+    assert "my budget is 40 euros" in added
+    assert "Lyon" not in text
+    _, again = turn(h, A, "thanks")
+    # the block stays in OpenClaw's transcript with that prompt (and the echoing fake's reply); the
+    # new prompt does not carry it again
+    assert not re.search(r"thanks\s*\[leanctx conversation state\]", this_turn(again))
