@@ -362,3 +362,28 @@ console.log(JSON.stringify({ none, declared: opts.names.slice().sort(), names: O
     assert out["names"] == out["declared"] == ["leanctx_state_clear_pending", "leanctx_state_pending", "leanctx_state_show", "leanctx_state_summary"]
     assert out["saved"].startswith("Saved") and "empty" in out["refused"] and "Size?" in out["shown"]
     assert thread(BOB, bot_env)["pending"]["question"] == "Size?" and thread(ANA, bot_env).get("pending") is None
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_a_gateway_whose_venv_is_gone_keeps_running_and_doctor_says_how_to_fix_it(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
+    """The gateway's plugin calls the wrapper, which names the interpreter init ran from: with that
+    venv deleted, every handler still returns (the turn goes on, nothing recorded), and doctor
+    fails "wrapper interpreter" with a fix that works when followed (no gateway restart needed: the
+    plugin keeps calling the same wrapper path)."""
+    from leanctx.installer import wrapper
+
+    assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0
+    wrapper.wrapper_path(data_dir).write_text(wrapper.render(data_dir, python="/gone/venv/bin/python3"))
+    plugin = home / ".openclaw" / "leanctx" / "index.mjs"
+    out = drive(plugin, [["before_prompt_build", {"prompt": "hi", "messages": []}, ctx()],
+                         ["agent_end", {"success": True, "messages": [{"role": "assistant", "content": "yo"}]}, ctx()]], bot_env, tmp_path)
+    assert all(r.get("result") is None and "threw" not in r for r in out[1:]), out
+    assert json.loads(run_cli("state", "list", "--json", env=bot_env).stdout or "[]") == []
+    proc = run_cli("doctor", "--agent", "openclaw", "--json", env=dict(bot_env, PATH="/usr/bin:/bin"))
+    report = json.loads(proc.stdout)
+    check = next(c for c in report["checks"] if c["name"] == "wrapper interpreter")
+    assert proc.returncode == 1 and check["status"] == "fail" and "/gone/venv/bin/python3" in check["detail"]
+    assert check["fix"].startswith("leanctx init --agent")
+    assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0  # the fix, followed
+    drive(plugin, [["before_prompt_build", {"prompt": "hi again", "messages": []}, ctx()]], bot_env, tmp_path)
+    assert [t["text"] for t in thread(ANA, bot_env)["recent_turns"]] == ["hi again"]
