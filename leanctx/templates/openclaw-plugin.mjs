@@ -95,7 +95,11 @@ export default {
         const e = event || {};
         const key = text(e.sessionKey) || text(ctx && ctx.sessionKey);
         const id = text(e.messageId);
-        if (key && id) inbound.set(key, [text(ctx && ctx.channelId) || "", text(ctx && ctx.conversationId) || "", id].join(":"));
+        const channel = text(ctx && ctx.channelId) || "";
+        const chat = text(ctx && ctx.conversationId) || "";
+        // "telegram:1001:7": the channel, its chat, the channel's message id (Telegram's ids count per chat)
+        const where = chat.startsWith(channel + ":") ? chat : [channel, chat].join(":");
+        if (key && id) inbound.set(key, [where, id].join(":"));
       } catch (e) {}
     });
     if (HOOKS.before_prompt_build) {

@@ -279,7 +279,7 @@ def ctx(key: str = ANA, session: str = "s-ana-1", **more: object) -> dict:
 def test_the_plugin_sends_the_channels_message_id_the_reply_and_compaction(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
     assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0
     plugin = home / ".openclaw" / "leanctx" / "index.mjs"
-    turn = [["message_received", {"from": "111", "content": "hi", "messageId": "7", "sessionKey": ANA}, {"channelId": "telegram", "conversationId": "111"}],
+    turn = [["message_received", {"from": "111", "content": "hi", "messageId": "7", "sessionKey": ANA}, {"channelId": "telegram", "conversationId": "telegram:111"}],
             ["before_prompt_build", {"prompt": "wrapped hi", "currentUserMessage": "hi", "currentUserMessageId": "adm-1", "messages": []}, ctx()],
             ["agent_end", {"success": True, "messages": [{"role": "user", "content": "hi"},
                                                          {"role": "assistant", "content": [{"type": "text", "text": "Hello Ana"}]}]}, ctx()]]

@@ -124,6 +124,9 @@ def test_two_people_survive_kill_9_and_new_and_get_only_their_own_thread(gw: Ope
     assert user_texts(h, k[B]) == ["please cancel order 5521", "did the refund go out"]
     assert all(t["role"] in ("user", "agent") for t in thread(h, k[A])["recent_turns"])
     assert len(thread(h, k[A])["recent_turns"]) == 4  # both replies recorded, once each
+    # each message carries the channel's own id (from message_received), so a repeat counts once
+    ids = [t.get("message_id") or "" for t in thread(h, k[A])["recent_turns"] if t["role"] == "user"]
+    assert len(set(ids)) == 2 and all(re.fullmatch(r"telegram:1001:\d+", i) for i in ids), ids
     # `/new`: OpenClaw starts an empty session under A's key; leanctx hands A's thread back
     h.send(A, "/new")
     h.reply(A)
