@@ -12,12 +12,20 @@ p95 of turns 2..N per mode and each ratio to no hooks (target: in-process <= 1.3
 Needs `pip install -e '.[sdk]'`.
 
 Usage: python bench/bot_turn.py [--turns N] [--cli PATH]   (default: the SDK's bundled CLI)
+
+`--openclaw`: the OpenClaw row instead. Two real OpenClaw gateways (npm openclaw, Node 24, as
+pinned in tests/e2e/install_clis.py), offline in network namespaces of their own, each with the
+fake Telegram Bot API and the echoing fake model of the end-to-end tests: one without leanctx,
+one after `leanctx init --agent openclaw --bot`. A turn is timed from the person's message reaching
+the fake Telegram to the bot's reply arriving there (what the person waits for); the two
+gateways take turns, the order alternating each round. Target: <= 1.3x OpenClaw without leanctx.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -96,11 +104,66 @@ async def run(turns: int, cli: str | None, home: Path) -> dict:
     return {m: t[1:] for m, t in times.items()}  # turn 1 pays start-up costs
 
 
+def openclaw(turns: int) -> int:
+    """The OpenClaw row: per-turn time with leanctx's plugin beside the same gateway without it."""
+    from tests.e2e.openclaw_harness import OpenClawHarness, problem
+
+    why = problem()
+    if why:
+        print(f"bot_turn --openclaw: OpenClaw cannot run here: {why}", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        gws = {"none": OpenClawHarness(Path(tmp) / "none"), "leanctx": OpenClawHarness(Path(tmp) / "leanctx")}
+        lc = gws["leanctx"]
+        subprocess.run([sys.executable, "-m", "leanctx", "init", "--agent", "openclaw", "--bot"], env=lc.env,
+                       check=True, capture_output=True)
+        times: dict = {m: [] for m in gws}
+        try:
+            for h in gws.values():
+                h.start()
+            user = lc.users[0]
+            for i in range(turns):
+                order = list(gws) if i % 2 == 0 else list(gws)[::-1]
+                for mode in order:
+                    h = gws[mode]
+                    start = time.perf_counter()
+                    h.send(user, f"hello {i}")
+                    reply = h.reply(user, timeout=120)
+                    times[mode].append(time.perf_counter() - start)
+                    if f"hello {i}" not in reply:
+                        print(f"bot_turn --openclaw: {mode} answered {reply!r} to hello {i}", file=sys.stderr)
+                        return 1
+                    h.settle()
+            kept = subprocess.run([sys.executable, "-m", "leanctx", "state", "list", "--json"],
+                                  env=dict(lc.env, CKS_HOME=str(lc.home / ".cks")), capture_output=True, text=True)
+            recorded = sum(e.get("turn_count", 0) for e in json.loads(kept.stdout or "[]"))
+        finally:
+            for h in gws.values():
+                h.stop()
+    if recorded < 2 * turns:
+        print(f"bot_turn --openclaw: leanctx recorded {recorded} turns of {2 * turns}: its plugin did not run", file=sys.stderr)
+        return 1
+    base = {m: t[1:] for m, t in times.items()}  # turn 1 pays start-up costs
+    floor = statistics.median(base["none"])
+    print(f"OpenClaw bot turn (Telegram message to reply), {turns - 1} turns per gateway (turns 2..{turns}), "
+          f"leanctx recorded {recorded} turns")
+    for mode, t in base.items():
+        p50, p95 = statistics.median(t), sorted(t)[max(0, round(0.95 * len(t)) - 1)]
+        print(f"  {mode:<8} p50 {p50 * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms  {p50 / floor:5.2f}x OpenClaw alone  "
+              f"({(p50 - floor) * 1000:+.1f} ms)")
+    ratio = statistics.median(base["leanctx"]) / floor
+    print(f"target <= {TARGET}x OpenClaw alone: {'met' if ratio <= TARGET else 'NOT met'} ({ratio:.2f}x)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=12)
     ap.add_argument("--cli")
+    ap.add_argument("--openclaw", action="store_true", help="the OpenClaw row: the real gateway with and without leanctx")
     a = ap.parse_args(argv)
+    if a.openclaw:
+        return openclaw(a.turns)
     from tests.e2e import hostcli
     from tests.e2e.fake_anthropic import FakeAnthropic
 

@@ -232,6 +232,9 @@ class Agent:
     #: a host whose one process serves many people names each person's conversation (HookEvent
     #: `thread_key`); the bot profile then keeps the thread `channel:[<this>, key]` (hooks/bot.py)
     thread_key_source: ClassVar[str | None] = None
+    #: the host's session start cannot carry added context (Pi): the bot profile hands the thread
+    #: to the first prompt of a session that does not hold it yet
+    thread_on_first_prompt: ClassVar[bool] = False
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)

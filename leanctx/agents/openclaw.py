@@ -21,7 +21,8 @@ process says whose conversation an event is: OpenClaw's session key does (`agent
 …:<peer>`, one per person and channel, stable across gateway restarts and `/new`). The plugin
 sends it as `session_key`; the bot profile keeps one thread per key (hooks/bot.py: `thread_key`).
 The plugin runs the hook command with a JSON payload on stdin for:
-- `session_start` ({sessionId, sessionKey, resumedFrom}): ids published;
+- `session_start` ({sessionId, sessionKey, resumedFrom}; 2026.9.6 fires it only on `/new` and
+  `/reset`): ids published, a start after a context loss (normalize);
 - `before_prompt_build` (awaited; its `appendContext` reaches the model): the person's message
   (`currentUserMessage`, else `prompt`: 2026.9.6 sends only `prompt`, the raw text), its id (the
   channel's message id the plugin saw in `message_received` for that key; OpenClaw's
@@ -31,8 +32,8 @@ The plugin runs the hook command with a JSON payload on stdin for:
 - `agent_end` (awaited): the last assistant text of the run as `last_assistant_message`, when the
   run succeeded;
 - `before_compaction`/`after_compaction`, `before_reset`: context losses (`/new` and `/reset` keep
-  the session id and empty its transcript: `before_reset` voids what the read cache credited);
-  `session_end`;
+  the session id and empty its transcript: `before_reset` voids what the read cache credited, as
+  `session_start` does, so either hook alone is enough); `session_end`;
 - `before_tool_call` (a gate: `{block: true, blockReason}` skips the tool and hands the model the
   reason): the multi-user guard and the read gate on `leanctx__ctx_read`. The gateway calls MCP
   tools with no `_meta`, so the plugin hands ctx_read the call's id, under which the gate noted
@@ -90,9 +91,11 @@ class OpenClaw(FileHookAgent):
         EventSpec("session_start", SESSION_START),
         EventSpec("before_prompt_build", PROMPT),
         EventSpec("before_compaction", PRE_COMPACT),
-        EventSpec("after_compaction", PRE_COMPACT),
+        # the session goes on from the summary: like Claude Code's SessionStart(compact) (normalize)
+        EventSpec("after_compaction", SESSION_START),
         # `/new` and `/reset`: 2026.9.6 keeps the session id and empties its transcript; the
-        # context is gone, so every read credited to it is void (counted as a compaction)
+        # context is gone, so every read credited to it is void (counted as a compaction, as its
+        # session_start is: either hook alone is enough)
         EventSpec("before_reset", PRE_COMPACT),
         EventSpec("agent_end", STOP),
         # a subagent runs in a child session with its own key and id: its reads are its own
@@ -171,6 +174,13 @@ class OpenClaw(FileHookAgent):
     # -- payloads ------------------------------------------------------------------------
     def normalize(self, event: str, payload: dict) -> HookEvent:
         ev = super().normalize(event, payload)
+        if ev.kind == SESSION_START:
+            # OpenClaw 2026.9.6 fires session_start only when `/new` or `/reset` empties the key's
+            # transcript under the same session id (never for a first message or after a restart),
+            # and after_compaction when a summary replaced it: either way the model holds none of
+            # what came before, as after a compaction (the read cache drops the conversation's
+            # credit; the bot profile hands the thread to the next prompt)
+            ev.source = "compact"
         ev.thread_key = str_field(payload, "session_key")
         ev.message_id = str_field(payload, "message_id")
         trigger = str_field(payload, "trigger")

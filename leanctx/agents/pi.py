@@ -201,6 +201,9 @@ class Pi(FileHookAgent):
     hook_file_mode = 0o644
     #: no MCP config file: the extension starts the server itself (doctor_mcp skips the file checks)
     mcp_in_extension = True
+    #: Pi's session_start cannot add to the model's context: the thread rides on a session's
+    #: first prompt instead (hooks/bot.py)
+    thread_on_first_prompt = True
     events = (
         EventSpec("session_start", SESSION_START),
         EventSpec("before_agent_start", PROMPT),
@@ -313,7 +316,8 @@ class Pi(FileHookAgent):
         return (ask, content) if content else None
 
     def context_output(self, event: str, text: str) -> str:
-        return ""
+        # only before_agent_start can add to what the model gets (a message stored in the session)
+        return fastjson.dumps({"context": text}) if event == "before_agent_start" and text else ""
 
     def guard_output(self, event: str, reason: str) -> str:
         return fastjson.dumps({"decision": "deny", "reason": reason})
@@ -323,6 +327,8 @@ class Pi(FileHookAgent):
         if not isinstance(value, dict):
             return value
         if event == "tool_call" and value.get("decision") == "deny" and isinstance(value.get("reason"), str):
+            return None
+        if event == "before_agent_start" and isinstance(value.get("context"), str):
             return None
         if event == "tool_result" and not stdout.strip():
             return None

@@ -53,10 +53,16 @@ def on_event(agent: Agent, event: HookEvent, data_dir: str) -> str | None:
         text = protocol.session_context(api.show(user), session, resumed=event.source == "resume")
         return agent.context_output(event.event, text) if text else None
     if event.kind == PROMPT and event.prompt and not event.subagent_id:
+        notes = []
+        if agent.thread_on_first_prompt:
+            state = api.show(user)
+            if not protocol.holds_thread(state, session):
+                notes.append(protocol.rehydrate(state))
         result = api.inbound(event.prompt, user, session_id=session, source=agent.name)
         if result.get("answered"):
-            return agent.context_output(event.event, protocol.answer_context(result["answered"])) or None
-        return None
+            notes.append(protocol.answer_context(result["answered"]))
+        joined = "\n\n".join(n for n in notes if n)
+        return (agent.context_output(event.event, joined) or None) if joined else None
     if event.kind in (STOP, REPLY) and not event.subagent_id:
         _record_reply(agent, event, user, session)
     return None

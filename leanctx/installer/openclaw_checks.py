@@ -82,6 +82,37 @@ def load_problems(agent: Agent, home: Path, project: Path | None, read) -> list[
     return out
 
 
+def session_scope(agent: Agent, home: Path, read) -> dict | None:
+    """With the bot profile: a doctor row when OpenClaw puts every direct message in one session
+    (`session.dmScope` "main", its default), which would give everyone one thread."""
+    if not _bot_installed(agent, home, read):
+        return None
+    path, config = _config(agent, home, read)
+    if config is None:
+        return None
+    session = config.get("session") if isinstance(config.get("session"), dict) else {}
+    scope = session.get("dmScope", "main")
+    if scope != "main":
+        return {"name": "openclaw one session per person", "status": "ok",
+                "detail": f"session.dmScope is {scope!r}: each person's direct messages have a session of their own", "fix": None}
+    return {"name": "openclaw one session per person", "status": "fail",
+            "detail": "session.dmScope is 'main' (OpenClaw's default): every direct message, whoever sends it, goes "
+                      "to one session, so everyone would share one thread",
+            "fix": f"set session.dmScope to \"per-channel-peer\" in {display(path, home)}, then restart the gateway"}
+
+
+def _bot_installed(agent: Agent, home: Path, read) -> bool:
+    data = read(agent.hook_folder(home, None) / agent.hook_file_names()[0])
+    return data is not None and b" --bot" in data
+
+
+def _disk(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 def _openclaw() -> str | None:
     return shutil.which("openclaw")
 
@@ -154,6 +185,9 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
                  "detail": "openclaw is not on PATH: the gateway's own load of the plugin was not checked",
                  "fix": "put the openclaw you run the gateway with on PATH and run doctor again"}]
     rows = []
+    scope = session_scope(agent, home, _disk)
+    if scope is not None:
+        rows.append(scope)
     version = _version(exe)
     note = "" if version == CHECKED else f" (leanctx's plugin was checked against {CHECKED})"
     rows.append({"name": "openclaw version", "status": "ok" if version else "info",

@@ -110,7 +110,11 @@ export default {
         const e = event || {};
         const key = text(e.sessionKey) || text(ctx && ctx.sessionKey);
         const id = text(e.messageId);
-        if (key && id) inbound.set(key, [text(ctx && ctx.channelId) || "", text(ctx && ctx.conversationId) || "", id].join(":"));
+        const channel = text(ctx && ctx.channelId) || "";
+        const chat = text(ctx && ctx.conversationId) || "";
+        // "telegram:1001:7": the channel, its chat, the channel's message id (Telegram's ids count per chat)
+        const where = chat.startsWith(channel + ":") ? chat : [channel, chat].join(":");
+        if (key && id) inbound.set(key, [where, id].join(":"));
       } catch (e) {}
     });
     if (HOOKS.before_prompt_build) {
@@ -135,12 +139,16 @@ export default {
         await fire("agent_end", ctx, { last_assistant_message: lastReply(e.messages) });
       });
     }
-    for (const name of ["before_compaction", "after_compaction"]) {
-      if (!HOOKS[name]) continue;
-      api.on(name, async (event, ctx) => {
+    if (HOOKS.before_compaction) {
+      api.on("before_compaction", async (event, ctx) => {
+        await fire("before_compaction", ctx, { trigger: "auto", transcript_path: text(event && event.sessionFile) });
+      });
+    }
+    if (HOOKS.after_compaction) {
+      api.on("after_compaction", async (event, ctx) => {
         const key = text(ctx && ctx.sessionKey);
-        if (key && name === "after_compaction") compacted.set(key, true);
-        await fire(name, ctx, { trigger: "auto", transcript_path: text(event && event.sessionFile) });
+        if (key) compacted.set(key, true);
+        await fire("after_compaction", ctx, { source: "compact", transcript_path: text(event && event.sessionFile) });
       });
     }
     if (HOOKS.before_reset) {

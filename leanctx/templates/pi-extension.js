@@ -138,6 +138,22 @@ function mcpServer() {
   return { open, request, stop };
 }
 
+// The text of the prompt's last assistant message (the reply the bot profile records).
+function lastReply(messages) {
+  if (!Array.isArray(messages)) return undefined;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (!m || m.role !== "assistant") continue;
+    if (typeof m.content === "string") return m.content;
+    if (Array.isArray(m.content)) {
+      const parts = m.content.filter((p) => p && p.type === "text" && typeof p.text === "string").map((p) => p.text);
+      if (parts.length) return parts.join("\n");
+    }
+    return undefined;
+  }
+  return undefined;
+}
+
 export default async function (pi) {
   let session = { id: undefined, file: undefined };
   const held = new Map(); // toolCallId -> a built-in read's result, until the model is sent it
@@ -195,7 +211,11 @@ export default async function (pi) {
     await fire("session_start", ctx, { source: (event && event.reason) || "startup" });
   });
   pi.on("before_agent_start", async (event, ctx) => {
-    await fire("before_agent_start", ctx, { prompt: event && typeof event.prompt === "string" ? event.prompt : "" });
+    const value = await fire("before_agent_start", ctx, { prompt: event && typeof event.prompt === "string" ? event.prompt : "" });
+    // the bot profile's thread or answer line: a message Pi stores in the session and sends to the model
+    if (typeof value.context === "string" && value.context) {
+      return { message: { customType: "leanctx", content: value.context, display: false } };
+    }
   });
   pi.on("session_before_compact", async (event, ctx) => {
     held.clear(); // what the summariser sees is not what the model holds
@@ -212,7 +232,7 @@ export default async function (pi) {
     await fire("session_tree", ctx, {});
   });
   pi.on("agent_end", async (event, ctx) => {
-    await fire("agent_end", ctx, {});
+    await fire("agent_end", ctx, { last_assistant_message: lastReply(event && event.messages) });
   });
   pi.on("session_shutdown", async (event, ctx) => {
     await fire("session_shutdown", ctx, { reason: event && event.reason });

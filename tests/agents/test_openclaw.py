@@ -45,9 +45,11 @@ def test_the_plugins_payloads_normalize() -> None:
     assert AGENT.normalize("before_prompt_build", recovery).prompt is None
     assert AGENT.normalize("agent_end", sent("agent_end", last_assistant_message="ok")).reply == "ok"
     assert AGENT.normalize("agent_end", sent("agent_end")).kind == STOP
-    assert AGENT.normalize("session_start", sent("session_start")).kind == SESSION_START
-    for loss in ("before_compaction", "after_compaction"):
-        assert AGENT.normalize(loss, sent(loss)).kind == PRE_COMPACT
+    assert AGENT.normalize("before_compaction", sent("before_compaction")).kind == PRE_COMPACT
+    # after a compaction or a `/new` the model holds nothing of before: a start from a compaction
+    for start in ("after_compaction", "session_start"):
+        ev = AGENT.normalize(start, sent(start, source="resume"))
+        assert (ev.kind, ev.source) == (SESSION_START, "compact")
     # `/new` keeps the session id and empties its transcript: a context loss, not an end
     assert AGENT.normalize("before_reset", sent("before_reset")).kind == PRE_COMPACT
     assert AGENT.normalize("session_end", sent("session_end")).kind == SESSION_END
@@ -230,6 +232,19 @@ def test_doctor_names_settings_that_keep_the_plugin_out(home: Path, data_dir: Pa
     assert names('{"plugins": {"allow": ["telegram"], "deny": ["leanctx"]}}') == ["openclaw plugin allowed", "openclaw plugin not denied"]
     assert names('{"plugins": {"entries": {"leanctx": {"enabled": false, "hooks": {"allowPromptInjection": false}}}}}') == [
         "openclaw conversation hooks", "openclaw plugin enabled", "openclaw prompt context"]
+    # with the bot profile installed, OpenClaw's default one-session-for-every-DM merges people's threads
+    assert run_cli("init", "--agent", "openclaw", "--bot").returncode == 0
+    plugin = (home / ".openclaw" / "leanctx" / "index.mjs").read_bytes()
+    both = lambda text: (lambda p: plugin if p.name == "index.mjs" else text.encode())  # noqa: E731
+    from leanctx.installer.openclaw_checks import session_scope
+
+    shared = session_scope(AGENT, home, both(ok))
+    assert shared["status"] == "fail" and 'set session.dmScope to "per-channel-peer"' in shared["fix"]
+    per_peer = ok[:-1] + ', "session": {"dmScope": "per-channel-peer"}}'
+    assert session_scope(AGENT, home, both(per_peer))["status"] == "ok"
+    assert run_cli("init", "--agent", "openclaw").returncode == 0  # the coding profile keeps no threads
+    coding = (home / ".openclaw" / "leanctx" / "index.mjs").read_bytes()
+    assert session_scope(AGENT, home, lambda p: coding if p.name == "index.mjs" else ok.encode()) is None
 
 
 # -- the plugin itself, run by node with a stand-in for OpenClaw's plugin API ---------------------
@@ -266,7 +281,7 @@ def ctx(key: str = ANA, session: str = "s-ana-1", **more: object) -> dict:
 def test_the_plugin_sends_the_channels_message_id_the_reply_and_compaction(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
     assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0
     plugin = home / ".openclaw" / "leanctx" / "index.mjs"
-    turn = [["message_received", {"from": "111", "content": "hi", "messageId": "7", "sessionKey": ANA}, {"channelId": "telegram", "conversationId": "111"}],
+    turn = [["message_received", {"from": "111", "content": "hi", "messageId": "7", "sessionKey": ANA}, {"channelId": "telegram", "conversationId": "telegram:111"}],
             ["before_prompt_build", {"prompt": "wrapped hi", "currentUserMessage": "hi", "currentUserMessageId": "adm-1", "messages": []}, ctx()],
             ["agent_end", {"success": True, "messages": [{"role": "user", "content": "hi"},
                                                          {"role": "assistant", "content": [{"type": "text", "text": "Hello Ana"}]}]}, ctx()]]
@@ -359,15 +374,19 @@ def test_a_reset_voids_the_read_credits_of_that_conversation_only(home: Path, da
 
     env = dict(bot_env, LEANCTX_HOME=str(data_dir))
     for key, session in ((ANA, "s-ana-1"), (BOB, "s-bob-1")):
-        proc = run_cli("hook", "openclaw", "session_start", input=json.dumps(sent("session_start", key=key, session=session)), env=env)
+        proc = run_cli("hook", "openclaw", "before_prompt_build", input=json.dumps(
+            sent("before_prompt_build", key=key, session=session, prompt="hi", trigger="user")), env=env)
         assert proc.returncode == 0, proc
     assert record("s-ana-1")["compactions"] == 0
     for event in ("session_end", "session_start", "before_reset"):  # the order OpenClaw fires them on `/new`
         proc = run_cli("hook", "openclaw", event, input=json.dumps(sent(event, reason="new")), env=env)
         assert proc.returncode == 0 and proc.stdout == "", proc
     ana = record("s-ana-1")
-    assert ana["compactions"] == 1 and "ended_at" not in ana
+    assert ana["compactions"] >= 1 and "ended_at" not in ana
     assert record("s-bob-1")["compactions"] == 0
+    # before_reset alone (session_start's hook lost) is enough
+    proc = run_cli("hook", "openclaw", "before_reset", input=json.dumps(sent("before_reset", reason="reset")), env=env)
+    assert proc.returncode == 0 and record("s-ana-1")["compactions"] == ana["compactions"] + 1
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
@@ -469,3 +488,28 @@ def test_an_id_in_the_arguments_names_the_call_only_on_a_host_whose_plugin_write
     got = r.resolve(conn, fresh=True, call_id="arg:call-cop")
     assert not got.stub_ok and got.reason == "read gate did not run for this call"
     assert r.resolve(conn, fresh=True, call_id="call-cop").stub_ok  # its own id, as its gate hands it in _meta
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_a_gateway_whose_venv_is_gone_keeps_running_and_doctor_says_how_to_fix_it(home: Path, data_dir: Path, bot_env: dict, tmp_path: Path) -> None:
+    """The gateway's plugin calls the wrapper, which names the interpreter init ran from: with that
+    venv deleted, every handler still returns (the turn goes on, nothing recorded), and doctor
+    fails "wrapper interpreter" with a fix that works when followed (no gateway restart needed: the
+    plugin keeps calling the same wrapper path)."""
+    from leanctx.installer import wrapper
+
+    assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0
+    wrapper.wrapper_path(data_dir).write_text(wrapper.render(data_dir, python="/gone/venv/bin/python3"))
+    plugin = home / ".openclaw" / "leanctx" / "index.mjs"
+    out = drive(plugin, [["before_prompt_build", {"prompt": "hi", "messages": []}, ctx()],
+                         ["agent_end", {"success": True, "messages": [{"role": "assistant", "content": "yo"}]}, ctx()]], bot_env, tmp_path)
+    assert all(r.get("result") is None and "threw" not in r for r in out[1:]), out
+    assert json.loads(run_cli("state", "list", "--json", env=bot_env).stdout or "[]") == []
+    proc = run_cli("doctor", "--agent", "openclaw", "--json", env=dict(bot_env, PATH="/usr/bin:/bin"))
+    report = json.loads(proc.stdout)
+    check = next(c for c in report["checks"] if c["name"] == "wrapper interpreter")
+    assert proc.returncode == 1 and check["status"] == "fail" and "/gone/venv/bin/python3" in check["detail"]
+    assert check["fix"].startswith("leanctx init --agent")
+    assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0  # the fix, followed
+    drive(plugin, [["before_prompt_build", {"prompt": "hi again", "messages": []}, ctx()]], bot_env, tmp_path)
+    assert [t["text"] for t in thread(ANA, bot_env)["recent_turns"]] == ["hi again"]

@@ -48,7 +48,9 @@ def test_answers_the_extension_takes() -> None:
     assert json.loads(deny) == {"decision": "deny", "reason": "no"} and AGENT.check_output("tool_call", deny) is None
     assert AGENT.check_output("session_start", "") is None
     assert AGENT.check_output("session_start", '{"x": 1}') is not None
-    assert AGENT.context_output("before_agent_start", "text") == ""
+    assert json.loads(AGENT.context_output("before_agent_start", "text")) == {"context": "text"}
+    assert AGENT.check_output("before_agent_start", AGENT.context_output("before_agent_start", "text")) is None
+    assert AGENT.context_output("session_start", "text") == ""  # Pi's session_start cannot add context
 
 
 def test_hook_command_publishes_the_session(home: Path, data_dir: Path) -> None:
@@ -171,7 +173,9 @@ def drive(ext: Path, calls: list, cwd: Path, env: dict | None = None) -> list:
     copy.write_text(ext.read_text())
     driver = ext.parent.parent / "driver.mjs"
     driver.write_text(DRIVER)
-    env = dict(env or os.environ, SID=SESSION, SFILE=str(cwd / "session.jsonl"))
+    env = dict(env or os.environ)
+    env.setdefault("SID", SESSION)
+    env.setdefault("SFILE", str(cwd / "session.jsonl"))
     proc = subprocess.run([NODE, str(driver), str(copy), json.dumps(calls), str(cwd)], capture_output=True, text=True,
                           timeout=90, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -432,3 +436,27 @@ def test_a_read_beside_a_call_that_may_write_is_not_answered_by_the_cache(home: 
     answers = dict(zip(batches, [r["result"] for r in out[-len(batches):]]))
     assert answers["reads"]["block"] is True and answers["reads"]["reason"].startswith("[unchanged] a.txt"), answers
     assert all(answers[name] is None for name in batches if name != "reads"), answers
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_bot_profile_records_the_reply_and_hands_the_thread_to_a_new_sessions_first_prompt(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    env = dict(os.environ, CKS_HOME=str(tmp_path / "cks"), CKS_ACTIVE_USER="ana")
+    assert run_cli("init", "--agent", "pi", "--bot", env=env).returncode == 0
+    ext = home / ".pi" / "agent" / "extensions" / "leanctx.js"
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    reply = {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": [{"type": "text", "text": "Blue, size M."}]}]}
+    out = drive(ext, [["event", "session_start", {"reason": "startup"}],
+                      ["event", "before_agent_start", {"prompt": "which mug?"}],
+                      ["event", "agent_end", reply],
+                      ["event", "before_agent_start", {"prompt": "and the price?"}]], cwd, env)
+    assert out[2]["result"] is None and out[4]["result"] is None, out  # nothing to hand back yet; same session after
+    state = json.loads(run_cli("state", "show", "--json", env=env).stdout)
+    assert [(t["role"], t["text"]) for t in state["recent_turns"]] == [
+        ("user", "which mug?"), ("agent", "Blue, size M."), ("user", "and the price?")]
+    # a new Pi session (another id): its first prompt carries the thread, as a message Pi keeps
+    out = drive(ext, [["event", "session_start", {"reason": "new"}], ["event", "before_agent_start", {"prompt": "hello again"}],
+                      ["event", "before_agent_start", {"prompt": "one more"}]], cwd, dict(env, SID="01b-new-session"))
+    message = out[2]["result"]["message"]
+    assert message["customType"] == "leanctx" and "Blue, size M." in message["content"] and message["display"] is False
+    assert out[3]["result"] is None, out  # once per session

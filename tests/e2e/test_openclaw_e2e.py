@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,6 +74,17 @@ def request_text(body: dict) -> str:
     return json.dumps(body.get("messages"), ensure_ascii=False)
 
 
+def this_turn(body: dict) -> str:
+    """The text of the messages after the request's last assistant message: what this turn added."""
+    messages = body.get("messages") or []
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    parts = []
+    for m in messages[last + 1:]:
+        content = m.get("content")
+        parts += [content] if isinstance(content, str) else [c.get("text", "") for c in content or [] if isinstance(c, dict)]
+    return "\n".join(parts)
+
+
 def turn(h: OpenClawHarness, user: int, text: str) -> tuple[str, dict]:
     """One message and its reply; returns (reply, the model request that answered it)."""
     before = len(h.model_requests())
@@ -112,6 +124,9 @@ def test_two_people_survive_kill_9_and_new_and_get_only_their_own_thread(gw: Ope
     assert user_texts(h, k[B]) == ["please cancel order 5521", "did the refund go out"]
     assert all(t["role"] in ("user", "agent") for t in thread(h, k[A])["recent_turns"])
     assert len(thread(h, k[A])["recent_turns"]) == 4  # both replies recorded, once each
+    # each message carries the channel's own id (from message_received), so a repeat counts once
+    ids = [t.get("message_id") or "" for t in thread(h, k[A])["recent_turns"] if t["role"] == "user"]
+    assert len(set(ids)) == 2 and all(re.fullmatch(r"telegram:1001:\d+", i) for i in ids), ids
     # `/new`: OpenClaw starts an empty session under A's key; leanctx hands A's thread back
     h.send(A, "/new")
     h.reply(A)
@@ -180,3 +195,23 @@ def test_doctor_passes_and_uninstall_gives_back_the_config(gw: OpenClawHarness) 
     assert proc.returncode == 0, proc.stderr
     assert h.config_path.read_bytes() == h.original_config
     assert not (h.state_dir / "leanctx").exists()
+
+
+def test_compact_carries_the_thread_into_the_next_prompt_once(gw: OpenClawHarness) -> None:
+    h = gw
+    turn(h, A, "my budget is 40 euros")
+    turn(h, B, "ship to Lyon please")
+    h.settle()
+    h.send(A, "/compact")  # OpenClaw summarises A's session; before/after_compaction fire
+    h.reply(A, timeout=120)
+    h.settle()
+    _, asked = turn(h, A, "what was my budget")
+    text = request_text(asked)
+    added = this_turn(asked)
+    assert re.search(r"what was my budget\s*\[leanctx conversation state\]", added) and added.count("[leanctx conversation state]") == 1
+    assert "my budget is 40 euros" in added
+    assert "Lyon" not in text
+    _, again = turn(h, A, "thanks")
+    # the block stays in OpenClaw's transcript with that prompt (and the echoing fake's reply); the
+    # new prompt does not carry it again
+    assert not re.search(r"thanks\s*\[leanctx conversation state\]", this_turn(again))

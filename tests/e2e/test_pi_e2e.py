@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -212,3 +214,36 @@ def test_pi_after_a_compaction_the_next_read_is_content(pi_cli, host_home, lean)
     assert "def function_199" in out[first["call_id"]]
     assert "def function_199" in out[after["call_id"]], out[after["call_id"]][:300]
     assert out[again["call_id"]].startswith("[unchanged]"), out[again["call_id"]][:300]
+
+
+def test_pi_bot_profile_records_turns_and_a_new_session_gets_the_thread(pi_cli, host_home, lean, run_host, tmp_path):
+    """`init --agent pi --bot` on the real pi: each prompt and its reply (agent_end's last assistant
+    message) recorded; the next `pi -p`, a new session, gets the thread as a message of the
+    extension's (before_agent_start's `message`) in its first request, once."""
+    hh = host_home
+    agent_dir = hh.home / ".pi" / "agent"
+    agent_dir.mkdir(parents=True)
+    seen = []
+
+    def answer(text):
+        def build(body: dict):
+            seen.append(body)
+            return text
+        return build
+
+    with FakeOpenAI(script=[answer("The blue mug, size M."), answer("It is 12 euros.")], model="fake-model") as srv:
+        (agent_dir / "models.json").write_text(models_json(srv.base_url))
+        lean.run("init", "--agent", "pi", "--bot")
+        env = {**pi_env(hh, lean), "CKS_HOME": str(tmp_path / "cks"), "CKS_ACTIVE_USER": "ana"}
+        for prompt in ("which mug did I pick", "and the price"):
+            cp, _ = run_host([pi_cli, "-p", "--provider", "fake", "--model", "fake-model", prompt], cwd=hh.proj, env=env, timeout=TIMEOUT)
+            assert cp.returncode == 0, cp.stderr[-2000:]
+    first, second = (json.dumps(b["messages"]) for b in seen)
+    assert "[leanctx conversation state]" not in first
+    assert second.count("[leanctx conversation state]") == 1 and "The blue mug, size M." in second
+    shown = subprocess.run([sys.executable, "-m", "leanctx", "state", "show", "--json"], capture_output=True, text=True,
+                           env={**lean.env(), "CKS_HOME": str(tmp_path / "cks"), "CKS_ACTIVE_USER": "ana"}, timeout=60)
+    state = json.loads(shown.stdout)
+    assert [(t["role"], t["text"]) for t in state["recent_turns"]] == [
+        ("user", "which mug did I pick"), ("agent", "The blue mug, size M."), ("user", "and the price"), ("agent", "It is 12 euros.")]
+    lean.assert_no_hook_errors()
