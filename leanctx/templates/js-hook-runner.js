@@ -35,3 +35,20 @@ function answer(text) {
     return {};
   }
 }
+
+// The text of the last assistant message in a host's message list (content as a string or as
+// text parts): the reply the bot profile records.
+function lastReply(messages) {
+  if (!Array.isArray(messages)) return undefined;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (!m || m.role !== "assistant") continue;
+    if (typeof m.content === "string") return m.content;
+    if (Array.isArray(m.content)) {
+      const parts = m.content.filter((p) => p && p.type === "text" && typeof p.text === "string").map((p) => p.text);
+      if (parts.length) return parts.join("\n");
+    }
+    return undefined;
+  }
+  return undefined;
+}

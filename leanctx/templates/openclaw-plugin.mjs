@@ -22,22 +22,6 @@ function text(value) {
   return typeof value === "string" ? value : undefined;
 }
 
-// The text of the run's last assistant message (content as a string or as parts).
-function lastReply(messages) {
-  if (!Array.isArray(messages)) return undefined;
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i];
-    if (!m || m.role !== "assistant") continue;
-    if (typeof m.content === "string") return m.content;
-    if (Array.isArray(m.content)) {
-      const parts = m.content.filter((p) => p && p.type === "text" && typeof p.text === "string").map((p) => p.text);
-      if (parts.length) return parts.join("\n");
-    }
-    return undefined;
-  }
-  return undefined;
-}
-
 function bounded() {
   const map = new Map();
   return {

@@ -138,22 +138,6 @@ function mcpServer() {
   return { open, request, stop };
 }
 
-// The text of the prompt's last assistant message (the reply the bot profile records).
-function lastReply(messages) {
-  if (!Array.isArray(messages)) return undefined;
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i];
-    if (!m || m.role !== "assistant") continue;
-    if (typeof m.content === "string") return m.content;
-    if (Array.isArray(m.content)) {
-      const parts = m.content.filter((p) => p && p.type === "text" && typeof p.text === "string").map((p) => p.text);
-      if (parts.length) return parts.join("\n");
-    }
-    return undefined;
-  }
-  return undefined;
-}
-
 export default async function (pi) {
   let session = { id: undefined, file: undefined };
   const held = new Map(); // toolCallId -> a built-in read's result, until the model is sent it
