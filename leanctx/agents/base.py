@@ -216,6 +216,19 @@ class Agent:
     timeout: ClassVar[int] = 10
     #: host versions whose documented/observed format this module was checked against
     checked_against: ClassVar[str] = ""
+    #: the family whose shape this host follows; its differences from the family are data in its
+    #: module ("claude-shaped", "gemini-shaped", "opencode-plugin", "js-plugin", "hook-files",
+    #: "cursor-like")
+    family: ClassVar[str] = ""
+    #: the README support matrix row (generated: tests/test_support_matrix.py): "verified",
+    #: "hooks" (user / project), "mcp" (user / project), "rule", "call_id", "bot", "guard"
+    support: ClassVar[dict[str, str]] = {}
+    #: the newest host CLI version a real run verified ("" = documentation only) and the oldest
+    #: known to work ("" = no floor known): doctor notes a newer CLI and fails an older one
+    verified_version: ClassVar[str] = ""
+    min_version: ClassVar[str] = ""
+    #: the command that prints the installed CLI's version (binary first); () = none to ask
+    version_command: ClassVar[tuple[str, ...]] = ()
     #: the host rejects the whole file on comments/trailing commas (we keep them; doctor warns)
     strict_json: ClassVar[bool] = True
     #: with strict_json: the host still accepts a leading UTF-8 byte order mark
