@@ -142,6 +142,35 @@ def doctor(agent_name: str, as_json: bool, fix: bool, project: Path | None) -> N
     sys.exit(0 if report["ok"] else 1)
 
 
+@main.command()
+@click.option("--markdown", is_flag=True, help="Print the support matrix as the README's Markdown table.")
+@click.option("--json", "as_json", is_flag=True, help="Print every host with its versions as JSON.")
+def hosts(markdown: bool, as_json: bool) -> None:
+    """Every host leanctx supports: its family, the versions verified, and the one installed here."""
+    from leanctx import hostversions
+
+    if markdown:
+        click.echo(hostversions.markdown(), nl=False)
+        return
+    rows = []
+    for agent in agents.all_agents():
+        binary, version, why = hostversions.installed(agent)
+        verdict = hostversions.verdict(agent, version)[0] if version else "not installed" if agent.version_command else "no CLI"
+        rows.append({"agent": agent.name, "display_name": agent.display_name, "family": agent.family,
+                     "verified_version": agent.verified_version or None, "min_version": agent.min_version or None,
+                     "installed_version": version, "verdict": verdict})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    header = ("agent", "family", "verified", "oldest ok", "installed", "")
+    table = [header] + [(r["agent"], r["family"], r["verified_version"] or "docs only", r["min_version"] or "-",
+                         r["installed_version"] or "-", "" if r["verdict"] in ("ok", "not installed", "no CLI") else r["verdict"])
+                        for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
 class _HookCommand(click.Command):
     """`leanctx hook --help` ends with every agent's events and the hook flags, read from the
     agent modules and the hook itself when help is asked for (so the list cannot drift)."""

@@ -245,6 +245,9 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         result["ok"] = status != FAIL
         return result
     checks.append(_check("config", OK, parsed))
+    version = version_check(agent)
+    if version is not None:
+        checks.append(version)
     wired = wired_commands(agent, value)
     files_run = {event: Path(group["file"]) for event, groups in value.get("hooks", {}).items() for group in groups
                  if isinstance(group, dict) and group.get("executable")} if agent.hook_file_mode is not None else {}
@@ -313,6 +316,22 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         checks.append(_check("last published", INFO, f"nothing yet: start {agent.display_name} once (hooks load at session start)"))
     result["ok"] = all(c["status"] != FAIL for c in checks)
     return result
+
+
+def version_check(agent: Agent) -> dict | None:
+    """The host CLI on PATH against the versions leanctx was verified on: newer is a note, older
+    than the oldest known to work fails (leanctx/hostversions.py). None: the host has no CLI to ask."""
+    from leanctx import hostversions
+
+    if not agent.version_command:
+        return None
+    binary, version, why = hostversions.installed(agent)
+    if version is None:
+        return _check("version", INFO, f"not checked: {why}")
+    verdict, sentence = hostversions.verdict(agent, version)
+    if verdict == "older":
+        return _check("version", FAIL, f"{sentence} ({binary})", hostversions.upgrade_hint(agent))
+    return _check("version", OK if verdict == "ok" else INFO, sentence)
 
 
 def agent_specific_checks(agent: Agent, home: Path, project: Path | None = None) -> list[dict]:

@@ -17,7 +17,7 @@ HOME by `/home/you`, the interpreter by `/path/to/venv/bin/python`, this checkou
 `/path/to/leanctx`; what prints `~` keeps printing `~`.
 
     python -m tests.readme_examples           # check every block (exit 1 and a diff when stale)
-    python -m tests.readme_examples --update  # rewrite the blocks from fresh runs
+    python -m tests.readme_examples --update  # rewrite the blocks (and README's support matrix)
 
 tests/test_readme_examples.py runs the check. Timings (`24 ms`, `3 s ago`) and generated ids are
 masked when comparing, never when writing.
@@ -223,8 +223,24 @@ def check(update: bool = False) -> list[str]:
     return problems
 
 
+def update_matrix() -> bool:
+    """Rewrite README.md's support matrix from the host modules (`leanctx hosts --markdown`);
+    True when it changed. tests/test_host_matrix.py fails while it is stale."""
+    from leanctx import hostversions
+
+    readme = REPO / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    fresh = hostversions.replace_block(text, hostversions.markdown())
+    if fresh is None or fresh == text:
+        return False
+    readme.write_text(fresh, encoding="utf-8")
+    return True
+
+
 def main(argv: list[str]) -> int:
     update = "--update" in argv
+    if update and update_matrix():
+        print("rewrote README.md's support matrix")
     problems = check(update)
     for problem in problems:
         print(problem)

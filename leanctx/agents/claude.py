@@ -35,6 +35,19 @@ class Claude(ClaudeShapeAgent):
     display_name = "Claude Code"
     binaries = ("claude",)
     checked_against = "Claude Code 2.1.197 (real CLI, end-to-end tests)"
+    family = "claude-shaped"
+    verified_version = "2.1.332"
+    min_version = "2.1.197"
+    version_command = ("claude", "--version")
+    support = {
+        "verified": "run, 2.1.197 and 2.1.332",
+        "hooks": "`~/.claude/settings.json` / `DIR/.claude/settings.local.json`",
+        "mcp": "`~/.claude.json` / `DIR/.mcp.json`",
+        "rule": "`CLAUDE.md` block",
+        "call_id": "yes (`_meta` toolUseId)",
+        "bot": "yes",
+        "guard": "yes",
+    }
     events = CLAUDE_STYLE_EVENTS
     config_home, config_env = ".claude", "CLAUDE_CONFIG_DIR"
     project_settings = ".claude/settings.local.json"

@@ -55,6 +55,19 @@ class Cline(FileHookAgent):
     display_name = "Cline CLI"
     binaries = ("cline",)
     checked_against = "Cline CLI 3.0.65 (real CLI, end-to-end tests)"
+    family = "hook-files"
+    verified_version = "3.0.65"
+    min_version = "3.0.65"
+    version_command = ("cline", "--version")
+    support = {
+        "verified": "run, 3.0.65 (no stubs: it compacts without a hook)",
+        "hooks": "executable files `~/.cline/hooks/<Event>` / `DIR/.cline/hooks/`",
+        "mcp": "`~/.cline/data/settings/cline_mcp_settings.json` / —",
+        "rule": "`~/.cline/rules/`",
+        "call_id": "no",
+        "bot": "turns, no context",
+        "guard": "no (its deny aborts the task)",
+    }
     hook_file_mode = 0o755
     mcp_type = "stdio"
     events = (

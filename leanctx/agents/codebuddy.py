@@ -55,6 +55,19 @@ class CodeBuddy(ClaudeShapeAgent):
     display_name = "CodeBuddy"
     binaries = ("codebuddy", "cbc")
     checked_against = "CodeBuddy Code 2.117.0 (real CLI from @tencent-ai/agent-sdk 0.3.201, end-to-end tests)"
+    family = "claude-shaped"
+    verified_version = "2.117.0"
+    min_version = "2.117.0"
+    version_command = ("codebuddy", "--version")
+    support = {
+        "verified": "run, 2.117.0",
+        "hooks": "`~/.codebuddy/settings.json` / `DIR/.codebuddy/settings.local.json`",
+        "mcp": "first existing of its 3 user files / `DIR/.mcp.json`",
+        "rule": "`CODEBUDDY.md` block (+ `DeferExecuteTool`)",
+        "call_id": "no",
+        "bot": "yes",
+        "guard": "yes",
+    }
     events = CLAUDE_STYLE_EVENTS
     config_home, config_env = ".codebuddy", "CODEBUDDY_CONFIG_DIR"
     project_settings = ".codebuddy/settings.local.json"

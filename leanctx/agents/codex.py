@@ -23,6 +23,19 @@ class Codex(ClaudeShapeAgent):
     display_name = "Codex CLI"
     binaries = ("codex",)
     checked_against = "Codex CLI 0.171.0 (real CLI, end-to-end tests)"
+    family = "claude-shaped"
+    verified_version = "0.171.0"
+    min_version = "0.171.0"
+    version_command = ("codex", "--version")
+    support = {
+        "verified": "run, 0.171.0",
+        "hooks": "`~/.codex/hooks.json` / `DIR/.codex/hooks.json`",
+        "mcp": "`config.toml` `[mcp_servers]`",
+        "rule": "`AGENTS.md` block",
+        "call_id": "yes (`_meta` callId)",
+        "bot": "yes",
+        "guard": "yes",
+    }
     events = CLAUDE_STYLE_EVENTS
     json_bom_ok = False  # verified on 0.171: a hooks.json starting with a BOM is ignored whole
 

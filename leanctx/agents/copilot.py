@@ -90,6 +90,19 @@ class Copilot(Agent):
     display_name = "GitHub Copilot CLI"
     binaries = ("copilot",)
     checked_against = "GitHub Copilot CLI 1.0.102 (real CLI, end-to-end tests)"
+    family = "cursor-like"
+    verified_version = "1.0.102"
+    min_version = "1.0.102"
+    version_command = ("copilot", "--version")
+    support = {
+        "verified": "run, 1.0.102",
+        "hooks": "`~/.copilot/hooks/leanctx.json` / `DIR/.github/hooks/leanctx.json` (trusted folders)",
+        "mcp": "`~/.copilot/mcp-config.json` / `DIR/.github/mcp.json`",
+        "rule": "`copilot-instructions.md`",
+        "call_id": "yes (preMcpToolCall)",
+        "bot": "yes",
+        "guard": "yes",
+    }
     new_file_keys = {"version": 1}
     events = (
         EventSpec("sessionStart", SESSION_START),

@@ -97,6 +97,19 @@ class Cursor(Agent):
     new_file_keys = {"version": 1}  # {"version": 1, "hooks": {event: [entry]}} [docs]
     strict_json = False  # not verified against a running Cursor either way
     checked_against = "cursor.com/docs/hooks (hooks.json version 1, Cursor 2.5-3.12 payload captures), not a running host"
+    family = "cursor-like"
+    verified_version = ""
+    min_version = ""
+    version_command = ()
+    support = {
+        "verified": "documentation only",
+        "hooks": "`~/.cursor/hooks.json` / `DIR/.cursor/hooks.json`",
+        "mcp": "`~/.cursor/mcp.json` / `DIR/.cursor/mcp.json`",
+        "rule": "`DIR/.cursor/rules/*.mdc`",
+        "call_id": "`CURSOR_TASK_ID`",
+        "bot": "yes",
+        "guard": "yes",
+    }
     # Agent events [docs][entire]; in CLI -p only sessionStart/sessionEnd/pre/postToolUse fire [entire].
     # No post-tool event: Cursor has appended hook stdout to edited files there [lc1200].
     events = (

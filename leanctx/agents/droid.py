@@ -48,6 +48,19 @@ class Droid(ClaudeShapeAgent):
     display_name = "Factory Droid"
     binaries = ("droid",)
     checked_against = "Factory Droid 0.215.0 (real CLI, npm droid, end-to-end tests)"
+    family = "claude-shaped"
+    verified_version = "0.225.2"
+    min_version = "0.215.0"
+    version_command = ("droid", "--version")
+    support = {
+        "verified": "run, 0.215.0 and 0.225.2",
+        "hooks": "`~/.factory/settings.json` / `DIR/.factory/settings.json`",
+        "mcp": "`.factory/mcp.json`",
+        "rule": "`.factory/AGENTS.md` block (+ `ToolSearch`)",
+        "call_id": "no",
+        "bot": "hand-back; no turns in `exec`",
+        "guard": "yes",
+    }
     events = tuple(e for e in CLAUDE_STYLE_EVENTS if e.kind not in (SUBAGENT_START, SUBAGENT_STOP))
     config_home = ".factory"
     json_bom_ok = False  # verified on 0.215: a settings.json or mcp.json starting with a BOM is ignored whole

@@ -147,6 +147,19 @@ class Gemini(GeminiShapeAgent):
     display_name = "Gemini CLI"
     binaries = ("gemini",)
     checked_against = "Gemini CLI 0.61.0 (real CLI, end-to-end tests)"
+    family = "gemini-shaped"
+    verified_version = "0.61.0"
+    min_version = "0.61.0"
+    version_command = ("gemini", "--version")
+    support = {
+        "verified": "run, 0.61.0",
+        "hooks": "`~/.gemini/settings.json` / `DIR/.gemini/settings.json` (hooks and MCP, ms timeouts)",
+        "mcp": "same file",
+        "rule": "`GEMINI.md` block",
+        "call_id": "no",
+        "bot": "yes",
+        "guard": "yes",
+    }
     events = (
         EventSpec("SessionStart", SESSION_START),
         EventSpec("BeforeAgent", PROMPT),

@@ -83,6 +83,19 @@ class OpenClaw(FileHookAgent):
     display_name = "OpenClaw"
     binaries = ("openclaw",)
     checked_against = "OpenClaw 2026.9.6 (real gateway, end-to-end tests)"
+    family = "js-plugin"
+    verified_version = "2026.9.6"
+    min_version = "2026.9.6"
+    version_command = ("openclaw", "--version")
+    support = {
+        "verified": "run, 2026.9.6 gateway with Telegram (init, session id, two people kept apart, kill -9 between and mid-turn, `/new`, ten restarts, doctor, uninstall)",
+        "hooks": "plugin folder `~/.openclaw/leanctx/` listed in `openclaw.json` `plugins` / — (one gateway per account)",
+        "mcp": "`openclaw.json` `mcp.servers` / —",
+        "rule": "none (the workspace `AGENTS.md` is the bot's persona)",
+        "call_id": "no",
+        "bot": "yes: one thread per OpenClaw session key, hand-back after `/new`, compaction",
+        "guard": "yes",
+    }
     hook_file_mode = 0o644
     strict_json = False  # OpenClaw reads JSON5: comments and trailing commas are fine
     #: one process serves many people: the thread is the session key's, not CKS_ACTIVE_USER's

@@ -157,6 +157,19 @@ class OpenCode(FileHookAgent):
     display_name = "OpenCode"
     binaries = ("opencode",)
     checked_against = "OpenCode 1.18.33 (real CLI, end-to-end tests)"
+    family = "opencode-plugin"
+    verified_version = "1.18.33"
+    min_version = "1.18.33"
+    version_command = ("opencode", "--version")
+    support = {
+        "verified": "run, 1.18.33",
+        "hooks": "plugin `~/.config/opencode/plugins/leanctx.js` / `DIR/.opencode/plugins/`",
+        "mcp": "`opencode.json` `mcp`",
+        "rule": "`AGENTS.md` block",
+        "call_id": "no",
+        "bot": "prompts only",
+        "guard": "yes",
+    }
     strict_json = False  # opencode.json is read as JSONC
     hook_file_mode = 0o644
     mcp_env_key = "environment"

