@@ -125,6 +125,13 @@ def _read_history(home: Path) -> None:
                    capture_output=True, timeout=120)
 
 
+def _host_clis(home: Path) -> None:
+    """Two host CLIs on the example's PATH (~/.local/bin), printing versions as the real ones do."""
+    for name, prints in (("claude", "2.1.340 (Claude Code)"), ("gemini", "0.61.0")):
+        _write(home / ".local" / "bin" / name, f"#!/bin/sh\necho '{prints}'\n")
+        (home / ".local" / "bin" / name).chmod(0o755)
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "init-claude": _claude_dir,
     "init-codex": _codex_dir,
@@ -136,6 +143,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "doctor-project": _nothing,
     "uninstall-codex": _codex_dir,
     "hook-help": _nothing,
+    "hosts": _host_clis,
     "hook": _nothing,
     "state": _nothing,
     "cache": _claude_dir,

@@ -74,29 +74,27 @@ def pinned_version(package: str) -> str | None:
     return install_clis.PINNED.get(package)
 
 
-def install(packages: dict[str, str]) -> str | None:
-    """Install {package: version} into .ci/newest (OpenClaw into .ci/newest/openclaw); None or why not."""
-    NEWEST.mkdir(parents=True, exist_ok=True)
-    plain = {p: v for p, v in packages.items() if p != install_clis.OPENCLAW_PACKAGE}
-    wanted = [f"{p}@{v}" for p, v in plain.items() if install_clis.installed_version(p, NEWEST) != v]
-    if wanted:
-        if not (NEWEST / "package.json").exists():
-            (NEWEST / "package.json").write_text('{"name": "leanctx-e2e-newest", "private": true}\n')
-        print(f"installing {len(wanted)} newest host CLI(s) into {NEWEST}: {' '.join(wanted)}", flush=True)
-        proc = subprocess.run([npm(), "install", "--no-audit", "--no-fund", "--prefix", str(NEWEST), *wanted],
-                              capture_output=True, text=True, timeout=1800)
-        if proc.returncode != 0:
-            return f"npm install failed: {proc.stderr.strip()[-800:]}"
-    version = packages.get(install_clis.OPENCLAW_PACKAGE)
-    if version and version != install_clis.OPENCLAW_VERSION:
-        prefix = NEWEST / "openclaw"
-        if install_clis.installed_version(install_clis.OPENCLAW_PACKAGE, prefix) != version:
-            env = dict(os.environ, PATH=f"{install_clis.node24_bin()}{os.pathsep}{os.environ.get('PATH', '')}")
-            proc = subprocess.run([npm(), "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
-                                   f"{install_clis.OPENCLAW_PACKAGE}@{version}"], capture_output=True, text=True,
-                                  timeout=1800, env=env)
-            if proc.returncode != 0:
-                return f"npm install openclaw@{version} failed: {proc.stderr.strip()[-800:]}"
+def install(package: str, version: str) -> str | None:
+    """Install one package's version into .ci/newest (OpenClaw, which needs Node 24, into
+    .ci/newest/openclaw); None on success, else why not."""
+    openclaw = package == install_clis.OPENCLAW_PACKAGE
+    if openclaw and version == install_clis.OPENCLAW_VERSION:
+        return install_clis.ensure_openclaw()
+    prefix = NEWEST / "openclaw" if openclaw else NEWEST
+    if install_clis.installed_version(package, prefix) == version:
+        return None
+    prefix.mkdir(parents=True, exist_ok=True)
+    if not (prefix / "package.json").exists():
+        (prefix / "package.json").write_text('{"name": "leanctx-e2e-newest", "private": true}\n')
+    env = dict(os.environ)
+    if openclaw:
+        env["PATH"] = f"{install_clis.node24_bin()}{os.pathsep}{env.get('PATH', '')}"
+    print(f"installing {package}@{version} into {prefix}", flush=True)
+    proc = subprocess.run([npm(), "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"{package}@{version}"],
+                          capture_output=True, text=True, timeout=1800, env=env)
+    if proc.returncode != 0 or install_clis.installed_version(package, prefix) != version:
+        last = [line for line in proc.stderr.strip().splitlines() if "npm error" in line][:2] or proc.stderr.strip().splitlines()[-1:]
+        return f"npm install {package}@{version} failed: {' '.join(last)[:300]}"
     return None
 
 
@@ -133,7 +131,7 @@ def markdown(rows: list[dict], when: str) -> str:
         outcomes = [o for _, o in row["results"]]
         failed = ", ".join(f"`{t}`" for t, o in row["results"] if o == "failed") or "—"
         lines.append(f"| {row['host']} | {row['pinned'] or '—'} | {row['newest'] or 'not on npm'} | {outcomes.count('passed')} | "
-                     f"{outcomes.count('failed')} | {outcomes.count('skipped')} | {failed if row['newest'] else row['why']} |")
+                     f"{outcomes.count('failed')} | {outcomes.count('skipped')} | {row['why'] or failed} |")
     return "\n".join(lines) + "\n"
 
 
@@ -141,6 +139,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("hosts", nargs="*", metavar="HOST", help=f"any of {', '.join(HOSTS)} (default: all)")
     parser.add_argument("--markdown", action="store_true", help="print the matrix as a Markdown table")
+    parser.add_argument("--changed-only", action="store_true", help="run only the hosts whose newest version is not the pinned one")
     args = parser.parse_args(argv)
     unknown = [h for h in args.hosts if h not in HOSTS]
     if unknown:
@@ -154,13 +153,18 @@ def main(argv: list[str]) -> int:
     for row in rows:
         if row["newest"] is None:
             row["why"] = "npm view failed"
-    problem = install({r["package"]: r["newest"] for r in rows if r["newest"]})
-    if problem:
-        print(problem, file=sys.stderr)
-        return 2
     for row in rows:
-        if row["newest"]:
-            row["results"] = run_host(row["host"], HOSTS[row["host"]][1], row["newest"], row["pinned"])
+        if not row["newest"]:
+            continue
+        problem = install(row["package"], row["newest"])
+        if problem:
+            row["why"] = problem
+            print(problem, file=sys.stderr)
+            continue
+        if args.changed_only and row["newest"] == row["pinned"]:
+            row["why"] = "newest is the pinned version: see the pinned run (.ci/run)"
+            continue
+        row["results"] = run_host(row["host"], HOSTS[row["host"]][1], row["newest"], row["pinned"])
     when = datetime.date.today().isoformat()
     if args.markdown:
         print(markdown(rows, when), end="")
@@ -168,7 +172,8 @@ def main(argv: list[str]) -> int:
         for row in rows:
             outcomes = [o for _, o in row["results"]]
             print(f"{row['host']:<10} pinned {row['pinned'] or '-':<12} newest {row['newest'] or '-':<28} "
-                  f"passed {outcomes.count('passed'):>3}  failed {outcomes.count('failed'):>3}  skipped {outcomes.count('skipped'):>3}")
+                  f"passed {outcomes.count('passed'):>3}  failed {outcomes.count('failed'):>3}  skipped {outcomes.count('skipped'):>3}"
+                  + (f"  ({row['why']})" if row["why"] else ""))
             for test, outcome in row["results"]:
                 print(f"    {outcome:<8} {test}")
     return 1 if any(o == "failed" for row in rows for _, o in row["results"]) else 0
