@@ -128,3 +128,29 @@ def test_no_host_module_defines_installer_or_doctor_checks(name: str) -> None:
     defined = sorted(f.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
                      if isinstance(f, ast.FunctionDef) and f.name in ("load_problems", "doctor_checks"))
     assert defined == [], f"{name} defines {defined}: move them to leanctx/installer/<host>_checks.py (HOST_CHECKS)"
+
+
+def _function_bodies(path: Path) -> list[tuple[str, str, int]]:
+    """(dumped body without its docstring, qualified name, statements) for every function in a file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            module = ast.Module(body=body, type_ignores=[])
+            statements = sum(isinstance(n, ast.stmt) for n in ast.walk(module))
+            found.append((ast.dump(module), f"{path.name}:{node.lineno} {node.name}", statements))
+    return found
+
+
+def test_no_host_module_copies_logic_from_another() -> None:
+    """Family layout: a host's differences from its family are data; logic two hosts share lives
+    once (in base.py or the family module), never as a copy in each host module."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((REPO / "leanctx" / "agents").glob("*.py")):
+        for body, name, statements in _function_bodies(path):
+            if statements >= 3:
+                seen.setdefault(body, []).append(name)
+    copies = [names for names in seen.values() if len(names) > 1]
+    assert copies == [], f"the same function body in several host modules: {copies}"

@@ -578,6 +578,22 @@ def stdout_answer(stdout: str) -> dict | str | None:
     return json_object(stdout) if stdout.strip() else None
 
 
+def claude_bash_command(tool_input: object) -> str | None:
+    """The command of a foreground Claude-shaped `Bash` call with no argument we do not know
+    (Claude Code, CodeBuddy): run_in_background and anything newer is not a plain read."""
+    if not isinstance(tool_input, dict) or set(tool_input) - {"command", "description", "timeout"}:
+        return None
+    command = tool_input.get("command")
+    return command if isinstance(command, str) else None
+
+
+def command_of_entry(group: object) -> list[str]:
+    """The command of a flat hook entry `{"command": ...}` (Cursor's entries, our hook files)."""
+    if isinstance(group, dict) and isinstance(group.get("command"), str):
+        return [group["command"]]
+    return []
+
+
 def workspace_roots_of(payload: dict) -> list[str]:
     roots = payload.get("workspace_roots") or payload.get("workspaceRoots")
     if isinstance(roots, list):
@@ -730,6 +746,4 @@ class FileHookAgent(Agent):
         return self.hook_folder(project, project) / self.hook_file_names()[0]
 
     def group_commands(self, group: object) -> list[str]:
-        if isinstance(group, dict) and isinstance(group.get("command"), str):
-            return [group["command"]]
-        return []
+        return command_of_entry(group)

@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, POST_TOOL, Agent, ClaudeShapeAgent, EventSpec
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, POST_TOOL, Agent, ClaudeShapeAgent, EventSpec, claude_bash_command
 
 
 # Other hosts that run the hooks in Claude Code's settings files with a Claude-shaped payload, by
@@ -64,7 +64,7 @@ class Claude(ClaudeShapeAgent):
 
         if event.tool_name == "Read":
             return read_request(event.tool_input)
-        command = _bash_command(event.tool_input)
+        command = claude_bash_command(event.tool_input)
         return readers.shell_ask(command, event.cwd) if command else None
 
     def builtin_read_delivery(self, event, payload: dict):  # noqa: ANN001, ANN201
@@ -72,7 +72,7 @@ class Claude(ClaudeShapeAgent):
 
         if event.tool_name == "Read":
             return read_delivery(event.tool_input, payload.get("tool_response"))
-        command = _bash_command(event.tool_input)
+        command = claude_bash_command(event.tool_input)
         response = payload.get("tool_response")
         if not command or not isinstance(response, dict):
             return None
@@ -139,14 +139,6 @@ class Claude(ClaudeShapeAgent):
 
 
 AGENT = Claude()
-
-
-def _bash_command(tool_input: object) -> str | None:
-    """The command of a foreground Bash call with no argument we do not know."""
-    if not isinstance(tool_input, dict) or set(tool_input) - {"command", "description", "timeout"}:
-        return None  # run_in_background, dangerouslyDisableSandbox, ...: not a plain read
-    command = tool_input.get("command")
-    return command if isinstance(command, str) else None
 
 
 READ_DEFAULT_LIMIT = 2000  # lines Claude Code's Read returns when the call names no limit

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 import os
 
 from leanctx import fastjson
-from leanctx.agents.base import CLAUDE_STYLE_EVENTS, POST_TOOL, ClaudeShapeAgent, EventSpec
+from leanctx.agents.base import CLAUDE_STYLE_EVENTS, POST_TOOL, ClaudeShapeAgent, EventSpec, claude_bash_command
 
 
 class CodeBuddy(ClaudeShapeAgent):
@@ -84,7 +84,7 @@ class CodeBuddy(ClaudeShapeAgent):
 
         if event.tool_name == "Read":
             return read_request(event.tool_input)
-        command = bash_command(event.tool_input)
+        command = claude_bash_command(event.tool_input)
         return readers.shell_ask(command, shell_cwd(event.cwd)) if command else None
 
     def builtin_read_delivery(self, event, payload: dict):  # noqa: ANN001, ANN201
@@ -129,14 +129,6 @@ AGENT = CodeBuddy()
 # never equals the disk and is not credited.
 READ_DEFAULT_LIMIT = 2000
 ARROW = "\u2192"
-
-
-def bash_command(tool_input: object) -> str | None:
-    """The command of a foreground Bash call with no argument we do not know."""
-    if not isinstance(tool_input, dict) or set(tool_input) - {"command", "description", "timeout"}:
-        return None  # run_in_background and anything newer: not a plain read
-    command = tool_input.get("command")
-    return command if isinstance(command, str) else None
 
 
 def read_request(tool_input: object):  # -> readers.Ask | None
@@ -340,7 +332,7 @@ def _earlier_shell_reads(transcript: object, call_id: str, cwd: str | None) -> l
                 args = fastjson.loads(call.get("arguments"))
             except (TypeError, ValueError, RecursionError):
                 continue
-            command = bash_command(args)
+            command = claude_bash_command(args)
             ask = readers.shell_ask(command, cwd) if command else None
             out = bash_output(command, result.get("output")) if ask is not None else None
             content = readers.shell_content(ask, out) if out else None

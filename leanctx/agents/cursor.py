@@ -50,6 +50,7 @@ from leanctx.agents.base import (
     Agent,
     EventSpec,
     HookEvent,
+    command_of_entry,
     json_object,
 )
 
@@ -158,9 +159,7 @@ class Cursor(Agent):
         return entry
 
     def group_commands(self, group: object) -> list[str]:
-        if isinstance(group, dict) and isinstance(group.get("command"), str):
-            return [group["command"]]
-        return []
+        return command_of_entry(group)
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         normalized = super().normalize(event, payload)
