@@ -1,6 +1,7 @@
-"""Which host versions leanctx was verified against, which one is installed here, and the README's
-support matrix, all read from the host modules (`family`, `support`, `verified_version`,
-`min_version`, `version_command` on each `Agent`), so none of it can drift from the code.
+"""Host versions verified, the one installed here, and the README's support matrix, from the host modules.
+
+All of it is read from each `Agent`'s `family`, `support`, `verified_version`, `min_version` and
+`version_command`, so none of it can drift from the code.
 
 `leanctx hosts` prints it; `leanctx doctor` adds one version row per host; the README's matrix is
 `leanctx hosts --markdown` (tests/test_host_matrix.py fails when the two differ).

@@ -249,6 +249,11 @@ def main(argv: list[str]) -> int:
     update = "--update" in argv
     if update and update_matrix():
         print("rewrote README.md's support matrix")
+    if update:
+        from tests import layout_doc
+
+        if layout_doc.update():
+            print("rewrote docs/development.md's layout")
     problems = check(update)
     for problem in problems:
         print(problem)

@@ -1,0 +1,1 @@
+"""Writing leanctx into host configs and taking it back out, without damaging what is there."""
