@@ -92,7 +92,7 @@ def installed(agent: Agent, env: dict[str, str] | None = None) -> tuple[str, str
     if not agent.version_command:
         return "", None, "no CLI to ask"
     binary = agent.version_command[0]
-    env = dict(os.environ if env is None else env)
+    env = {**(os.environ if env is None else env), **agent.version_env}
     found = shutil.which(binary, path=env.get("PATH"))
     if found is None:
         return binary, None, f"{binary} is not on PATH"

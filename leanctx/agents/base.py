@@ -229,6 +229,8 @@ class Agent:
     min_version: ClassVar[str] = ""
     #: the command that prints the installed CLI's version (binary first); () = none to ask
     version_command: ClassVar[tuple[str, ...]] = ()
+    #: environment for it, beside the user's (a CLI that would otherwise look for updates online)
+    version_env: ClassVar[dict[str, str]] = {}
     #: the host rejects the whole file on comments/trailing commas (we keep them; doctor warns)
     strict_json: ClassVar[bool] = True
     #: with strict_json: the host still accepts a leading UTF-8 byte order mark

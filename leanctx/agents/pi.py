@@ -202,6 +202,7 @@ class Pi(FileHookAgent):
     verified_version = "0.73.1"
     min_version = "0.73.1"
     version_command = ("pi", "--version")
+    version_env = {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"}  # no update check online
     support = {
         "verified": "run, 0.73.1 (init, session id, stub, new session, compaction in `--mode rpc`, doctor, uninstall, `--guard`, its `read` and `bash` gated, `--bot`)",
         "hooks": "extension `~/.pi/agent/extensions/leanctx.js` / `DIR/.pi/extensions/`",

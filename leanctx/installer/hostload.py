@@ -90,7 +90,7 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
 # Hosts whose own settings can turn our part off: the module judging them (`load_problems`, and
 # optionally `doctor_checks`). Host modules only describe hosts; reading a host's settings to
 # judge them is installer and doctor work, so it lives in the installer package.
-HOST_CHECKS = {"pi": "leanctx.installer.pi_checks", "claude": "leanctx.installer.claude_checks", "codex": "leanctx.installer.codex_checks",
+HOST_CHECKS = {"claude": "leanctx.installer.claude_checks", "codex": "leanctx.installer.codex_checks",
                "gemini": "leanctx.installer.gemini_checks", "qwen": "leanctx.installer.gemini_checks", "openclaw": "leanctx.installer.openclaw_checks",
                "copilot": "leanctx.installer.copilot_checks", "droid": "leanctx.installer.droid_checks"}
 
