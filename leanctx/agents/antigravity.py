@@ -40,7 +40,7 @@ class Antigravity(ClaudeShapeAgent):
     display_name = "Antigravity CLI"
     binaries = ("agy",)
     family = "claude-shaped"
-    checked_against = "antigravity.google/docs/hooks and third-party agy adapters (documentation only)"
+    checked_against = "antigravity.google/docs/hooks and third-party agy adapters"
     support = {
         "verified": "documentation only (CLI `agy`; not the IDE)",
         "hooks": "`~/.gemini/config/hooks.json` / `DIR/.agents/hooks.json` (hook set `leanctx`)",

@@ -40,7 +40,7 @@ class Crush(ClaudeShapeAgent):
     display_name = "Crush"
     binaries = ("crush",)
     family = "claude-shaped"
-    checked_against = "charmbracelet/crush v0.90.0 source and docs (documentation only; npm 0.96.1 ships no binary)"
+    checked_against = "charmbracelet/crush v0.90.0 source and docs (npm 0.96.1 ships no binary)"
     support = {
         "verified": "documentation only",
         "hooks": "`~/.config/crush/crush.json` / `DIR/crush.json` (PreToolUse only: all a release fires)",

@@ -40,7 +40,7 @@ class Goose(ClaudeShapeAgent):
     display_name = "Goose"
     binaries = ("goose",)
     family = "claude-shaped"
-    checked_against = "aaif-goose/goose crates/goose/src/hooks/mod.rs and plugin discovery (documentation only)"
+    checked_against = "aaif-goose/goose crates/goose/src/hooks/mod.rs and plugin discovery"
     support = {
         "verified": "documentation only",
         "hooks": "plugin `~/.agents/plugins/leanctx/hooks/hooks.json` / `DIR/.agents/plugins/leanctx/hooks/hooks.json`",
@@ -68,9 +68,11 @@ class Goose(ClaudeShapeAgent):
     context_events = ()  # SessionStart's output cannot carry context [deja]; none can [hooks]
     settings_file = "hooks.json"
     #: Goose's MCP servers are in YAML, which init leaves to the user: what to add, for init and doctor
+    # the stdio entry's shape: documentation/docs/guides/config-files.md "Extensions Configuration"
     mcp_by_hand = ("add to `extensions:` in ~/.config/goose/config.yaml:\n"
-                   "  @SERVER@:\n    type: stdio\n    name: @SERVER@\n    cmd: @COMMAND@\n    args: [@ARGS@]\n"
-                   "    enabled: true\n    timeout: 300")
+                   "  @SERVER@:\n    type: stdio\n    name: @SERVER@\n    enabled: true\n    cmd: @COMMAND@\n"
+                   "    args: [@ARGS@]\n    envs: @ENVS@\n    timeout: 300")
+    mcp_by_hand_file = ".config/goose/config.yaml"  # relative to HOME, where doctor looks for it
 
     def config_dir(self, home: Path) -> Path:
         return home / ".agents" / "plugins" / PLUGIN / "hooks"  # [plugins]: the home folder's, no override
