@@ -36,6 +36,22 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
         return [{"name": "mcp server", "status": "ok", "fix": None,
                  "detail": f"started by the leanctx extension ({command} {' '.join(args)})"},
                 round_trip(command, args, {}, bot)]
+    manual = mcpreg.by_hand(agent, data_dir, project, bot)
+    if manual:  # Goose: YAML that init does not edit; a text search for our command, no parse
+        from leanctx.installer.install import display
+
+        config = home / agent.mcp_by_hand_file
+        command, args = mcpreg.server_command(None, bot, data_dir)
+        try:
+            found = command.encode() in config.read_bytes()
+        except OSError:
+            found = False
+        if found:
+            return [{"name": "mcp server", "status": "info", "fix": None,
+                     "detail": f"{display(config, home)} names leanctx's server command (added by hand; leanctx does not parse YAML)"},
+                    round_trip(command, args, {}, bot)]
+        return [{"name": "mcp server", "status": "info", "fix": manual,
+                 "detail": f"leanctx's server is not in {display(config, home)}: leanctx does not edit YAML, add it by hand"}]
     if agent.mcp_config(home, project) is None:
         return [{"name": "mcp server", "status": "info", "fix": None,
                  "detail": f"{agent.display_name} reads MCP servers only from its user-level settings: run leanctx doctor without --project"}]

@@ -26,6 +26,9 @@ AGENT_MODULES: dict[str, str] = {
     "droid": "leanctx.agents.droid",
     "pi": "leanctx.agents.pi",
     "openclaw": "leanctx.agents.openclaw",
+    "crush": "leanctx.agents.crush",
+    "goose": "leanctx.agents.goose",
+    "antigravity": "leanctx.agents.antigravity",
 }
 
 

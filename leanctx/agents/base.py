@@ -628,9 +628,26 @@ class ClaudeShapeAgent(Agent):
     mcp_type: ClassVar[str | None] = "stdio"
     #: the unit the host reads a handler's `timeout` in (Gemini and Qwen: milliseconds)
     timeout_unit_ms: ClassVar[bool] = False
+    #: the host's entries are flat `{matcher?, command, timeout}` rather than matcher groups
+    #: `{matcher?, hooks: [handler]}` (Crush): an entry is ours when its command is
+    flat_entries: ClassVar[bool] = False
+    #: the host tests a matcher as an unanchored regular expression (Crush, Goose): the read
+    #: gate's matcher is our tool's whole name, `^…$`, not any name containing it
+    regex_matchers: ClassVar[bool] = False
+    #: the host's own deny answer `{"decision": <this>, "reason": …}` (Crush "deny", Goose
+    #: "block"), which the guard prints instead of `hookSpecificOutput`; None: Claude Code's
+    native_deny: ClassVar[str | None] = None
 
     def config_dir(self, home: Path) -> Path:
         return env_dir(self.config_env, home / self.config_home) if self.config_env else home / self.config_home
+
+    def profile_events(self, bot: bool = False, guard: bool = False, read_gate: bool = False, mcp_name: str = MCP_SERVER,
+                       builtin_read: bool = False) -> list[tuple[EventSpec, tuple[str, ...]]]:
+        wired = super().profile_events(bot, guard, read_gate, mcp_name, builtin_read)
+        if not self.regex_matchers:
+            return wired
+        tool = self.read_tool(mcp_name)
+        return [(EventSpec(s.name, s.kind, matcher=f"^{tool}$"), f) if s.matcher == tool else (s, f) for s, f in wired]
 
     def user_config_path(self, home: Path) -> Path:
         return self.config_dir(home) / self.settings_file
@@ -657,6 +674,8 @@ class ClaudeShapeAgent(Agent):
         return fastjson.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
 
     def guard_output(self, event: str, reason: str) -> str:
+        if self.native_deny is not None:
+            return fastjson.dumps({"decision": self.native_deny, "reason": reason})
         return fastjson.dumps(
             {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny", "permissionDecisionReason": reason}}
         )
@@ -665,6 +684,9 @@ class ClaudeShapeAgent(Agent):
         value = stdout_answer(stdout)
         if not isinstance(value, dict):
             return value
+        if self.native_deny is not None and self.guard_event is not None and event == self.guard_event.name \
+                and value.get("decision") == self.native_deny and isinstance(value.get("reason"), str):
+            return None
         specific = value.get("hookSpecificOutput")
         if not isinstance(specific, dict) or specific.get("hookEventName") != event:
             return f"hookSpecificOutput missing or for another event: {stdout[:80]!r}"
@@ -681,12 +703,21 @@ class ClaudeShapeAgent(Agent):
         if spec.matcher is not None:
             group["matcher"] = spec.matcher
         timeout = self.timeout * 1000 if self.timeout_unit_ms else self.timeout
+        if self.flat_entries:
+            return {**group, "command": command, "timeout": timeout}
         group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
         return group
+
+    def is_flat(self, group: object) -> bool:
+        """One flat entry `{command, …}` of a host with `flat_entries`, not a matcher group."""
+        return self.flat_entries and isinstance(group, dict) and "hooks" not in group
 
     def group_commands(self, group: object) -> list[str]:
         if not isinstance(group, dict):
             return []
+        if self.is_flat(group):
+            command = group.get("command")
+            return [command] if isinstance(command, str) else []
         handlers = group.get("hooks")
         if not isinstance(handlers, list):
             return []
@@ -694,6 +725,8 @@ class ClaudeShapeAgent(Agent):
 
     def is_our_group(self, group: object) -> bool:
         """Every handler of the group is ours (a user's prompt handler beside ours keeps it theirs)."""
+        if self.is_flat(group):
+            return is_our_command(group.get("command"))
         handlers = group.get("hooks") if isinstance(group, dict) else None
         return bool(handlers) and isinstance(handlers, list) and all(is_our_command(handler_command(h)) for h in handlers)
 

@@ -349,6 +349,11 @@ TRANSCRIPT_AGENTS = ("claude", "codex")  # hosts whose own log of the context is
 #: event of its runtime (`["PreCompact"]: void 0`), so that hook never runs.
 SILENT_COMPACTION = {
     "cline": "Cline compacts without a hook leanctx receives, so stubs are withheld",
+    # documentation only (docs/hosts.md): a released Crush fires PreToolUse alone, Goose's hooks
+    # have no compaction event, Antigravity CLI documents none
+    "crush": "Crush summarises its context without a hook leanctx receives, so stubs are withheld",
+    "goose": "Goose compacts without a hook leanctx receives, so stubs are withheld",
+    "antigravity": "Antigravity CLI has no compaction hook leanctx receives, so stubs are withheld",
 }
 
 

@@ -8,7 +8,7 @@ import click
 
 from leanctx import agents
 from leanctx.agents.base import Agent
-from leanctx.installer import files, hookconfig, hostload, manifest
+from leanctx.installer import files, hookconfig, hostload, manifest, mcpreg
 from leanctx.installer.files import ConfigError
 from leanctx.installer.install import (
     Change,
@@ -161,6 +161,9 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
             if done_other is not None and not done_other.record_only:
                 verb = "took out" if other.removal else "created" if done_other.old is None else "added"
                 say(f"  {verb} {_part_label(done_other.part)} {'from' if other.removal else 'in'} {display(done_other.path, home)}")
+        manual = mcpreg.by_hand(agent, data_dir, project, profile.bot) if profile.read_gate else None
+        if manual:  # a host whose MCP file init does not edit (Goose's YAML): the user adds the entry
+            say(f"  MCP server not registered (leanctx does not edit {agent.display_name}'s YAML config); {manual}")
         if profile.guard and agent.guard_event is None:
             click.echo(f"WARNING: {agent.display_name} cannot deny a single tool call, so --guard adds nothing there: "
                        "do not rely on it for a multi-user bot on this host", err=True)

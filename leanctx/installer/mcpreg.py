@@ -13,6 +13,7 @@ with defaults), so we never leave it unparseable: every write is atomic.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -66,6 +67,22 @@ def wanted_entry(agent: Agent, data_dir: Path | None = None, project: Path | Non
     if project is None and data_dir is not None and Path(data_dir) != paths.default_data_dir():
         entry[agent.mcp_env_key] = {"LEANCTX_HOME": str(data_dir)}
     return entry
+
+
+def by_hand(agent: Agent, data_dir: Path | None = None, project: Path | None = None, bot: bool = False) -> str | None:
+    """What the user adds by hand to register our server on a host whose MCP file init does not
+    edit (Goose's YAML `config.yaml`: no YAML editor here keeps the file as it was, byte for
+    byte); None where init registers it itself."""
+    template = getattr(agent, "mcp_by_hand", "")
+    if not template or project is not None:
+        return None
+    from leanctx import templating
+
+    command, args = server_command(None, bot, data_dir)
+    env = wanted_entry(agent, data_dir, None, bot).get(agent.mcp_env_key) or {}
+    values = {"SERVER": SERVER, "COMMAND": json.dumps(command), "ARGS": ", ".join(map(json.dumps, args)),
+              "ENVS": json.dumps(env)}  # JSON strings and objects are YAML flow scalars and mappings
+    return templating.fill(template, values, f"{agent.name} mcp_by_hand")
 
 
 def launch(entry: dict) -> tuple[object, object, object]:

@@ -19,13 +19,18 @@ from leanctx.agents.base import (
     HookEvent,
     is_our_command,
 )
+from leanctx.cache.scope import SILENT_COMPACTION
 from tests.conftest import PAYLOADS, REPO
 
 DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
+# hosts whose hooks lack a compaction event (and more), docs/hosts.md: a released Crush fires
+# PreToolUse alone, Goose has no compaction event, Antigravity CLI no session start or prompt
+LIFECYCLE_GAPS = ("crush", "goose", "antigravity")
 
 
 def test_registry_lists_every_module() -> None:
-    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi", "openclaw"]
+    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi",
+                              "openclaw", "crush", "goose", "antigravity"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
@@ -38,6 +43,11 @@ def test_registry_lists_every_module() -> None:
 def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
     """hosts.md §1.1: the id-carrying events, the compaction event, the stop event."""
     kinds = {spec.kind for spec in agents.get(name).events}
+    if name in LIFECYCLE_GAPS:
+        # documentation-only hosts without these events: the cache withholds every stub there
+        assert name in SILENT_COMPACTION and PRE_COMPACT not in kinds
+        assert not any("ToolUse" in spec.name for spec in agents.get(name).events)
+        return
     assert {SESSION_START, PROMPT, PRE_COMPACT, STOP} <= kinds
     if name != "opencode":  # OpenCode's plugin events have no session end
         assert SESSION_END in kinds
@@ -173,7 +183,8 @@ def test_cursor_normalize_documented(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("body", [{}, {"session_id": 5}, {"session_id": None, "cwd": ["x"]}, {"workspace_roots": "notalist"}])
 @pytest.mark.parametrize("name", agents.names())
 def test_normalize_tolerates_wrong_types(name: str, body: dict) -> None:
-    ev = agents.get(name).normalize(agents.get(name).events[0].name, body)
+    agent = agents.get(name)
+    ev = agent.normalize((agent.events or (agent.guard_event,))[0].name, body)  # Crush wires PreToolUse alone
     assert ev.conversation_id is None and ev.cwd is None and ev.workspace_roots == []
 
 
@@ -188,7 +199,9 @@ def test_output_rules(name: str) -> None:
         payload = agent.synthetic_payload(spec.name, "/tmp/proj")
         ev = agent.normalize(spec.name, payload)
         assert ev.conversation_id and ev.kind == spec.kind
-    if name == "cursor":
+    if name == "antigravity":  # its hooks answer JSON; `{}` is its documented empty answer
+        assert all(agent.no_opinion(spec.name) == "{}" for spec in agent.events)
+    elif name == "cursor":
         assert agent.no_opinion("beforeSubmitPrompt") == '{"continue": true}'
         assert agent.check_output("beforeSubmitPrompt", "") is not None
         assert agent.check_output("beforeSubmitPrompt", '{"continue": false}') is not None
