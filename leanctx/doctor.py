@@ -327,7 +327,8 @@ def version_check(agent: Agent) -> dict | None:
         return None
     binary, version, why = hostversions.installed(agent)
     if version is None:
-        return _check("version", INFO, f"not checked: {why}")
+        docs = "" if agent.verified_version else f"; leanctx supports {agent.display_name} from documentation only"
+        return _check("version", INFO, f"not checked: {why}{docs}")
     verdict, sentence = hostversions.verdict(agent, version)
     if verdict == "older":
         return _check("version", FAIL, f"{sentence} ({binary})", hostversions.upgrade_hint(agent))

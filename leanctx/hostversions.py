@@ -114,6 +114,9 @@ def verdict(agent: Agent, version: str) -> tuple[str, str]:
     """("ok"|"newer"|"older"|"unverified", a sentence) for an installed version of a host."""
     have = parse(version)
     if not agent.verified_version:
+        if agent.min_version and have < parse(agent.min_version):
+            return "older", (f"{agent.display_name} {version} is older than {agent.min_version}, the first version "
+                             "with what leanctx wires (from its documentation)")
         return "unverified", f"{agent.display_name} {version}: leanctx supports it from documentation only (no real run)"
     newest, oldest = parse(agent.verified_version), parse(agent.min_version or agent.verified_version)
     if have < oldest:
@@ -127,4 +130,6 @@ def verdict(agent: Agent, version: str) -> tuple[str, str]:
 
 def upgrade_hint(agent: Agent) -> str:
     """How to get a version leanctx works with."""
+    if not agent.verified_version:
+        return f"upgrade {agent.display_name} to {agent.min_version} or newer"
     return f"upgrade {agent.display_name} to {agent.min_version} or newer (leanctx was verified on {agent.verified_version})"
