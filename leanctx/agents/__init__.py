@@ -26,6 +26,8 @@ AGENT_MODULES: dict[str, str] = {
     "droid": "leanctx.agents.droid",
     "pi": "leanctx.agents.pi",
     "openclaw": "leanctx.agents.openclaw",
+    "windsurf": "leanctx.agents.windsurf",
+    "kiro": "leanctx.agents.kiro",
 }
 
 

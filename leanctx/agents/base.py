@@ -229,6 +229,9 @@ class Agent:
     min_version: ClassVar[str] = ""
     #: the command that prints the installed CLI's version (binary first); () = none to ask
     version_command: ClassVar[tuple[str, ...]] = ()
+    #: what the user still has to do for the host to run what init wrote (init prints it after
+    #: the files; Kiro CLI: pick our agent), "" when nothing
+    init_hint: ClassVar[str] = ""
     #: the host rejects the whole file on comments/trailing commas (we keep them; doctor warns)
     strict_json: ClassVar[bool] = True
     #: with strict_json: the host still accepts a leading UTF-8 byte order mark
