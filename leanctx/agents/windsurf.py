@@ -39,6 +39,13 @@ from leanctx.agents.base import PROMPT, STOP, EventSpec, HookEvent, as_dict, as_
 from leanctx.agents.cursorlike import CursorLikeAgent
 
 
+def _workdir() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder went away under the hook: no cwd rather than no record
+        return None
+
+
 class Windsurf(CursorLikeAgent):
     name = "windsurf"
     display_name = "Windsurf"
@@ -83,7 +90,7 @@ class Windsurf(CursorLikeAgent):
         trajectory = as_text(payload.get("trajectory_id"))  # "the overall Cascade conversation" [docs]
         # no cwd in the envelope; a hook runs in the workspace root (the repo worked on in a
         # multi-repo workspace) unless `working_directory` says otherwise, and ours does not [docs]
-        cwd = as_text(info.get("cwd")) or (os.getcwd() if trajectory else None)
+        cwd = as_text(info.get("cwd")) or (_workdir() if trajectory else None)
         return self.hook_event(
             event,
             conversation_id=trajectory,
