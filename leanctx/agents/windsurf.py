@@ -103,6 +103,11 @@ class Windsurf(CursorLikeAgent):
             reply=as_text(info.get("response")),  # a markdown digest of the steps, not the reply alone [docs]
         )
 
+    def reply_text(self, event: HookEvent) -> str | None:
+        """None: `tool_info.response` is a digest of every step since the prompt (reads, writes,
+        commands, rules triggered), not the reply; the bot profile records no reply from it."""
+        return None
+
     def synthetic_payload(self, event: str, cwd: str) -> dict:
         info: dict[str, Any] = {"user_prompt": "leanctx doctor smoke test"} if event == "pre_user_prompt" else {
             "response": "### Planner Response\n\nleanctx doctor smoke test"}

@@ -131,3 +131,8 @@ def test_an_empty_trajectory_id_publishes_nothing_and_lets_the_prompt_run(home: 
     proc = run_hook(data_dir, "pre_user_prompt", (DOC / "pre_user_prompt.old-empty-id.json").read_bytes(), tmp_path)
     assert (proc.returncode, proc.stdout) == (0, b"")  # exit 2 would block the prompt
     assert not (data_dir / "conversations" / "windsurf").exists()
+
+
+def test_the_response_digest_is_never_recorded_as_a_reply() -> None:
+    done = AGENT.normalize("post_cascade_response", documented("post_cascade_response.json"))
+    assert done.reply and AGENT.reply_text(done) is None
