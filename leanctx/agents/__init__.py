@@ -29,6 +29,8 @@ AGENT_MODULES: dict[str, str] = {
     "crush": "leanctx.agents.crush",
     "goose": "leanctx.agents.goose",
     "antigravity": "leanctx.agents.antigravity",
+    "windsurf": "leanctx.agents.windsurf",
+    "kiro": "leanctx.agents.kiro",
 }
 
 

@@ -231,6 +231,9 @@ class Agent:
     version_command: ClassVar[tuple[str, ...]] = ()
     #: environment for it, beside the user's (a CLI that would otherwise look for updates online)
     version_env: ClassVar[dict[str, str]] = {}
+    #: what the user still has to do for the host to run what init wrote (init prints it after
+    #: the files; Kiro CLI: pick our agent), "" when nothing
+    init_hint: ClassVar[str] = ""
     #: the host rejects the whole file on comments/trailing commas (we keep them; doctor warns)
     strict_json: ClassVar[bool] = True
     #: with strict_json: the host still accepts a leading UTF-8 byte order mark

@@ -47,12 +47,11 @@ from leanctx.agents.base import (
     STOP,
     SUBAGENT_START,
     SUBAGENT_STOP,
-    Agent,
     EventSpec,
     HookEvent,
-    command_of_entry,
     json_object,
 )
+from leanctx.agents.cursorlike import CursorLikeAgent
 
 _CONTINUE = '{"continue": true}'  # beforeSubmitPrompt's answer {"continue": bool} [docs]
 
@@ -91,11 +90,16 @@ def event_for_claude_hook(claude_event: str, payload: dict) -> str | None:
     return CLAUDE_EVENTS.get(claude_event)
 
 
-class Cursor(Agent):
+class Cursor(CursorLikeAgent):
     name = "cursor"
     display_name = "Cursor"
     binaries = ("cursor", "cursor-agent")
     new_file_keys = {"version": 1}  # {"version": 1, "hooks": {event: [entry]}} [docs]
+    # ~/.cursor/hooks.json, <repo>/.cursor/hooks.json [docs]; an entry is only command/timeout/
+    # matcher: extra keys may fail Cursor's schema (hosts.md §4 "Entry fields", unconfirmed);
+    # timeout in seconds is assumed (unit unconfirmed, default ~60 s)
+    config_home = ".cursor"
+    project_hooks = ".cursor/hooks.json"
     strict_json = False  # not verified against a running Cursor either way
     checked_against = "cursor.com/docs/hooks (hooks.json version 1, Cursor 2.5-3.12 payload captures), not a running host"
     family = "cursor-like"
@@ -129,15 +133,6 @@ class Cursor(Agent):
     # the model is unconfirmed [exo], and a ReadFile call was seen with no preToolUse at all
     # (https://github.com/perplexityai/numbat/issues/21); docs/cache.md "Left ungated".
 
-    def config_dir(self, home: Path) -> Path:
-        return home / ".cursor"  # ~/.cursor/hooks.json, <repo>/.cursor/hooks.json [docs]
-
-    def user_config_path(self, home: Path) -> Path:
-        return self.config_dir(home) / "hooks.json"
-
-    def project_config_path(self, project: Path) -> Path:
-        return project / ".cursor" / "hooks.json"
-
     def instructions_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
         # Cursor keeps user-level rules in its settings UI, not in a file: project level only [docs-rules].
         return (project / ".cursor" / "rules" / "leanctx-conversation-state.mdc", "file") if project else None
@@ -149,17 +144,6 @@ class Cursor(Agent):
     def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
         # ~/.cursor/mcp.json and <repo>/.cursor/mcp.json, key mcpServers [docs-mcp]
         return (project if project is not None else home) / ".cursor" / "mcp.json", "json", ("mcpServers",)
-
-    def hook_group(self, command: str, spec: EventSpec) -> dict:
-        # only command/timeout/matcher: extra keys may fail Cursor's schema (hosts.md §4 "Entry
-        # fields", unconfirmed); timeout in seconds is assumed (unit unconfirmed, default ~60 s)
-        entry: dict[str, Any] = {"command": command, "timeout": self.timeout}
-        if spec.matcher is not None:
-            entry["matcher"] = spec.matcher
-        return entry
-
-    def group_commands(self, group: object) -> list[str]:
-        return command_of_entry(group)
 
     def normalize(self, event: str, payload: dict) -> HookEvent:
         normalized = super().normalize(event, payload)

@@ -347,6 +347,9 @@ TRANSCRIPT_AGENTS = ("claude", "codex")  # hosts whose own log of the context is
 #: Cline CLI 3.0.65 (@cline/core 0.0.86) compacts on its own (auto_compaction,
 #: compaction_budget_emergency, max_tokens_compaction) and maps a `PreCompact` hook file to no
 #: event of its runtime (`["PreCompact"]: void 0`), so that hook never runs.
+#: Windsurf (documentation only) has no session-start, compaction or session-end hook event at all
+#: (docs.windsurf.com/windsurf/cascade/hooks); Kiro CLI compacts (`/compact`, automatically on
+#: overflow) with none of its five hook events saying so (kiro.dev/docs/cli/hooks).
 SILENT_COMPACTION = {
     "cline": "Cline compacts without a hook leanctx receives, so stubs are withheld",
     # documentation only (docs/hosts.md): a released Crush fires PreToolUse alone, Goose's hooks
@@ -354,6 +357,8 @@ SILENT_COMPACTION = {
     "crush": "Crush summarises its context without a hook leanctx receives, so stubs are withheld",
     "goose": "Goose compacts without a hook leanctx receives, so stubs are withheld",
     "antigravity": "Antigravity CLI has no compaction hook leanctx receives, so stubs are withheld",
+    "windsurf": "Windsurf has no hook for a compaction or a new session, so stubs are withheld",
+    "kiro": "Kiro CLI compacts without a hook leanctx receives, so stubs are withheld",
 }
 
 

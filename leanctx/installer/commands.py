@@ -156,6 +156,8 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
             say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")
         elif agent.name == "codex" and written and not trust:
             say(f"  {CODEX_TRUST_HINT}")
+        if agent.init_hint:
+            say(f"  {agent.init_hint}")
         for other in others:
             done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
             if done_other is not None and not done_other.record_only:

@@ -226,7 +226,8 @@ def test_leanctx_hook_command_same_behaviour(home: Path, data_dir: Path) -> None
 HEAVY = ("click", "jsonschema", "tiktoken", "psutil", "mcp", "platformdirs", "tomlkit")
 
 
-@pytest.mark.parametrize(("agent", "event"), [("claude", "SessionStart"), ("cursor", "beforeSubmitPrompt"), ("codex", "UserPromptSubmit")])
+@pytest.mark.parametrize(("agent", "event"), [("claude", "SessionStart"), ("cursor", "beforeSubmitPrompt"), ("codex", "UserPromptSubmit"),
+                                           ("windsurf", "pre_user_prompt"), ("kiro", "userPromptSubmit")])
 def test_hook_path_imports_only_stdlib(hook_wrapper: Path, data_dir: Path, agent: str, event: str) -> None:
     """`python -X importtime` on the real wrapper: nothing heavy, nothing third-party."""
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
@@ -245,6 +246,8 @@ def test_hook_path_imports_only_stdlib(hook_wrapper: Path, data_dir: Path, agent
                "leanctx.fastjson", "leanctx.safedir", "leanctx.agents", "leanctx.agents.base", f"leanctx.agents.{agent}"}
     if agent == "claude":  # Cursor runs Claude Code's hooks too: its module tells its payloads apart
         allowed.add("leanctx.agents.cursor")
+    if agent in ("claude", "cursor", "windsurf", "kiro"):  # the cursor-like family's shared code
+        allowed.add("leanctx.agents.cursorlike")
     assert ours <= allowed, ours
     # not even the json package: its re/enum imports cost more than the interpreter start-up
     assert not top_level & {"json", "re", "pathlib", "dataclasses", "typing"}, top_level
