@@ -48,6 +48,7 @@ from leanctx.agents.jsplugin import JsPluginAgent
 #: the names Amp looks for in a folder, in its order; it reads only the first one there
 GUIDANCE_FILES = ("AGENTS.md", "Agents.md", "agents.md", "AGENT.md", "Agent.md", "agent.md", "CLAUDE.md")
 MCP_KEY = "amp.mcpServers"  # one key, dot included: Amp's settings are flat `amp.*` keys
+CALL_ID_ARG = "leanctx_call_id"  # the argument our MCP server takes a call's id from (cache/mcpserver.py)
 
 
 def tool_server_name(server: str) -> str:
@@ -85,6 +86,9 @@ class Amp(JsPluginAgent):
     verified_version = "0.0.1790142911-g7618fb"
     version_command = ("amp", "--version")
     strict_json = False  # Amp reads its settings as JSONC: comments and trailing commas are fine
+    #: `session.start` cannot add to the model's context: the bot profile's thread rides on a
+    #: thread's first prompt (`agent.start`) instead
+    thread_on_first_prompt = True
     plugin_template = "amp-plugin.js"
     plugin_file = "leanctx.js"
     prompt_event = "agent.start"
@@ -141,8 +145,6 @@ class Amp(JsPluginAgent):
 
     def plugin_values(self, wired: dict[str, str]) -> dict[str, str]:
         import json
-
-        from leanctx.cache.mcpserver import CALL_ID_ARG
 
         return {"READS_ONLY": json.dumps("--guard" not in wired.get("tool.call", "").split()),
                 "CALL_ID_ARG": json.dumps(CALL_ID_ARG)}
