@@ -29,8 +29,9 @@ the session id and the workspace root (`amp.system.workspaceRoot`) as `cwd`:
   lets a user edit an earlier message, with no plugin event for either. Before each ctx_read the
   plugin reads the thread as the next model request will see it (`ctx.thread.messages()`, which
   after a compaction starts with its summary); when the messages it saw at the previous read are
-  no longer the start of that view, or the view cannot be read, it sends `context.lost` first,
-  counted as a compaction: what was read before is sent again.
+  no longer the start of that view, the view cannot be read, or the plugin process has not seen
+  the thread before, it sends `context.lost` first, counted as a compaction: what was read before
+  is sent again.
 One Amp process can run several threads at once, each with its own plugin events, so as for
 OpenClaw only a call the read gate named counts (cache/scope.py: CALL_ID_FROM_GATE).
 """

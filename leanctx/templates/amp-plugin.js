@@ -85,7 +85,9 @@ export default function (amp) {
     const now = ctx && ctx.thread ? await view(ctx.thread) : null;
     const before = seen.get(id);
     const kept = now !== null && before !== undefined && before.length <= now.length && before.every((m, i) => m === now[i]);
-    if (!kept && (before !== undefined || now === null)) await fire("context.lost", id, {});
+    // a thread this process has not seen yet (a new one, or Amp reloaded its plugins) counts as
+    // after a loss too: what its record holds may predate a compaction nobody compared
+    if (!kept) await fire("context.lost", id, {});
     if (seen.size >= MAX_THREADS && !seen.has(id)) seen.clear();
     if (now === null) seen.delete(id);
     else seen.set(id, now);

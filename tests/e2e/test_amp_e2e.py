@@ -147,7 +147,7 @@ def test_amp_plugin_runtime_read_gate_stub_new_thread_and_compaction(amp_cli, ho
         host.threads[T1] = [user_message("s1", "Summary of the thread so far"), read_call("m5", "toolu_4", "big.py")]
         got = host.request("tool.call", {"thread": {"id": T1}, "toolUseID": "toolu_4", "tool": READ, "input": {"path": "big.py"}})
         assert "def function_119" in mcp.read(got["input"])
-        assert lean.records("amp")[T1]["compactions"] == 1
+        assert lean.records("amp")[T1]["compactions"] == 2  # its first read in this process, then the compaction
         host.threads[T1] += [result_of("m6", "toolu_4"), read_call("m7", "toolu_5", "big.py")]
         got = host.request("tool.call", {"thread": {"id": T1}, "toolUseID": "toolu_5", "tool": READ, "input": {"path": "big.py"}})
         assert mcp.read(got["input"]).startswith("[unchanged]")
