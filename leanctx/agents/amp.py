@@ -75,13 +75,13 @@ class Amp(JsPluginAgent):
     checked_against = "Amp 0.0.1790142911-g7618fb (real binary: plugin runtime, MCP settings; no model session offline)"
     support = {
         "verified": "partly run, 0.0.1790142911-g7618fb: its plugin runtime runs our plugin (ids, read gate, guard, "
-                    "stub, new thread), `amp mcp list`/`tools list` read our entry; no model session "
-                    "(its agent loop runs on ampcode.com)",
+                    "stub, new thread, compacted view, `--bot`), `amp mcp list`/`tools list`/`plugins list` read our "
+                    "files, doctor, uninstall; no model session (its agent loop runs on ampcode.com)",
         "hooks": "plugin `~/.config/amp/plugins/leanctx.js` / `DIR/.amp/plugins/`",
         "mcp": "`~/.config/amp/settings.json` `amp.mcpServers` / `DIR/.amp/settings.json` (after `amp mcp approve`)",
         "rule": "`AGENTS.md` block",
         "call_id": "yes (Amp's `toolUseID`, handed over as an argument)",
-        "bot": "yes (documentation: `agent.start` message)",
+        "bot": "yes: turns and replies; the thread rides on a new thread's first prompt (`agent.start` message)",
         "guard": "yes",
     }
     verified_version = "0.0.1790142911-g7618fb"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -187,4 +188,32 @@ def test_amp_guard_refuses_with_the_reason_in_amps_runtime(amp_cli, host_home, l
                                           "input": {"path": str(hh.proj / "a.txt")}}) == {"action": "allow"}
     finally:
         host.close()
+    lean.run("uninstall", "--agent", "amp")
+
+
+def test_amp_bot_profile_records_the_turns_and_hands_the_thread_to_a_new_threads_first_prompt(amp_cli, host_home, lean, tmp_path):
+    """`init --bot`: in Amp's runtime the plugin records the person's prompt and the turn's reply,
+    and a new thread's first prompt gets the thread back as the `agent.start` message Amp appends
+    to the user's message (not shown); the thread's next prompt gets nothing more."""
+    hh = host_home
+    lean.run("init", "--agent", "amp", "--bot")
+    plugin = hh.home / ".config" / "amp" / "plugins" / "leanctx.js"
+    env = amp_env(hh, lean, CKS_HOME=str(hh.home / ".cks"), CKS_ACTIVE_USER="ana")
+    host = PluginHost(amp_cli, runtime_script(amp_cli, tmp_path, env), plugin, env, hh.proj, tmp_path / "plugin-runtime.log")
+    try:
+        host.event("session.start", {"thread": {"id": T1}})
+        host.request("agent.start", {"thread": {"id": T1}, "message": "which mug?", "id": "m1"})
+        host.request("agent.end", {"thread": {"id": T1}, "message": "which mug?", "id": "m1", "status": "done",
+                                   "messages": [user_message("m1", "which mug?"),
+                                                {"role": "assistant", "id": "m2", "content": [{"type": "text", "text": "Blue, size M."}]}]})
+        host.event("session.start", {"thread": {"id": T2}})
+        first = host.request("agent.start", {"thread": {"id": T2}, "message": "hello again", "id": "n1"})
+        assert first["message"]["display"] is False and "Blue, size M." in first["message"]["content"], first
+        assert host.request("agent.start", {"thread": {"id": T2}, "message": "one more", "id": "n3"}) == {}
+    finally:
+        host.close()
+    cp = subprocess.run([sys.executable, "-m", "leanctx", "state", "show", "--json"], env=lean.env({"CKS_HOME": str(hh.home / ".cks"), "CKS_ACTIVE_USER": "ana"}),
+                        capture_output=True, text=True, timeout=60)
+    turns = [(t["role"], t["text"]) for t in json.loads(cp.stdout)["recent_turns"]]
+    assert turns[:2] == [("user", "which mug?"), ("agent", "Blue, size M.")] and ("user", "hello again") in turns, turns
     lean.run("uninstall", "--agent", "amp")
