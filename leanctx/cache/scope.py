@@ -349,6 +349,10 @@ TRANSCRIPT_AGENTS = ("claude", "codex")  # hosts whose own log of the context is
 #: event of its runtime (`["PreCompact"]: void 0`), so that hook never runs.
 SILENT_COMPACTION = {
     "cline": "Cline compacts without a hook leanctx receives, so stubs are withheld",
+    # Auggie 0.36.0 summarizes its history (a `history_summary_node`, when its backend's
+    # `history_summary_min_version` flag is set, or on the backend's `summarize_and_retry`) and
+    # has no compaction hook event at all
+    "auggie": "Auggie summarizes its history without a hook leanctx receives, so stubs are withheld",
 }
 
 
