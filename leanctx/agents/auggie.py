@@ -26,9 +26,10 @@ tests/e2e/fake_augment.py; see docs/hosts.md and tests/e2e/test_auggie_e2e.py):
   project's `settings.local.json`); instructions are every `.md` under `~/.augment/rules/` and
   `<workspace>/.augment/rules/`.
 
-Auggie summarizes its history (a `history_summary_node` in the session file, when the backend's
-`history_summary_min_version` flag is set) without running a hook: the cache gives an Auggie
-conversation no stub at all (cache/scope.py SILENT_COMPACTION), only content.
+Auggie summarizes its history without running a hook (verified: with its backend's summary flags
+on and a large reported prompt, it started the history over between two tool calls of one turn;
+a `history_summary_node` in the session file): the cache gives an Auggie conversation no stub at
+all (cache/scope.py SILENT_COMPACTION), only content.
 """
 
 from __future__ import annotations

@@ -14,12 +14,16 @@ Usage::
         srv.tool_results()   # tool_use_id -> the text Auggie sent back for that call
 
 Script items as in fake_chat: a str (text), `tool_call(name, args)`, a list, or a callable.
+`flags` adds feature flags (e.g. SUMMARY_FLAGS: Auggie summarizes its history once the reported
+prompt tokens pass about 175,000); `usage(body)` names the input tokens an answer reports (a node
+of type 10), None for none. A request whose `message` is set and which carries no nodes is
+Auggie's summary request: it gets `compact_text`.
 """
 from __future__ import annotations
 
 import json
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from tests.e2e.fake_chat import text, tool_call
 from tests.e2e.fakeserver import RequestRecord, ScriptedFakeServer, normalize_script_item
@@ -30,6 +34,14 @@ END_TURN, TOOL_USE_REQUESTED = 1, 3
 MODELS = {"default_model": "fake-model",
           "models": [{"name": "fake-model", "suggested_prefix_char_count": 0, "suggested_suffix_char_count": 0}],
           "feature_flags": {"enable_hooks": True}}
+# history summarization: on from this CLI version, with a prompt (none: Auggie never summarizes)
+SUMMARY_FLAGS = {"history_summary_min_version": "0.0.1",
+                 "history_summary_params": json.dumps({"prompt": "Summarize the conversation so far.",
+                                                       "history_tail_size_tokens_to_exclude": 500})}
+
+
+def _classify(body: dict) -> str:
+    return "compact" if body.get("message") and not body.get("nodes") else "main"
 
 
 def tool_names(body: dict) -> list:
@@ -40,9 +52,13 @@ def tool_names(body: dict) -> list:
 class FakeAugment(ScriptedFakeServer):
     NAME = "fake-augment"
 
-    def __init__(self, script: Iterable[Any] = (), *, default_text: str = "done", host: str = "127.0.0.1", port: int = 0) -> None:
-        super().__init__(script, default_text=default_text, side_text=default_text, compact_text=default_text,
-                         classify=lambda body: "main", model="fake-model", host=host, port=port)
+    def __init__(self, script: Iterable[Any] = (), *, default_text: str = "done", compact_text: str = "Summary of the work so far.",
+                 flags: dict | None = None, usage: Callable[[dict], int | None] | None = None,
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(script, default_text=default_text, side_text=default_text, compact_text=compact_text,
+                         classify=_classify, model="fake-model", host=host, port=port)
+        self.models = {**MODELS, "feature_flags": {**MODELS["feature_flags"], **(flags or {})}}
+        self.usage = usage
 
     @property
     def session_auth(self) -> str:
@@ -75,7 +91,7 @@ class FakeAugment(ScriptedFakeServer):
                 if isinstance(n, dict) and n.get("type") == 0 and isinstance(n.get("text_node"), dict)]
 
 
-def _lines(blocks: list) -> bytes:
+def _lines(blocks: list, input_tokens: int | None = None) -> bytes:
     nodes, texts = [], []
     for i, block in enumerate(blocks):
         if block["type"] == "tool_call":
@@ -85,6 +101,8 @@ def _lines(blocks: list) -> bytes:
             texts.append(block["text"])
             nodes.append({"id": i, "type": 0, "content": block["text"]})
     calls = any(b["type"] == "tool_call" for b in blocks)
+    if input_tokens is not None:
+        nodes.append({"id": len(nodes), "type": 10, "content": "", "token_usage": {"input_tokens": input_tokens, "output_tokens": 10}})
     lines = [{"text": "".join(texts), "nodes": nodes},
              {"text": "", "nodes": [], "stop_reason": TOOL_USE_REQUESTED if calls else END_TURN}]
     return "".join(json.dumps(line) + "\n" for line in lines).encode()
@@ -111,19 +129,19 @@ def _make_handler(srv: FakeAugment) -> type:
             except ValueError:
                 body = {"_raw": raw.decode("utf-8", "replace")}
             path = self.path.split("?", 1)[0]
-            kind = "main" if path == "/chat-stream" else "other"
+            kind = srv._kind(body) if path == "/chat-stream" else "other"
             record = RequestRecord("POST", path, kind, body, dict(self.headers))
             with srv._lock:
                 srv.log.append(record)
             if path == "/get-models":
-                return self._send(json.dumps(MODELS).encode())
+                return self._send(json.dumps(srv.models).encode())
             if path == "/agents/list-remote-tools":
                 return self._send(b'{"tools": []}')
-            if kind != "main":
+            if kind == "other":
                 return self._send(b"{}")
-            blocks = srv.next_item(body)
+            blocks = srv.next_item(body) if kind == "main" else [text(srv.compact_text)]
             record.response = blocks
-            self._send(_lines(blocks), "application/x-ndjson")
+            self._send(_lines(blocks, srv.usage(body) if srv.usage and kind == "main" else None), "application/x-ndjson")
 
         do_GET = do_POST
 

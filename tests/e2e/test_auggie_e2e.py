@@ -17,7 +17,7 @@ import pytest
 from leanctx.installer import jsonc
 from tests.e2e import hostcli
 from tests.e2e.conftest import CLI_TIMEOUT, _cli
-from tests.e2e.fake_augment import FakeAugment, tool_call, tool_names
+from tests.e2e.fake_augment import SUMMARY_FLAGS, FakeAugment, tool_call, tool_names
 
 pytestmark = pytest.mark.e2e
 
@@ -114,6 +114,31 @@ def test_auggie_run_publishes_its_session_and_reads_come_whole(auggie_cli, host_
     lean.run("uninstall", "--agent", "auggie")
     assert settings.read_bytes() == before, "uninstall did not restore ~/.augment/settings.json"
     assert not (augment / "rules").exists()
+
+
+def test_auggie_summarizes_its_history_mid_turn_and_no_hook_says_so(auggie_cli, host_home, lean, run_host):
+    """Why an Auggie conversation never gets a stub: once its backend turns summarization on and
+    the reported prompt passes its limit, Auggie replaces the history with a summary between two
+    tool calls of one turn (the next request starts over: no history, the summary as a node of type
+    10; `history_summary_node` in its session file), and no hook runs for it: the record counts
+    no compaction. Every read is content."""
+    hh = host_home
+    (hh.proj / "big.py").write_text(CODE)
+    reads = [tool_call(READ, {"path": "big.py"}) for _ in range(6)]
+    with FakeAugment(script=[*reads, "done reading"], flags=SUMMARY_FLAGS,
+                      usage=lambda body: 100_000 * (1 + len(body.get("chat_history") or []))) as srv:
+        lean.run("init", "--agent", "auggie")
+        run(auggie_cli, hh, srv, run_host, "read big.py six times")
+        assert srv.compaction_requests, "Auggie asked for no summary"
+        summarized = [i for i, b in enumerate(srv.main_requests)
+                      if any(n.get("type") == 10 and srv.compact_text in json.dumps(n) for n in b.get("nodes") or [])]
+        assert summarized and 0 < summarized[0] < len(reads), summarized  # inside the turn, between its reads
+        assert not srv.main_requests[summarized[0]].get("chat_history")  # the history before it is gone
+        out = srv.tool_results()
+        assert all("def function_199" in out[r["id"]] for r in reads), out
+    lean.assert_no_hook_errors()
+    rec = lean.only_record("auggie")
+    assert rec["compactions"] == 0 and rec["last_event"] == "SessionEnd"
 
 
 def test_auggie_project_install_is_loaded_and_uninstall_restores(auggie_cli, host_home, lean, run_host):
