@@ -10,7 +10,7 @@ tests/e2e/fake_augment.py; see docs/hosts.md and tests/e2e/test_auggie_e2e.py):
   flag on (the fake model server sends it);
 - SessionStart, PromptSubmit (Auggie's prompt event, with `user_prompt`), PreToolUse,
   PostToolUse, Stop and SessionEnd fire, each with `conversation_id` (= the session id: the
-  session is saved as `~/.augment/sessions/<id>.json`, and `--resume <id>` takes it) and
+  session is saved as `~/.augment/sessions/<id>.json`; `--resume <id>` takes it, per its help) and
   `workspace_roots`; no `cwd` (the hook runs in the workspace root), no call id. A handler's
   `timeout` is in milliseconds (60,000 by default);
 - the command is spawned without a shell: split on spaces (quotes kept together) into the
@@ -19,7 +19,7 @@ tests/e2e/fake_augment.py; see docs/hosts.md and tests/e2e/test_auggie_e2e.py):
   the wrapper, a `#!/bin/sh` script without one, runs as it is (verified);
 - an MCP tool is named `<tool>_<server>` (`ctx_read_leanctx`) and a PreToolUse matcher reaches it
   only in the form `mcp:<regex>`: a plain regex never matches an MCP tool, `.*` matches all;
-- no hook answer adds context: SessionStart's and PromptSubmit's are dropped (the bot profile
+- SessionStart's and PromptSubmit's answers are dropped, context included (the bot profile
   records turns, from PromptSubmit's `user_prompt` and Stop's `_exchange`, but cannot hand a
   thread back); a PreToolUse `permissionDecision: "deny"` reaches the model with its reason;
 - MCP servers are `mcpServers` of the same settings files (`auggie mcp add --local` writes the
