@@ -32,6 +32,7 @@ AGENT_MODULES: dict[str, str] = {
     "windsurf": "leanctx.agents.windsurf",
     "kiro": "leanctx.agents.kiro",
     "amp": "leanctx.agents.amp",
+    "auggie": "leanctx.agents.auggie",
 }
 
 

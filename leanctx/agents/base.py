@@ -240,6 +240,8 @@ class Agent:
     json_bom_ok: ClassVar[bool] = True
     #: with strict_json: the host still accepts comments (only trailing commas break it)
     json_comments_ok: ClassVar[bool] = False
+    #: with strict_json: the host still accepts trailing commas (JSON5 readers: Auggie)
+    json_trailing_commas_ok: ClassVar[bool] = False
     #: the host takes a hook's stderr as its answer when stdout is empty: the hook stays silent there
     stderr_is_output: ClassVar[bool] = False
     #: the host reads its MCP file as JSONC even where its hooks file is strict (Copilot)
@@ -353,6 +355,10 @@ class Agent:
     def is_read_tool(self, tool_name: object) -> bool:
         return is_read_tool(tool_name)
 
+    def read_gate_matcher(self, server: str = MCP_SERVER) -> str:
+        """The read gate's matcher for our ctx_read registered as `server` (most hosts: the tool's name)."""
+        return self.read_tool(server)
+
     def read_rule_note(self, server: str = MCP_SERVER) -> str:
         """What the read rule must add for this host's model to reach ctx_read ('' = nothing):
         `read_rule_hint` with the server's name, unless the host module says more."""
@@ -403,7 +409,7 @@ class Agent:
         if read_gate and self.read_gate_event is not None and not (guard and shared):
             spec = self.read_gate_event
             if spec.matcher is not None and mcp_name != MCP_SERVER:
-                spec = EventSpec(spec.name, spec.kind, matcher=self.read_tool(mcp_name))
+                spec = EventSpec(spec.name, spec.kind, matcher=self.read_gate_matcher(mcp_name))
             if gate_more and spec.matcher is not None:
                 # one entry per event (hookconfig keeps one of ours per event): both tools by name
                 spec = EventSpec(spec.name, spec.kind, matcher="|".join((spec.matcher, *self.builtin_read_tools)))

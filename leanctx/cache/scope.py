@@ -360,6 +360,11 @@ SILENT_COMPACTION = {
     "antigravity": "Antigravity CLI has no compaction hook leanctx receives, so stubs are withheld",
     "windsurf": "Windsurf has no hook for a compaction or a new session, so stubs are withheld",
     "kiro": "Kiro CLI compacts without a hook leanctx receives, so stubs are withheld",
+    # Auggie 0.36.0 summarizes its history (a `history_summary_node`, when its backend's
+    # `history_summary_min_version` flag is set, or on the backend's `summarize_and_retry`; seen in
+    # a run), cuts the oldest exchanges of a long one from the request (`max_history_chars`, marked
+    # nowhere), and has no compaction hook event at all
+    "auggie": "Auggie summarizes its history without a hook leanctx receives, so stubs are withheld",
 }
 
 

@@ -119,6 +119,8 @@ def strict_json_problem(agent: Agent, home: Path, path: Path, data: bytes | None
         spots = [spot for spot in spots if spot[0] != "byte order mark"]
     if agent.json_comments_ok:
         spots = [spot for spot in spots if spot[0] != "comment"]
+    if agent.json_trailing_commas_ok:
+        spots = [spot for spot in spots if spot[0] != "trailing comma"]
     if not spots:
         return None
     named = _spots_text(spots)

@@ -30,7 +30,7 @@ LIFECYCLE_GAPS = ("crush", "goose", "antigravity")
 
 def test_registry_lists_every_module() -> None:
     assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi",
-                              "openclaw", "crush", "goose", "antigravity", "windsurf", "kiro", "amp"]
+                              "openclaw", "crush", "goose", "antigravity", "windsurf", "kiro", "amp", "auggie"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
@@ -50,9 +50,10 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
         return
     assert {PROMPT, STOP} <= kinds
     if PRE_COMPACT not in kinds or SESSION_START not in kinds:
-        # Windsurf has neither event, Kiro CLI no compaction event: a host that cannot say its
-        # context was cut never gets a stub (docs/hosts.md)
-        assert name in SILENT_COMPACTION and name in ("windsurf", "kiro")
+        # Windsurf has neither event, Kiro CLI and Auggie 0.36.0 no compaction event (Auggie's hook
+        # events: PreToolUse, PostToolUse, Stop, SessionStart, SessionEnd, Notification,
+        # PromptSubmit): a host that cannot say its context was cut never gets a stub (docs/hosts.md)
+        assert name in SILENT_COMPACTION and name in ("windsurf", "kiro", "auggie")
         return
     if name not in ("opencode", "amp"):  # OpenCode's and Amp's plugin events have no session end
         assert SESSION_END in kinds
@@ -60,7 +61,7 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
     # session id, and its read gate names every call; Droid's Task subagents run in its daemon,
     # another process; Pi has no subagents ("No sub-agents" in its README); an Amp subagent is a
     # thread of its own, with its own id in every plugin event (docs/hosts.md)
-    if name not in ("gemini", "copilot", "opencode", "cline", "droid", "pi", "amp"):
+    if name not in ("gemini", "copilot", "opencode", "cline", "droid", "pi", "amp", "auggie"):
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)

