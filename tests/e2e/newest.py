@@ -52,6 +52,9 @@ HOSTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "droid": ("droid", ("test_droid_e2e.py", "test_droid_builtin_read_e2e.py")),
     "pi": ("@mariozechner/pi-coding-agent", ("test_pi_e2e.py", "test_pi_builtin_read_e2e.py")),
     "openclaw": (install_clis.OPENCLAW_PACKAGE, ("test_openclaw_e2e.py", "test_openclaw_read_e2e.py")),
+    # Amp now publishes under @ampcode/cli, which the pinned @sourcegraph/amp depends on
+    "amp": ("@ampcode/cli", ("test_amp_e2e.py",)),
+    "auggie": ("@augmentcode/auggie", ("test_auggie_e2e.py",)),
 }
 
 
@@ -71,7 +74,7 @@ def newest_version(package: str) -> str | None:
 def pinned_version(package: str) -> str | None:
     if package == install_clis.OPENCLAW_PACKAGE:
         return install_clis.OPENCLAW_VERSION
-    return install_clis.PINNED.get(package)
+    return install_clis.PINNED.get(package) or install_clis.installed_version(package)
 
 
 def install(package: str, version: str) -> str | None:
