@@ -372,7 +372,7 @@ def state_checks(home: Path) -> list[dict]:
 
 ISOLATION_FIX = ('the host runs without the leanctx hooks: on the Claude Agent SDK pass setting_sources including '
                  '"user" (or "project" for `init --project`) to ClaudeAgentOptions, not setting_sources=[] '
-                 '(isolation mode), or use leanctx.bot.claude_sdk_binding (in a clone of leanctx: python -m pip install '.[sdk]'); '
+                 '(isolation mode), or use leanctx.bot.claude_sdk_binding (in a clone of leanctx: python -m pip install ".[sdk]"); '
                  'elsewhere run `leanctx init --agent <host> --bot`')
 STALE_PENDING_S = 600  # a question asked this long ago with no turn recorded since: no Stop hook ran
 
