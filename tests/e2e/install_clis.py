@@ -157,7 +157,8 @@ def _npm_install(npm: str, step: Step, timeout: float, say, heartbeat: float = 3
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
     if proc.returncode != 0:
-        return f"npm install {step.npm_spec()} failed: {stderr.strip()[-800:]}"
+        errors = [line for line in stderr.splitlines() if line.startswith("npm error")]  # not its warnings
+        return f"npm install {step.npm_spec()} failed: {chr(10).join(errors)[-800:] or stderr.strip()[-800:]}"
     return None
 
 
