@@ -3,8 +3,10 @@
 The versions are the ones whose behaviour tests/e2e/HOSTS_VERIFIED.md records. npm keeps its
 own download cache (~/.npm), so a second install on the same machine reads no registry, and an
 existing install of the right versions is reused as is. Run directly (`python
-tests/e2e/install_clis.py`) or implicitly: the e2e fixtures call `ensure()` when a CLI is missing
-and npm is available.
+tests/e2e/install_clis.py`, what .ci/run does) or implicitly: tests/conftest.py calls `ensure()`
+before the first test when e2e tests were collected and a pin is missing, and the e2e fixtures do
+when a CLI is still missing. Either way one npm call per package, each announced (k of n) and
+followed by the time so far and the size on disk: a first install takes minutes and gigabytes.
 """
 
 from __future__ import annotations
