@@ -79,7 +79,7 @@ def path_check(commands: list[str], where: str) -> dict | None:
     if not missing:
         return None
     return _check("on PATH", FAIL, f"{where} calls {', '.join(missing)} by name, which is not on PATH",
-                  "install leanctx where the host finds it (e.g. pipx install leanctx-hooks), or add its bin folder to PATH")
+                  "install leanctx where the host finds it (e.g. `pipx install .` in a clone of leanctx), or add its bin folder to PATH")
 
 
 def _wrapper_checks(data_dir: Path, home: Path) -> tuple[list[dict], bool]:
@@ -373,7 +373,7 @@ def state_checks(home: Path) -> list[dict]:
 
 ISOLATION_FIX = ('the host runs without the leanctx hooks: on the Claude Agent SDK pass setting_sources including '
                  '"user" (or "project" for `init --project`) to ClaudeAgentOptions, not setting_sources=[] '
-                 '(isolation mode), or use leanctx.bot.claude_sdk_binding (pip install leanctx-hooks[sdk]); '
+                 '(isolation mode), or use leanctx.bot.claude_sdk_binding (in a clone of leanctx: python -m pip install ".[sdk]"); '
                  'elsewhere run `leanctx init --agent <host> --bot`')
 STALE_PENDING_S = 600  # a question asked this long ago with no turn recorded since: no Stop hook ran
 

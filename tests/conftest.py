@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -83,3 +84,36 @@ def immutable():
     for path in made:
         subprocess.run(["chattr", "-i", str(path)], capture_output=True)
         path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Install the pinned host CLIs (about 3 GB, minutes) before the first test when end-to-end
+    tests were collected and some are missing, saying on the terminal what is being installed and
+    how far along: inside a test fixture the same install would run silently, captured."""
+    e2e = REPO / "tests" / "e2e"
+    if os.environ.get("LEANCTX_HOST_CLI_DIR") or session.config.option.collectonly:
+        return
+    if not any(e2e in Path(str(item.path)).parents for item in session.items):
+        return
+    import shutil
+
+    from tests.e2e import install_clis
+
+    if not install_clis.missing_steps() or shutil.which("npm") is None:
+        return  # nothing to do, or the e2e fixtures say why they cannot run
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    capture = session.config.pluginmanager.get_plugin("capturemanager")
+
+    def say(line: str) -> None:
+        if reporter is None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            reporter.write_line(line)
+            reporter.flush()
+
+    problem = install_clis.ensure(say=say)
+    if problem:
+        say("leanctx e2e: the host CLIs could not be installed (above); the end-to-end tests that need them "
+            "will skip, or fail under LEANCTX_REQUIRE_E2E")
+

@@ -23,7 +23,7 @@ Two ways to run a bot, both handled by the same hooks:
   (`protocol.holds_thread`) the first prompt gets only what it lacks, the pending question and
   the answer line (`resume_context`), never the thread again: restarts do not stack copies.
 
-Needs the optional extra: `pip install 'leanctx-hooks[sdk]'`.
+Needs the optional extra: in a clone of leanctx, `python -m pip install '.[sdk]'`.
 """
 
 from __future__ import annotations

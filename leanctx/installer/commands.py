@@ -199,7 +199,7 @@ def _say_portable(say, data_dir: Path, home: Path) -> None:
     missing = [name for name in ("leanctx-hook", "leanctx") if shutil.which(name) is None]
     if missing:
         say(f"  warning: {' and '.join(missing)} not on PATH here: the hosts will not find them; install leanctx "
-            "so they are (e.g. pipx install leanctx-hooks)")
+            "so they are (e.g. `pipx install .` in a clone of leanctx)")
     if data_dir != paths.default_data_dir():
         say(f"  note: they use LEANCTX_HOME from the host's environment (else {display(paths.default_data_dir(), home)}), "
             f"not {display(data_dir, home)}")

