@@ -26,6 +26,7 @@ AGENT_MODULES: dict[str, str] = {
     "droid": "leanctx.agents.droid",
     "pi": "leanctx.agents.pi",
     "openclaw": "leanctx.agents.openclaw",
+    "vscode": "leanctx.agents.vscode",
 }
 
 

@@ -347,8 +347,14 @@ TRANSCRIPT_AGENTS = ("claude", "codex")  # hosts whose own log of the context is
 #: Cline CLI 3.0.65 (@cline/core 0.0.86) compacts on its own (auto_compaction,
 #: compaction_budget_emergency, max_tokens_compaction) and maps a `PreCompact` hook file to no
 #: event of its runtime (`["PreCompact"]: void 0`), so that hook never runs.
+#: VS Code (documentation and source only, agents/vscode.py): with history summarization off, or
+#: with the Responses API's own compaction or truncation on, Copilot Chat drops old turns to fit its
+#: prompt budget without PreCompact (microsoft/vscode-copilot-chat agentIntent.ts,
+#: agentConversationHistory.tsx: a PrioritizedList pruned by the budget); its MCP servers' caller
+#: is not verified either.
 SILENT_COMPACTION = {
     "cline": "Cline compacts without a hook leanctx receives, so stubs are withheld",
+    "vscode": "VS Code drops old turns without a hook leanctx receives, so stubs are withheld",
 }
 
 

@@ -92,7 +92,8 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
 # judge them is installer and doctor work, so it lives in the installer package.
 HOST_CHECKS = {"pi": "leanctx.installer.pi_checks", "claude": "leanctx.installer.claude_checks", "codex": "leanctx.installer.codex_checks",
                "gemini": "leanctx.installer.gemini_checks", "qwen": "leanctx.installer.gemini_checks", "openclaw": "leanctx.installer.openclaw_checks",
-               "copilot": "leanctx.installer.copilot_checks", "droid": "leanctx.installer.droid_checks"}
+               "copilot": "leanctx.installer.copilot_checks", "droid": "leanctx.installer.droid_checks",
+               "vscode": "leanctx.installer.vscode_checks"}
 
 
 def host_checks(agent: Agent, kind: str, *args: object) -> list[dict]:

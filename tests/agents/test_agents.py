@@ -25,12 +25,13 @@ DOCUMENTED = REPO / "tests" / "fixtures" / "documented"
 
 
 def test_registry_lists_every_module() -> None:
-    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi", "openclaw"]
+    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi", "openclaw",
+                              "vscode"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
     with pytest.raises(agents.UnknownAgent) as info:
-        agents.get("vscode")
+        agents.get("windsurf")
     assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen, copilot, opencode, cline, droid" in str(info.value)
 
 
@@ -39,7 +40,7 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
     """hosts.md §1.1: the id-carrying events, the compaction event, the stop event."""
     kinds = {spec.kind for spec in agents.get(name).events}
     assert {SESSION_START, PROMPT, PRE_COMPACT, STOP} <= kinds
-    if name != "opencode":  # OpenCode's plugin events have no session end
+    if name not in ("opencode", "vscode"):  # OpenCode's plugin events and VS Code's hooks have no session end
         assert SESSION_END in kinds
     # none at all (Gemini CLI, OpenCode, Cline); Copilot's subagent tool hooks carry the child's own
     # session id, and its read gate names every call; Droid's Task subagents run in its daemon,
