@@ -192,11 +192,11 @@ def test_one_broken_host_blocks_the_whole_run(home: Path, data_dir: Path) -> Non
 
 
 def test_unknown_agent(home: Path) -> None:
-    proc = run_cli("init", "--agent", "vscode")
+    proc = run_cli("init", "--agent", "windsurf")
     assert proc.returncode == 2
     for name in agents.names():
         assert name in proc.stderr
-    assert not (home / ".vscode").exists()
+    assert not (home / ".codeium").exists()
 
 
 def test_agent_all_uses_detected_hosts_only(home: Path, data_dir: Path) -> None:
