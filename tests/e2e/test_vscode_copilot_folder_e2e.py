@@ -1,10 +1,11 @@
 """End to end: our VS Code hooks file sits in ~/.copilot/hooks beside Copilot CLI's, and the real
 Copilot CLI (`copilot -p`, offline against tests/e2e/fake_openai.py) loads every *.json there.
 
-VS Code does not run here; what this shows is the other direction: Copilot CLI with both files of
-ours (`init --agent copilot` and `init --agent vscode --guard`) still runs its session as before
-(the record is Copilot's own, the re-read a stub), our VS Code file's entries, whatever Copilot
-does with them, publish nothing, deny nothing and log no error.
+VS Code does not run here; what this shows is the other direction. Copilot CLI 1.0.102 runs a file
+in our VS Code file's shape (no "version", flat `command` entries, PascalCase events: a tap in that
+shape shows it) with snake_case payloads and COPILOT_CLI=1. With both files of ours (`init --agent
+copilot` and `init --agent vscode --guard`) its session runs as before (the record is Copilot's
+own, the re-read a stub), and our VS Code entries publish nothing, deny nothing, log no error.
 """
 from __future__ import annotations
 
@@ -50,8 +51,9 @@ def test_copilot_cli_tolerates_our_vscode_file_in_its_hooks_folder(copilot_cli, 
     # what Copilot does with a file in our VS Code file's shape (no "version", flat `command`
     # entries, VS Code's PascalCase events): a tap in that very shape, beside ours
     taps = [json.loads(line) for line in tap_log.read_text().splitlines()] if tap_log.exists() else []
-    print(f"Copilot ran the VS Code-shaped tap for {sorted({t['event'] for t in taps})}")
-    for t in taps:  # if it runs such a file, it says so in the environment, which our hook heeds
+    # 1.0.102 runs it, so it ran our VS Code entries too (which published nothing, above)
+    assert {t["event"] for t in taps} == {"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"}, taps
+    for t in taps:  # and it says so in the environment, which our hook heeds
         assert t["copilot_cli"] == "1" and t["payload"].get("session_id") == session, t
 
     rc, report = lean.doctor("vscode")
