@@ -48,6 +48,7 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
 - automatic (background) compaction fires preCompact as it starts (a BYOK model's limit is
   `COPILOT_PROVIDER_MAX_PROMPT_TOKENS`; tests/e2e/test_copilot_builtin_read_e2e.py).
 From the CLI's docs only: the project skills folder `.github/skills` (`~/.copilot/skills` is verified).
+VS Code loads the same hooks folders and runs this file too (`real_caller`, agents/vscode.py).
 """
 
 from __future__ import annotations
