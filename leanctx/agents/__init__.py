@@ -33,6 +33,7 @@ AGENT_MODULES: dict[str, str] = {
     "kiro": "leanctx.agents.kiro",
     "amp": "leanctx.agents.amp",
     "auggie": "leanctx.agents.auggie",
+    "vscode": "leanctx.agents.vscode",
 }
 
 

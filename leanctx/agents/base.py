@@ -255,6 +255,10 @@ class Agent:
     #: the host's session start cannot carry added context (Pi): the bot profile hands the thread
     #: to the first prompt of a session that does not hold it yet
     thread_on_first_prompt: ClassVar[bool] = False
+    #: when this host runs another host's entries of ours (`real_caller` hands the event over:
+    #: Cursor runs Claude Code's), whether the flags those entries carry (guard, read gates, bot)
+    #: apply to its calls; False: they were chosen for the other host, the hook only publishes
+    foreign_flags: ClassVar[bool] = True
     #: events only the always-on bot profile adds (e.g. Cursor's afterAgentResponse for the reply)
     bot_events: ClassVar[tuple[EventSpec, ...]] = ()
     #: the pre-tool event the multi-user guard listens on (None: the host cannot gate tool calls)

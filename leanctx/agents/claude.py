@@ -107,9 +107,11 @@ class Claude(ClaudeShapeAgent):
         return super().mcp_config(home, project)
 
     def real_caller(self, event: str, payload: dict) -> tuple[Agent, str] | None:
-        """Cursor, Continue CLI and Copilot CLI also run the hooks in Claude Code's settings
-        files, with their own payloads; a Cursor conversation is filed under Cursor, the others'
-        under nobody (FOREIGN_RUNNERS).
+        """Cursor, Continue CLI, Copilot CLI and VS Code also run the hooks in Claude Code's
+        settings files, with their own payloads; a Cursor conversation is filed under Cursor, a VS
+        Code one under VS Code (its ids only: VS Code ignores our matchers, so an entry written for
+        `Read|Bash` reaches it on every tool call, and none of it is gated), the others' under
+        nobody (FOREIGN_RUNNERS).
         Claude Code (verified on 2.1.197) gives its hooks CLAUDE_CODE_SESSION_ID = the payload's
         session_id: that settles it without looking further (a host started from a Claude Code
         session inherits the variable, but with another session's id)."""
@@ -123,6 +125,11 @@ class Claude(ClaudeShapeAgent):
             return (cursor.AGENT, cursor_event) if cursor_event else None
         if any(os.environ.get(var) for var in FOREIGN_RUNNERS):
             return None
+        if isinstance(payload.get("timestamp"), str):  # Claude Code's payloads carry no timestamp
+            from leanctx.agents import vscode
+
+            if vscode.is_vscode_call(payload):  # ignoring our matchers: only its sessions' ids are filed
+                return vscode.AGENT.handover(event, payload)
         return self, event
 
     def check_output(self, event: str, stdout: str) -> str | None:

@@ -48,6 +48,7 @@ opencode.md §3, tests/e2e/test_copilot_e2e.py; payloads in tests/fixtures/paylo
 - automatic (background) compaction fires preCompact as it starts (a BYOK model's limit is
   `COPILOT_PROVIDER_MAX_PROMPT_TOKENS`; tests/e2e/test_copilot_builtin_read_e2e.py).
 From the CLI's docs only: the project skills folder `.github/skills` (`~/.copilot/skills` is verified).
+VS Code loads the same hooks folders and runs this file too (`real_caller`, agents/vscode.py).
 """
 
 from __future__ import annotations
@@ -168,6 +169,19 @@ class Copilot(Agent):
         return [group[k] for k in ("bash", "powershell", "command") if isinstance(group.get(k), str)]
 
     # -- payloads ------------------------------------------------------------------------
+    def real_caller(self, event: str, payload: dict) -> tuple[Agent, str] | None:
+        """VS Code also loads every `*.json` in `~/.copilot/hooks` and `.github/hooks` and runs
+        this file's sessionStart, userPromptSubmitted, preToolUse, postToolUse and agentStop
+        (as Stop) with its own payloads (agents/vscode.py [compat]): those are filed under VS
+        Code, ids only, and its tool calls pass untouched. Copilot's own payloads carry epoch
+        milliseconds, VS Code's an ISO string."""
+        if isinstance(payload.get("timestamp"), str):
+            from leanctx.agents import vscode
+
+            if vscode.is_vscode_call(payload):
+                return vscode.AGENT.handover(event, payload)
+        return self, event
+
     def normalize(self, event: str, payload: dict) -> HookEvent:
         normalized = super().normalize(event, payload)
         if not normalized.cwd:

@@ -351,6 +351,11 @@ TRANSCRIPT_AGENTS = ("claude", "codex")  # hosts whose own log of the context is
 #: Windsurf (documentation only) has no session-start, compaction or session-end hook event at all
 #: (docs.windsurf.com/windsurf/cascade/hooks); Kiro CLI compacts (`/compact`, automatically on
 #: overflow) with none of its five hook events saying so (kiro.dev/docs/cli/hooks).
+#: VS Code (documentation and source only, agents/vscode.py): with history summarization off, or
+#: with the Responses API's own compaction or truncation on, Copilot Chat drops old turns to fit its
+#: prompt budget without PreCompact (microsoft/vscode-copilot-chat agentIntent.ts,
+#: agentConversationHistory.tsx: a PrioritizedList pruned by the budget); its MCP servers' caller
+#: is not verified either.
 SILENT_COMPACTION = {
     "cline": "Cline compacts without a hook leanctx receives, so stubs are withheld",
     # documentation only (docs/hosts.md): a released Crush fires PreToolUse alone, Goose's hooks
@@ -365,6 +370,7 @@ SILENT_COMPACTION = {
     # a run), cuts the oldest exchanges of a long one from the request (`max_history_chars`, marked
     # nowhere), and has no compaction hook event at all
     "auggie": "Auggie summarizes its history without a hook leanctx receives, so stubs are withheld",
+    "vscode": "VS Code drops old turns without a hook leanctx receives, so stubs are withheld",
 }
 
 

@@ -92,13 +92,15 @@ def handle(agent_name: str, event_name: str, raw: bytes, data_dir: str, flags: t
     payload = fastjson.loads(text)
     if not isinstance(payload, dict):
         raise ValueError(f"payload is a JSON {type(payload).__name__}, not an object")
-    caller = agent.real_caller(event_name, payload)  # Cursor and Continue also run Claude Code's hooks
+    caller = agent.real_caller(event_name, payload)  # Cursor, Continue, Copilot CLI and VS Code also run Claude Code's hooks
     if caller is None:
         return ""
     if caller[0] is not agent:
         from leanctx.hooks.caller import runs_own_hook
 
         agent, event_name = caller
+        if not agent.foreign_flags:  # VS Code running Claude Code's or Copilot CLI's entries
+            flags, builtin = (), False
         if runs_own_hook(agent, event_name, payload):  # that hook publishes: fold the event once
             return agent.no_opinion(event_name)
     event = agent.normalize(event_name, payload)

@@ -93,7 +93,8 @@ def problems(agent: Agent, home: Path, project: Path | None, read: Reader, mcp: 
 HOST_CHECKS = {"claude": "leanctx.installer.claude_checks", "codex": "leanctx.installer.codex_checks",
                "gemini": "leanctx.installer.gemini_checks", "qwen": "leanctx.installer.gemini_checks", "openclaw": "leanctx.installer.openclaw_checks",
                "copilot": "leanctx.installer.copilot_checks", "droid": "leanctx.installer.droid_checks",
-               "kiro": "leanctx.installer.kiro_checks"}
+               "kiro": "leanctx.installer.kiro_checks",
+               "vscode": "leanctx.installer.vscode_checks"}
 
 
 def host_checks(agent: Agent, kind: str, *args: object) -> list[dict]:

@@ -30,12 +30,12 @@ LIFECYCLE_GAPS = ("crush", "goose", "antigravity")
 
 def test_registry_lists_every_module() -> None:
     assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi",
-                              "openclaw", "crush", "goose", "antigravity", "windsurf", "kiro", "amp", "auggie"]
+                              "openclaw", "crush", "goose", "antigravity", "windsurf", "kiro", "amp", "auggie", "vscode"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
     with pytest.raises(agents.UnknownAgent) as info:
-        agents.get("vscode")
+        agents.get("zed")
     assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen, copilot, opencode, cline, droid" in str(info.value)
 
 
@@ -55,7 +55,7 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
         # PromptSubmit): a host that cannot say its context was cut never gets a stub (docs/hosts.md)
         assert name in SILENT_COMPACTION and name in ("windsurf", "kiro", "auggie")
         return
-    if name not in ("opencode", "amp"):  # OpenCode's and Amp's plugin events have no session end
+    if name not in ("opencode", "amp", "vscode"):  # OpenCode's and Amp's plugin events and VS Code's hooks have no session end
         assert SESSION_END in kinds
     # none at all (Gemini CLI, OpenCode, Cline); Copilot's subagent tool hooks carry the child's own
     # session id, and its read gate names every call; Droid's Task subagents run in its daemon,

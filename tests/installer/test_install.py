@@ -192,11 +192,12 @@ def test_one_broken_host_blocks_the_whole_run(home: Path, data_dir: Path) -> Non
 
 
 def test_unknown_agent(home: Path) -> None:
-    proc = run_cli("init", "--agent", "vscode")
+    proc = run_cli("init", "--agent", "zed")
     assert proc.returncode == 2
     for name in agents.names():
         assert name in proc.stderr
-    assert not (home / ".vscode").exists()
+    assert sorted(p.name for p in home.iterdir()) == sorted(p.name for p in home.iterdir() if p.name != ".zed")
+    assert not (home / ".zed").exists()
 
 
 def test_agent_all_uses_detected_hosts_only(home: Path, data_dir: Path) -> None:
