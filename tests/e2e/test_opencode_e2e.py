@@ -136,11 +136,12 @@ def test_opencode_plugin_publishes_the_session_and_second_read_is_a_stub(oc_host
     tap.write_text(TAP_PLUGIN.replace("@LOG@", json.dumps(str(tap_log))).replace("@READ@", READ))
     first, second = function_call(READ, {"path": "big.py"}), function_call(READ, {"path": "big.py"})
     again = function_call(READ, {"path": "big.py"})
-    offered = []
+    offered, systems = [], []
 
     def turn(item):
         def build(body: dict):
             offered.append(READ in {(t.get("function") or {}).get("name") for t in body.get("tools") or []})
+            systems.append(" ".join(str(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "system"))
             return item
         return build
 
@@ -157,6 +158,8 @@ def test_opencode_plugin_publishes_the_session_and_second_read_is_a_stub(oc_host
         assert len(reported) == 1, cp.stdout[-2000:]
         out = chat_results(srv)
         assert offered and all(offered), f"{host.display} did not offer leanctx_ctx_read to the model"
+        # the read rule init put in the config folder's AGENTS.md reaches the model
+        assert all("Read files with the `ctx_read` tool" in text for text in systems), systems[0][-2000:]
         assert "def function_199" in out[first["call_id"]], out
         assert out[second["call_id"]].startswith("[unchanged]"), out[second["call_id"]][:300]
         records = lean.records(host.name)
