@@ -245,11 +245,15 @@ class OpenCode(FileHookAgent):
 
     instructions_path = rules_path  # the bot profile's instructions: a block in the same AGENTS.md
 
-    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+    def mcp_config_files(self, home: Path, project: Path | None) -> list[Path]:
         folder = self.config_dir(home) if project is None else project
-        # opencode.json, or the user's opencode.jsonc when that is the one they keep
-        path = next((folder / n for n in self.config_files if (folder / n).exists()), folder / self.config_files[0])
-        return path, "json", ("mcp",)
+        return [folder / n for n in self.config_files]
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        # opencode.json, or the user's opencode.jsonc when that is the one they keep; an entry of
+        # ours left in another of them (the user made one that comes first) is taken out
+        candidates = self.mcp_config_files(home, project)
+        return next((p for p in candidates if p.exists()), candidates[0]), "json", ("mcp",)
 
     def mcp_entry(self, command: str, args: list[str]) -> dict:
         return {"type": "local", "command": [command, *args], "enabled": True}

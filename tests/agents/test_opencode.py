@@ -245,23 +245,33 @@ def test_an_opencode_jsonc_is_where_the_server_goes_when_it_is_the_users_file(na
 
 
 def test_kilo_takes_its_own_file_first_and_its_own_folders(home: Path, data_dir: Path, tmp_path: Path) -> None:
-    """Kilo reads kilo.json, kilo.jsonc, opencode.json and opencode.jsonc in ~/.config/kilo (and
-    in a project); the server goes into the first of them the user keeps, kilo.json when none.
-    Its project plugins are in .kilo/plugins (Kilo does not read a project's .opencode/)."""
+    """Kilo reads kilo.jsonc, kilo.json, opencode.jsonc and opencode.json in ~/.config/kilo (and
+    in a project); the server goes into the first of them the user keeps (the order of Kilo's own
+    writer), a new kilo.jsonc when none. Its project plugins are in .kilo/plugins (Kilo does not
+    read a project's .opencode/)."""
     kilo = agents.get("kilo")
     where = folder(home, "kilo")
     where.mkdir(parents=True)
+    assert kilo.mcp_config(home, None)[0] == where / "kilo.jsonc"
     (where / "opencode.json").write_text('{"model": "a/b"}\n')
-    (where / "kilo.jsonc").write_text("{\n  // mine\n}\n")
-    assert kilo.mcp_config(home, None) == (where / "kilo.jsonc", "json", ("mcp",))
+    assert kilo.mcp_config(home, None)[0] == where / "opencode.json"
+    (where / "kilo.json").write_text("{\n  // mine\n}\n")
+    assert kilo.mcp_config(home, None) == (where / "kilo.json", "json", ("mcp",))
     assert run_cli("init", "--agent", "kilo").returncode == 0
-    assert '"leanctx"' in (where / "kilo.jsonc").read_text() and "leanctx" not in (where / "opencode.json").read_text()
+    assert '"leanctx"' in (where / "kilo.json").read_text() and "leanctx" not in (where / "opencode.json").read_text()
     assert (where / "plugins" / "leanctx.js").read_text().startswith(
         "// leanctx plugin for Kilo Code: written by `leanctx init --agent kilo`")
     assert run_cli("uninstall", "--agent", "kilo").returncode == 0
-    assert (where / "kilo.jsonc").read_text() == "{\n  // mine\n}\n"
+    assert (where / "kilo.json").read_text() == "{\n  // mine\n}\n"
+    # the user then makes a kilo.jsonc, which comes first: init moves our entry there
+    assert run_cli("init", "--agent", "kilo").returncode == 0
+    (where / "kilo.jsonc").write_text("{}\n")
+    assert run_cli("init", "--agent", "kilo").returncode == 0
+    assert "leanctx" not in (where / "kilo.json").read_text() and '"leanctx"' in (where / "kilo.jsonc").read_text()
+    assert run_cli("uninstall", "--agent", "kilo").returncode == 0
+    assert (where / "kilo.json").read_text() == "{\n  // mine\n}\n" and "leanctx" not in (where / "kilo.jsonc").read_text()
     proj = tmp_path / "proj"
-    assert kilo.mcp_config(home, proj)[0] == proj / "kilo.json"
+    assert kilo.mcp_config(home, proj)[0] == proj / "kilo.jsonc"
     assert kilo.hook_folder(home, proj) == proj / ".kilo" / "plugins"
     assert kilo.rules_path(home, None) == (where / "AGENTS.md", "block")
 

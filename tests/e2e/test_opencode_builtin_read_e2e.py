@@ -48,7 +48,7 @@ def is_content(text: str) -> bool:
 
 
 class Setup:
-    """A HOME with the user's opencode.json (Kilo: kilo.json) and a tap plugin, leanctx wired,
+    """A HOME with the user's opencode.json (Kilo: kilo.jsonc) and a tap plugin, leanctx wired,
     the daemon up."""
 
     def __init__(self, hh, lean, url: str, host) -> None:

@@ -190,7 +190,7 @@ def test_opencode_plugin_publishes_the_session_and_second_read_is_a_stub(oc_host
 
 def test_opencode_project_install_runs_from_the_project_and_uninstall_restores(oc_host, host_home, lean, run_host):
     """`init --project`: the plugin in <proj>/.opencode/plugins (Kilo: .kilo/plugins), the MCP
-    entry in <proj>/opencode.json (kilo.json), calling `leanctx-hook`/`leanctx` from PATH; the
+    entry in <proj>/opencode.json (kilo.jsonc), calling `leanctx-hook`/`leanctx` from PATH; the
     host loads both from the project."""
     hh, host = host_home, oc_host
     (hh.proj / "a.txt").write_text("hello from the project\n")
