@@ -54,7 +54,7 @@ def problems(agent: Agent) -> list[str]:
             found.append(f"{agent.name}: verified_version {agent.verified_version} but the matrix says {verified!r}")
         if agent.min_version and parse(agent.min_version) > parse(agent.verified_version):
             found.append(f"{agent.name}: min_version {agent.min_version} is newer than verified_version {agent.verified_version}")
-    elif not verified.startswith("documentation only"):
+    elif not verified.startswith("documentation"):
         found.append(f"{agent.name}: no verified_version, so the matrix must say 'documentation only', not {verified!r}")
     for cell in agent.support.values():
         if "|" in cell or "\n" in cell:

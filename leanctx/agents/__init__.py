@@ -22,6 +22,7 @@ AGENT_MODULES: dict[str, str] = {
     "qwen": "leanctx.agents.qwen",
     "copilot": "leanctx.agents.copilot",
     "opencode": "leanctx.agents.opencode",
+    "kilo": "leanctx.agents.kilo",
     "cline": "leanctx.agents.cline",
     "droid": "leanctx.agents.droid",
     "pi": "leanctx.agents.pi",

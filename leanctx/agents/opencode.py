@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
-    from typing import Any
+    from typing import Any, ClassVar
 
 import posixpath
 import re
@@ -149,10 +149,13 @@ def shell_call(args: dict, cwd: object) -> tuple[str | None, str | None]:
     if workdir is None:
         return command, (cwd if isinstance(cwd, str) and posixpath.isabs(cwd) else None)
     return command, _resolve(workdir, cwd)
-CONFIG_FILES = ("opencode.json", "opencode.jsonc")
 
 
 class OpenCode(FileHookAgent):
+    """OpenCode and the family of its forks (Kilo Code: agents/kilo.py). A fork keeps the plugin
+    API, the tools and the `mcp` table; what differs is data: the class attributes up to
+    `plugin_template`, which a fork's module sets."""
+
     name = "opencode"
     display_name = "OpenCode"
     binaries = ("opencode",)
@@ -170,6 +173,15 @@ class OpenCode(FileHookAgent):
         "bot": "prompts only",
         "guard": "yes",
     }
+    #: the user config folder's name under $XDG_CONFIG_HOME (default ~/.config)
+    config_folder: ClassVar[str] = "opencode"
+    #: the project's folder whose `plugins/` the host loads
+    project_folder: ClassVar[str] = ".opencode"
+    #: the config files the host reads in a config folder or the project, ours first: the server
+    #: goes into the first that exists, else the first
+    config_files: ClassVar[tuple[str, ...]] = ("opencode.json", "opencode.jsonc")
+    #: the plugin's template (templates/), filled with this host's names
+    plugin_template: ClassVar[str] = "opencode-plugin.js"
     strict_json = False  # opencode.json is read as JSONC
     hook_file_mode = 0o644
     mcp_env_key = "environment"
@@ -203,10 +215,10 @@ class OpenCode(FileHookAgent):
     context_events = ("session.created", "chat.message")
 
     def config_dir(self, home: Path) -> Path:
-        return env_dir("XDG_CONFIG_HOME", home / ".config") / "opencode"
+        return env_dir("XDG_CONFIG_HOME", home / ".config") / self.config_folder
 
     def hook_folder(self, home: Path, project: Path | None) -> Path:
-        return (project / ".opencode" if project is not None else self.config_dir(home)) / "plugins"
+        return (project / self.project_folder if project is not None else self.config_dir(home)) / "plugins"
 
     def hook_file_names(self) -> tuple[str, ...]:
         return (PLUGIN,)
@@ -217,29 +229,32 @@ class OpenCode(FileHookAgent):
 
         from leanctx import templating
 
-        text = resources.files("leanctx").joinpath("templates/opencode-plugin.js").read_text(encoding="utf-8")
+        text = resources.files("leanctx").joinpath(f"templates/{self.plugin_template}").read_text(encoding="utf-8")
         # one pass, each value JSON (ASCII-only, so no line break can end the comment the mark sits in)
         values = {"MARK": mark(wired), "TIMEOUT_MS": str(self.timeout * 1000),
+                  "HOST": json.dumps(self.display_name, ensure_ascii=True)[1:-1], "AGENT": self.name,
                   "HOOKS": json.dumps(wired, indent=2, sort_keys=True, ensure_ascii=True),
                   "READ_TOOLS": json.dumps(list(BUILTIN_READ_TOOLS), ensure_ascii=True), "SHELL_TOOL": json.dumps(SHELL_TOOL),
                   # without the guard, the pre-tool hook has nothing to say about other tools:
                   # the plugin spares them the hook's process
                   "PRE_READS_ONLY": json.dumps("--guard" not in wired.get("tool.execute.before", "").split()), "HOOK_RUNNER": templating.js_hook_runner()}
-        return {PLUGIN: templating.fill(text, values, "opencode-plugin.js")}
+        return {PLUGIN: templating.fill(text, values, self.plugin_template)}
 
     def rules_path(self, home: Path, project: Path | None) -> tuple[Path, str] | None:
-        # OpenCode reads AGENTS.md from its config folder and from the project into every session.
+        # OpenCode (and Kilo) read AGENTS.md from the config folder and the project into every session.
         return (self.config_dir(home) if project is None else project) / "AGENTS.md", "block"
 
     instructions_path = rules_path  # the bot profile's instructions: a block in the same AGENTS.md
 
-    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+    def mcp_config_files(self, home: Path, project: Path | None) -> list[Path]:
         folder = self.config_dir(home) if project is None else project
-        # opencode.json, or the user's opencode.jsonc when that is the one they keep
-        path = folder / CONFIG_FILES[0]
-        if not path.exists() and (folder / CONFIG_FILES[1]).exists():
-            path = folder / CONFIG_FILES[1]
-        return path, "json", ("mcp",)
+        return [folder / n for n in self.config_files]
+
+    def mcp_config(self, home: Path, project: Path | None) -> tuple[Path, str, tuple[str, ...]]:
+        # opencode.json, or the user's opencode.jsonc when that is the one they keep; an entry of
+        # ours left in another of them (the user made one that comes first) is taken out
+        candidates = self.mcp_config_files(home, project)
+        return next((p for p in candidates if p.exists()), candidates[0]), "json", ("mcp",)
 
     def mcp_entry(self, command: str, args: list[str]) -> dict:
         return {"type": "local", "command": [command, *args], "enabled": True}

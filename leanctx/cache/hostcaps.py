@@ -46,6 +46,8 @@ _LIMITS: dict[str, tuple[int, int | None]] = {
     "droid": (39_000, None),
     "cline": (7_800, None),
     "opencode": (50_000, 2_000),
+    # Kilo Code 7.7.7 keeps OpenCode's `Truncate` (2,000 lines, 51,200 bytes: read in its bundle)
+    "kilo": (50_000, 2_000),
     # Pi 0.73.1: its agent loop hands a custom tool's result (our extension's ctx_read) to the
     # model as the tool returned it (only its built-in tools cut their own output); an 8,000-
     # character file seen whole in a run (tests/e2e/test_pi_e2e.py)

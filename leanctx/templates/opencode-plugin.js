@@ -1,9 +1,10 @@
-// leanctx plugin for OpenCode: written by `leanctx init --agent opencode`, removed by `leanctx uninstall`.
+// leanctx plugin for @HOST@: written by `leanctx init --agent @AGENT@`, removed by `leanctx uninstall`.
 // @MARK@
 //
-// OpenCode runs no hook commands, so this plugin runs leanctx's hook command for the events below
-// with the event's data as JSON on stdin: the session id, its folder, and (bot profile) the prompt.
-// Fail-open: a missing leanctx, an error or a slow hook never stops or delays OpenCode for long;
+// @HOST@ runs no hook commands, only plugins (OpenCode's plugin API), so this plugin runs leanctx's
+// hook command for the events below with the event's data as JSON on stdin: the session id, its
+// folder, and (bot profile) the prompt.
+// Fail-open: a missing leanctx, an error or a slow hook never stops or delays @HOST@ for long;
 // only the multi-user guard (--guard) and the read cache's answer to a built-in read (the `read`
 // tool, a plain `cat`-like `bash` command: the `[unchanged]` stub and its kin) may refuse a tool
 // call, with that text as the tool's result.

