@@ -26,7 +26,10 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
         if data is not None:
             tomledit.values(toml_path, files.decode(toml_path, data))
     except ConfigError as exc:
-        return [{"name": "codex config.toml", "status": "fail", "detail": str(exc), "fix": f"fix the TOML syntax in {toml_path}"}]
+        from leanctx.doctor import refused_fix
+
+        return [{"name": "codex config.toml", "status": "fail", "detail": str(exc), "fix": refused_fix(exc, agent, home, project),
+                 "init_refuses": True}]
     hooks_path = config_path(agent, home, project)
     hooks_data = files.read_bytes(hooks_path)
     report = trust_report(agent, home, hooks_path, hooks_data.decode("utf-8") if hooks_data else "")
