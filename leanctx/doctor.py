@@ -404,7 +404,13 @@ def state_checks(home: Path) -> list[dict]:
     except StoreNotOurs as exc:  # the refusal names the owner and the setting that accepts it
         return [_check("conversation state", FAIL, "store refused: another account runs it", str(exc))]
     except (StateError, OSError) as exc:
-        return [_check("conversation state", FAIL, f"store unreachable: {exc}", "check LEANCTX_STATE_URL / CKS_HOME")]
+        from leanctx.state.backend import redact
+        from leanctx.state.slug import cks_home
+
+        url = os.environ.get("LEANCTX_STATE_URL")
+        fix = (f"start the Redis at {redact(url)} or correct LEANCTX_STATE_URL" if url else
+               f"make {display(cks_home(), home)} a folder you own and can write, or set CKS_HOME to one")
+        return [_check("conversation state", FAIL, f"store unreachable: {exc}", fix)]
     from leanctx.state.backend import redact
     from leanctx.state.slug import cks_home
 
@@ -419,7 +425,8 @@ def state_checks(home: Path) -> list[dict]:
         if paths:
             out.append(_check(f"conversation state {user}", WARN,
                               f"{len(paths)} damaged state(s) moved aside, the thread restarted: {display(paths[-1], home)}",
-                              "read it for what was lost, then delete it"))
+                              f"read {display(paths[-1], home)} for what was lost, then delete it"
+                              + (f" (and the {len(paths) - 1} older one(s) beside it)" if len(paths) > 1 else "")))
     return out
 
 
@@ -590,19 +597,20 @@ def build(home: Path, data_dir: Path, agent_name: str | None, project: Path | No
     if project is None:
         report["project_installs"] = [{"agent": name, "project": str(folder)} for name, folders in elsewhere.items() for folder in folders]
     if not any_installed:
-        report["start"] = _how_to_start(home, agent_name, project, report.get("project_installs") or [])
+        report["start"] = _how_to_start(home, agent_name, project, report.get("project_installs") or [], results)
     return report
 
 
-def _how_to_start(home: Path, agent_name: str | None, project: Path | None, installs: list[dict]) -> str:
-    """What to run when nothing is installed where doctor looked."""
+def _how_to_start(home: Path, agent_name: str | None, project: Path | None, installs: list[dict], results: list[dict] = ()) -> str:
+    """What to run when nothing is installed where doctor looked (for a host whose file init
+    refuses as it is, the edit that comes first)."""
     if installs:
         folders = list(dict.fromkeys(i["project"] for i in installs))
         return "; ".join(f"leanctx doctor --project {folder}" for folder in folders)
     detected = [a.name for a in agents.all_agents() if a.detect(home)]
     name = agent_name or (detected[0] if len(detected) == 1 else "claude" if not detected else "|".join(detected))
-    where = f" --project {project}" if project is not None else ""
-    return f"leanctx init --agent {name}{where}"
+    refused = [c["fix"] for r in results if r["agent"] == name for c in r["checks"] if c.get("init_refuses")]
+    return refused[0] if refused else f"leanctx init --agent {name}{_where(project)}"
 
 
 _MARK = {OK: "ok  ", FAIL: "FAIL", WARN: "warn", INFO: "info"}
