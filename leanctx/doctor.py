@@ -52,7 +52,6 @@ def init_command(agent: Agent, project: Path | None = None, profile=None, mcp: b
     if profile is not None:
         flags = "".join(f for f, on in ((" --bot", profile.bot), (" --guard", profile.guard),
                                         (" --no-builtin-gate", profile.read_gate and not profile.builtin_read)) if on)
-        mcp = mcp and profile.read_gate
     return f"leanctx init --agent {agent.name}{_where(project)}{flags}{'' if mcp else ' --no-mcp'}"
 
 
@@ -308,7 +307,11 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         result["ok"] = True
         return result
     profile = installed_profile(wired)
-    fix = init_fix(agent, project, profile)
+    from leanctx.installer import mcpreg
+
+    # as doctor --fix decides it: a host with no read gate event of its own still has the server
+    mcp = profile.read_gate or bool(mcpreg.recorded_names(agent, home, data_dir, project))
+    fix = init_fix(agent, project, profile, mcp)
     command_for = hook_commands(data_dir, agent, project)  # project files: leanctx-hook on PATH, no wrapper
     on_path = path_check([c for cmds in wired.values() for c in cmds], display(path, home))
     if on_path:
@@ -359,7 +362,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     checks.extend(agent_specific_checks(agent, home, project))
     from leanctx import doctor_mcp
 
-    checks.extend(doctor_mcp.checks(agent, home, data_dir, project, bot=profile.bot, profile=profile))
+    checks.extend(doctor_mcp.checks(agent, home, data_dir, project, bot=profile.bot, profile=profile, mcp=mcp))
     result["last_published"] = last_published(agent, data_dir)
     lp = result["last_published"]
     if lp:

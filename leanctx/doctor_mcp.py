@@ -18,7 +18,6 @@ import subprocess
 import tempfile
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 from leanctx.agents.base import Agent
@@ -28,10 +27,11 @@ from leanctx.installer.files import ConfigError
 ROUND_TRIP_TIMEOUT_S = 60.0
 
 
-def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None, bot: bool = False, profile=None) -> list[dict]:
+def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None, bot: bool = False, profile=None,
+           mcp: bool = True) -> list[dict]:
     from leanctx.doctor import doctor_fix_command, init_command, init_fix, refused_fix
 
-    fix = init_fix(agent, project, profile)
+    fix = init_fix(agent, project, profile, mcp)
     if getattr(agent, "mcp_in_extension", False):  # Pi: no MCP client, our extension starts the server
         command, args = mcpreg.server_command(project, bot, data_dir)
         return [{"name": "mcp server", "status": "ok", "fix": None,
@@ -57,11 +57,11 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
                      "detail": f"leanctx is registered in {', '.join(hidden)}, but {agent.display_name} reads its servers from {path} only",
                      "fix": fix}]
         return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)",
-                 "fix": init_fix(agent, project, profile and replace(profile, read_gate=True))}]
+                 "fix": init_fix(agent, project, profile)}]  # the init that registers it
     if not mcpreg.is_ours(entry):
         return [{"name": "mcp server", "status": "fail", "detail": f"the server named {name!r} in {path} is not leanctx's: {entry}",
                  "fix": f"rename yours, or register leanctx's under another name: "
-                        f"{init_command(agent, project, profile)} --mcp-name leanctx-ctx"}]
+                        f"{init_command(agent, project, profile, mcp)} --mcp-name leanctx-ctx"}]
     want = mcpreg.wanted_entry(agent, data_dir, project, bot)
     if entry != want:
         profile, other = ("bot", "coding") if bot else ("coding", "bot")
