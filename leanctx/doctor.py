@@ -255,7 +255,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     # an agent not on this machine and not asked for: nothing to do, so no hint
     fix = init_fix(agent, project) if explicit or detected else None
     if elsewhere and project is None:
-        fix = "; ".join(f"project install in {p}: run leanctx doctor --project {p}" for p in elsewhere)
+        fix = "; ".join(f"project install in {p}: run leanctx doctor{_where(p)}" for p in elsewhere)
     result: dict = {
         "agent": agent.name,
         "display_name": agent.display_name,
@@ -474,7 +474,7 @@ def _data_dir_check(data_dir: Path, home: Path) -> dict:
         with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
             pass
     except OSError as exc:
-        return _check("data dir", FAIL, f"{display(data_dir, home)} is not writable: {exc.strerror}", "set LEANCTX_HOME to a writable folder")
+        return _check("data dir", FAIL, f"{display(data_dir, home)} is not writable: {exc.strerror}", f"make {display(data_dir, home)} a folder you can write, or set LEANCTX_HOME to one")
     return _check("data dir", OK, f"{display(data_dir, home)} is writable")
 
 

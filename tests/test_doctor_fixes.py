@@ -143,6 +143,7 @@ def test_unparseable_config_fix_names_the_spot_and_doctor_fix_skips_it(home: Pat
     code, report = doctor_json("--agent", "claude")
     fix = failing(report, "claude", "config")["fix"]
     assert "~/.claude/settings.json:3:3" in fix and "expected a property name" in fix
+    assert report["start"] == fix  # not an init that would refuse
     # doctor --fix cannot repair it and says so, instead of failing like init
     proc = run_cli("doctor", "--agent", "claude", "--fix", "--json")
     report = json.loads(proc.stdout)
@@ -292,15 +293,15 @@ def test_codex_hooks_feature_fix_names_the_line(home: Path, data_dir: Path) -> N
     assert code == 0, json.dumps(report, indent=1)
 
 
-def test_codex_trust_fix_command(home: Path, data_dir: Path) -> None:
-    assert run_cli("init", "--agent", "codex").returncode == 0
+def test_codex_trust_fix_command_keeps_the_profile(home: Path, data_dir: Path) -> None:
+    assert run_cli("init", "--agent", "codex", "--bot").returncode == 0
     code, report = doctor_json("--agent", "codex")
     fix = failing(report, "codex", "codex hook trust")["fix"]
     (init,) = commands_in(fix)
-    assert init == "leanctx init --agent codex --trust"
+    assert init == "leanctx init --agent codex --bot --trust"
     assert follow(init).returncode == 0
     code, report = doctor_json("--agent", "codex")
-    assert code == 0, json.dumps(report, indent=1)
+    assert code == 0 and report["agents"][0]["profile"] == "bot", json.dumps(report, indent=1)
 
 
 # --- the wrapper, the smoke runs, PATH, the MCP entry ------------------------------------------
