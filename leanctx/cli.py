@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -40,6 +41,16 @@ def _no_host_found(home: Path) -> None:
     click.echo(f"leanctx: no supported host found (looked for {folders} and for {binaries} on PATH); "
                f"name one: leanctx init --agent {'|'.join(agents.names())}", err=True)
     sys.exit(1)
+
+
+def _existing_project(project: Path | None) -> Path | None:
+    """--project DIR must name a folder that exists: a mistyped DIR is refused in one line, exit
+    2, before anything is written (init would otherwise create it and a project tree in it)."""
+    if project is not None and not project.is_dir():
+        click.echo(f"leanctx: --project {project}: no such folder; check the spelling, or create it first "
+                   f"(mkdir -p {shlex.quote(str(project))}) and run this again", err=True)
+        sys.exit(EXIT_REFUSED)
+    return project
 
 
 class _AgentChoice(click.ParamType):
@@ -88,7 +99,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--agent", "agent_name", required=True, type=_AgentChoice(), help=AGENT_HELP)
-@click.option("--project", type=click.Path(file_okay=False, path_type=Path), help="Write the project-level config in DIR instead of the user-level one.")
+@click.option("--project", type=click.Path(file_okay=False, path_type=Path), help="Write the project-level config in DIR (an existing folder) instead of the user-level one.")
 @click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; change nothing.")
 @click.option("--trust", is_flag=True, help="Codex only: mark leanctx's hooks trusted in ~/.codex/config.toml, as its /hooks screen would (for headless machines).")
 @click.option("--bot", is_flag=True, help="Always-on bot profile: record prompts and replies in conversation-state and hand the thread back at session start.")
@@ -104,6 +115,7 @@ def init(agent_name: str, project: Path | None, dry_run: bool, trust: bool, bot:
     from leanctx.installer.commands import run_init
     from leanctx.installer.install import Profile
 
+    project = _existing_project(project)
     home = paths.home()
     selected = _agent_list(agent_name, home)
     sys.exit(run_init(selected, home, paths.usable_data_dir(), project, dry_run, trust=trust, profile=Profile(bot=bot, guard=guard, builtin_read=not no_builtin_gate), mcp=not no_mcp, mcp_name=mcp_name))
@@ -117,21 +129,23 @@ def uninstall(agent_name: str, project: Path | None, dry_run: bool) -> None:
     """Take out exactly what init put in."""
     from leanctx.installer.commands import run_uninstall
 
+    project = _existing_project(project)
     home = paths.home()
     sys.exit(run_uninstall(_agent_list(agent_name, home, for_uninstall=True), home, paths.usable_data_dir(), project, dry_run, all_agents=agent_name == "all"))
 
 
 @main.command()
 @click.option("--agent", "agent_name", type=_AgentChoice(), default="all", show_default=True, help=AGENT_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in the README).")
-@click.option("--fix", is_flag=True, help="Re-run init for every agent whose checks fail, then check again.")
-@click.option("--project", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Check the project-level install in DIR instead of the user-level one.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema 1, described in docs/commands.md).")
+@click.option("--fix", is_flag=True, help="Re-run init for every agent whose checks fail (not one with a file init refuses, such as one it cannot parse: the fix line says what to edit), then check again.")
+@click.option("--project", type=click.Path(file_okay=False, path_type=Path), help="Check the project-level install in DIR instead of the user-level one.")
 def doctor(agent_name: str, as_json: bool, fix: bool, project: Path | None) -> None:
     """Prove, per agent, that the hooks are wired and working; say how to fix what is not."""
     import os
 
     from leanctx import doctor as doctor_mod
 
+    project = _existing_project(project)
     home = paths.home()
     project = Path(os.path.realpath(project)) if project is not None else None
     report = doctor_mod.run(home, paths.data_dir(), None if agent_name == "all" else agent_name, fix=fix, project=project)

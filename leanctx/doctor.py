@@ -6,7 +6,11 @@ hooks the user has not trusted. So doctor re-reads every config, runs the wrappe
 event exactly as the host would (`sh -c <command>` with a host-shaped payload, into a scratch data
 dir so the real records are not disturbed), and reports what was last published for real.
 
-The `--json` report is stable (schema 1); see the README for its fields.
+The `--json` report is stable (schema 1); docs/commands.md describes its fields.
+
+Every fix line is something that works when followed: a command that repairs the check (with the
+flags of the profile that is installed, so following it changes nothing else), or the exact edit
+(file, line, column, what to change) where init cannot help, such as a config it cannot parse.
 """
 
 from __future__ import annotations
@@ -37,9 +41,39 @@ def _check(name: str, status: str, detail: str, fix: str | None = None) -> dict:
     return {"name": name, "status": status, "detail": detail, "fix": fix}
 
 
-def init_fix(agent: Agent, project: Path | None = None) -> str:
-    where = f" --project {project}" if project is not None else ""
-    return f"leanctx init --agent {agent.name}{where}   (or: leanctx doctor{where} --fix)"
+def _where(project: Path | None) -> str:
+    return f" --project {shlex.quote(str(project))}" if project is not None else ""
+
+
+def init_command(agent: Agent, project: Path | None = None, profile=None, mcp: bool = True) -> str:
+    """The init that states `profile` again (init states the whole profile: a bare init would
+    take --bot or --guard out)."""
+    flags = ""
+    if profile is not None:
+        flags = "".join(f for f, on in ((" --bot", profile.bot), (" --guard", profile.guard),
+                                        (" --no-builtin-gate", profile.read_gate and not profile.builtin_read)) if on)
+    return f"leanctx init --agent {agent.name}{_where(project)}{flags}{'' if mcp else ' --no-mcp'}"
+
+
+def doctor_fix_command(agent: Agent, project: Path | None = None) -> str:
+    """`doctor --fix` for one agent: it re-runs init with the profile installed (named, because a
+    bare `doctor --fix` leaves alone an agent that is not installed)."""
+    return f"leanctx doctor --agent {agent.name}{_where(project)} --fix"
+
+
+def init_fix(agent: Agent, project: Path | None = None, profile=None, mcp: bool = True) -> str:
+    return f"{init_command(agent, project, profile, mcp)}   (or: {doctor_fix_command(agent, project)})"
+
+
+def refused_fix(exc: ConfigError, agent: Agent, home: Path, project: Path | None = None) -> str:
+    """The fix for a file init refuses as it is (so neither init nor doctor --fix can help): the
+    spot and what the parser wanted, then the init to run once it is corrected."""
+    then = f"then run {init_command(agent, project)}"
+    if isinstance(exc, files.ParseError):
+        spot = f"{display(exc.path, home)}:{exc.line}:{exc.col}"
+        wanted = f" ({exc.reason})" if exc.reason else ""
+        return f"the file is not {exc.language} at {spot}{wanted}: correct it there, or move the file aside; {then}"
+    return f"init refuses this file as it is: resolve what the line above says, {then}"
 
 
 def wired_commands(agent: Agent, doc_value: dict) -> dict[str, list[str]]:
@@ -78,21 +112,30 @@ def path_check(commands: list[str], where: str) -> dict | None:
     missing = missing_on_path(commands)
     if not missing:
         return None
-    return _check("on PATH", FAIL, f"{where} calls {', '.join(missing)} by name, which is not on PATH",
-                  "install leanctx where the host finds it (e.g. `pipx install .` in a clone of leanctx), or add its bin folder to PATH")
+    return _check("on PATH", FAIL, f"{where} calls {', '.join(missing)} by name, which is not on PATH", path_fix())
 
 
-def _wrapper_checks(data_dir: Path, home: Path) -> tuple[list[dict], bool]:
+def path_fix() -> str:
+    """Name the folder that holds this installation's console scripts, when it does."""
+    import sysconfig
+
+    folder = Path(sysconfig.get_path("scripts"))
+    here = f"add {folder} to the PATH the host starts with (it holds this installation's leanctx-hook), or " \
+        if (folder / "leanctx-hook").exists() else ""
+    return f"{here}install leanctx where the host finds it (pipx install leanctx-hooks)"
+
+
+def _wrapper_checks(data_dir: Path, home: Path, agent_name: str | None = None) -> tuple[list[dict], bool]:
     path = wrapper.wrapper_path(data_dir)
     shown = display(path, home)
-    fix = "leanctx init --agent <name>   (rewrites the wrapper)"
+    fix = f"leanctx doctor{f' --agent {agent_name}' if agent_name else ''} --fix   (re-runs init, which rewrites the wrapper)"
     info = wrapper.read_info(path)
     if not info:
         return [_check("wrapper", FAIL, f"{shown} is missing", fix)], False
     if info.get("unreadable"):
-        return [_check("wrapper", FAIL, info["unreadable"], "remove it, then " + fix)], False
+        return [_check("wrapper", FAIL, info["unreadable"], f"remove {shown}, then " + fix)], False
     if info.get("foreign"):
-        return [_check("wrapper", FAIL, f"{shown} is not a leanctx wrapper", "move it away, then " + fix)], False
+        return [_check("wrapper", FAIL, f"{shown} is not a leanctx wrapper", f"move {shown} away, then " + fix)], False
     checks = []
     if not os.access(path, os.X_OK):
         return [_check("wrapper", FAIL, f"{shown} is not executable", f"chmod +x {shown}")], False
@@ -118,7 +161,7 @@ def _wrapper_checks(data_dir: Path, home: Path) -> tuple[list[dict], bool]:
     return checks, True
 
 
-def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
+def smoke(agent: Agent, event: str, command: str, cwd: Path, project: Path | None = None) -> dict:
     """Run one hook command as the host would, into a scratch data dir; check exit, output, record."""
     payload = agent.synthetic_payload(event, str(cwd))
     with tempfile.TemporaryDirectory(prefix="leanctx-doctor-") as scratch:
@@ -137,7 +180,9 @@ def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
                 timeout=SMOKE_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
-            return _check(f"smoke {event}", FAIL, f"did not finish within {SMOKE_TIMEOUT_S:.0f} s", "leanctx doctor --fix; see the hook log")
+            return _check(f"smoke {event}", FAIL, f"did not finish within {SMOKE_TIMEOUT_S:.0f} s",
+                          f"{doctor_fix_command(agent, project)}   (rewrites the wrapper and the entries); if it still hangs, "
+                          f"run it by hand: leanctx hook {agent.name} {event} < payload.json")
         ms = (time.perf_counter() - started) * 1000
         stdout = proc.stdout.decode("utf-8", "replace")
         problem = None
@@ -157,7 +202,7 @@ def smoke(agent: Agent, event: str, command: str, cwd: Path) -> dict:
                 detail = log.read_text(errors="replace").strip()[-200:] if log.exists() else "no record, no log"
                 problem = f"nothing published ({detail})"
     if problem:
-        return _check(f"smoke {event}", FAIL, problem, "leanctx doctor --fix")
+        return _check(f"smoke {event}", FAIL, problem, f"{doctor_fix_command(agent, project)}   (rewrites the wrapper and the entries)")
     return {**_check(f"smoke {event}", OK, f"exit 0, valid output, published, {ms:.0f} ms"), "ms": round(ms, 1)}
 
 
@@ -206,13 +251,15 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         return {"agent": agent.name, "display_name": agent.display_name, "detected": agent.detect(home), "config_path": "-",
                 "installed": False, "checks": [_check("config", FAIL if explicit else INFO, str(exc))], "last_published": None,
                 "ok": not explicit}
-    fix = init_fix(agent, project)
+    detected = agent.detect(home)
+    # an agent not on this machine and not asked for: nothing to do, so no hint
+    fix = init_fix(agent, project) if explicit or detected else None
     if elsewhere and project is None:
-        fix = "; ".join(f"project install in {p}: run leanctx doctor --project {p}" for p in elsewhere)
+        fix = "; ".join(f"project install in {p}: run leanctx doctor{_where(p)}" for p in elsewhere)
     result: dict = {
         "agent": agent.name,
         "display_name": agent.display_name,
-        "detected": agent.detect(home),
+        "detected": detected,
         "config_path": display(path, home),
         "installed": False,
         "checks": [],
@@ -241,7 +288,10 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
             parsed = f"{display(path, home)} parses"
     except ConfigError as exc:
         status = FAIL if explicit or not missing else INFO  # there but unusable (a FIFO, a loop): a failure
-        checks.append(_check("config", status, str(exc), fix))
+        if missing:
+            checks.append(_check("config", status, str(exc), fix))
+        else:  # init refuses it as it is: the fix is the user's edit, and doctor --fix leaves it alone
+            checks.append({**_check("config", status, str(exc), refused_fix(exc, agent, home, project)), "init_refuses": True})
         result["ok"] = status != FAIL
         return result
     checks.append(_check("config", OK, parsed))
@@ -257,6 +307,11 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         result["ok"] = True
         return result
     profile = installed_profile(wired)
+    from leanctx.installer import mcpreg
+
+    # as doctor --fix decides it: a host with no read gate event of its own still has the server
+    mcp = profile.read_gate or bool(mcpreg.recorded_names(agent, home, data_dir, project))
+    fix = init_fix(agent, project, profile, mcp)
     command_for = hook_commands(data_dir, agent, project)  # project files: leanctx-hook on PATH, no wrapper
     on_path = path_check([c for cmds in wired.values() for c in cmds], display(path, home))
     if on_path:
@@ -288,7 +343,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
         if old_gate is not None:  # never contacted: whoever holds that port would get the call
             checks.append(_check(f"event {spec.name}", FAIL, f"the old http read gate {old_gate.split(' ', 1)[0]}: any local account "
                                  "that binds that port while the daemon is down answers it, and the host obeys the answer",
-                                 init_fix(agent, project)))
+                                 fix))
             continue
         if not cmds:
             checks.append(_check(f"event {spec.name}", FAIL, "not wired", fix))
@@ -299,7 +354,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
             if runnable:
                 # a hook file the host executes itself (Cline's) is smoke-run as the host runs it
                 ran = shlex.quote(str(files_run[spec.name])) if spec.name in files_run else want
-                checks.append(smoke(agent, spec.name, ran, project if project is not None else home))
+                checks.append(smoke(agent, spec.name, ran, project if project is not None else home, project))
     for problem in hostload.problems(agent, home, project, hostload.disk_reader(home, project)):
         checks.append(_check(problem.name, FAIL if problem.severity == hostload.FAIL else INFO,
                              f"{agent.display_name} will not load {display(problem.path, home)}: {problem.reason}"
@@ -307,7 +362,7 @@ def check_agent(agent: Agent, home: Path, data_dir: Path, wrapper_ok: bool, expl
     checks.extend(agent_specific_checks(agent, home, project))
     from leanctx import doctor_mcp
 
-    checks.extend(doctor_mcp.checks(agent, home, data_dir, project, bot=profile.bot))
+    checks.extend(doctor_mcp.checks(agent, home, data_dir, project, bot=profile.bot, profile=profile, mcp=mcp))
     result["last_published"] = last_published(agent, data_dir)
     lp = result["last_published"]
     if lp:
@@ -338,7 +393,8 @@ def version_check(agent: Agent) -> dict | None:
 def agent_specific_checks(agent: Agent, home: Path, project: Path | None = None) -> list[dict]:
     from leanctx.installer.hostload import host_checks
 
-    return [_check(c["name"], c["status"], c["detail"], c.get("fix")) for c in host_checks(agent, "doctor_checks", home, project)]
+    return [{**_check(c["name"], c["status"], c["detail"], c.get("fix")), **({"init_refuses": True} if c.get("init_refuses") else {})}
+            for c in host_checks(agent, "doctor_checks", home, project)]
 
 
 def state_checks(home: Path) -> list[dict]:
@@ -352,7 +408,13 @@ def state_checks(home: Path) -> list[dict]:
     except StoreNotOurs as exc:  # the refusal names the owner and the setting that accepts it
         return [_check("conversation state", FAIL, "store refused: another account runs it", str(exc))]
     except (StateError, OSError) as exc:
-        return [_check("conversation state", FAIL, f"store unreachable: {exc}", "check LEANCTX_STATE_URL / CKS_HOME")]
+        from leanctx.state.backend import redact
+        from leanctx.state.slug import cks_home
+
+        url = os.environ.get("LEANCTX_STATE_URL")
+        fix = (f"start the Redis at {redact(url)} or correct LEANCTX_STATE_URL" if url else
+               f"make {display(cks_home(), home)} a folder you own and can write, or set CKS_HOME to one")
+        return [_check("conversation state", FAIL, f"store unreachable: {exc}", fix)]
     from leanctx.state.backend import redact
     from leanctx.state.slug import cks_home
 
@@ -367,7 +429,8 @@ def state_checks(home: Path) -> list[dict]:
         if paths:
             out.append(_check(f"conversation state {user}", WARN,
                               f"{len(paths)} damaged state(s) moved aside, the thread restarted: {display(paths[-1], home)}",
-                              "read it for what was lost, then delete it"))
+                              f"read {display(paths[-1], home)} for what was lost, then delete it"
+                              + (f" (and the {len(paths) - 1} older one(s) beside it)" if len(paths) > 1 else "")))
     return out
 
 
@@ -412,7 +475,7 @@ def _data_dir_check(data_dir: Path, home: Path) -> dict:
         with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
             pass
     except OSError as exc:
-        return _check("data dir", FAIL, f"{display(data_dir, home)} is not writable: {exc.strerror}", "set LEANCTX_HOME to a writable folder")
+        return _check("data dir", FAIL, f"{display(data_dir, home)} is not writable: {exc.strerror}", f"make {display(data_dir, home)} a folder you can write, or set LEANCTX_HOME to one")
     return _check("data dir", OK, f"{display(data_dir, home)} is writable")
 
 
@@ -432,9 +495,9 @@ def _caller_check() -> dict:
     finally:
         a.close()
         b.close()
-    if isinstance(ident, str):
-        return _check("caller verification", WARN, f"the cache daemon cannot verify callers here: {ident}",
-                      "reads still work: each MCP server then serves itself in-process (stubs only for what it sent)")
+    if isinstance(ident, str):  # nothing to fix: a property of this system, said as such
+        return _check("caller verification", WARN, f"the cache daemon cannot verify callers here: {ident}; reads still work: "
+                      "each MCP server then serves itself in-process (stubs only for what it sent)")
     return _check("caller verification", OK, "the cache daemon learns who is asking from the kernel (peer pid, "
                   "its environment, working directory and host process)")
 
@@ -442,30 +505,46 @@ def _caller_check() -> dict:
 def run(home: Path, data_dir: Path, agent_name: str | None, fix: bool = False, project: Path | None = None) -> dict:
     report = build(home, data_dir, agent_name, project)
     if fix and not report["ok"] and (report["installed"] or agent_name):
-        from leanctx.installer.commands import run_init
+        report = _fix(report, home, data_dir, agent_name, project)
+    for agent_report in report["agents"]:  # internal: what --fix leaves alone
+        for check in agent_report["checks"]:
+            check.pop("init_refuses", None)
+    return report
 
-        from leanctx.installer.install import Profile
 
-        broken_reports = [a for a in report["agents"] if not a["ok"]]
-        if not broken_reports and any(c["status"] == FAIL for c in report["checks"]):
-            broken_reports = [a for a in report["agents"] if a["installed"]]
-        broken = [agents.get(a["agent"]) for a in broken_reports]
-        import click
+def _fix(report: dict, home: Path, data_dir: Path, agent_name: str | None, project: Path | None) -> dict:
+    """Re-run init for each failing agent with the profile it has; an agent with a file init
+    refuses as it is (one it cannot parse) is left alone and named, with the edit that helps."""
+    import click
 
-        say = lambda message: click.echo(message, err=True)  # noqa: E731 - keep --json stdout clean
-        report_fix = 0
-        from leanctx.installer import mcpreg
+    from leanctx.installer import mcpreg
+    from leanctx.installer.commands import run_init
+    from leanctx.installer.install import Profile
 
-        for a in broken_reports:  # each with the profile it was installed with, MCP server included or not
-            agent = agents.get(a["agent"])
-            name = a.get("profile", "coding")
-            profile = Profile(bot="bot" in name, guard="guard" in name, read_gate=a.get("read_gate", True),
-                              builtin_read=a.get("builtin_read", True))
-            mcp = a.get("read_gate", True) or bool(mcpreg.recorded_names(agent, home, data_dir, project))
-            report_fix = run_init([agent], home, data_dir, project, dry_run=False, say=say, profile=profile, mcp=mcp) or report_fix
-        report = build(home, data_dir, agent_name, project)
-        report["fixed"] = [a.name for a in broken]
-        report["fix_exit_code"] = report_fix
+    broken_reports = [a for a in report["agents"] if not a["ok"]]
+    if not broken_reports and any(c["status"] == FAIL for c in report["checks"]):
+        broken_reports = [a for a in report["agents"] if a["installed"]]
+    say = lambda message: click.echo(message, err=True)  # noqa: E731 - keep --json stdout clean
+    skipped = [a for a in broken_reports if any(c.get("init_refuses") for c in a["checks"])]
+    for a in skipped:
+        check = next(c for c in a["checks"] if c.get("init_refuses"))
+        say(f"leanctx: doctor --fix leaves {a['display_name']} alone: init would refuse the same way ({check['detail']})")
+        say(f"  fix: {check['fix']}")
+    broken_reports = [a for a in broken_reports if a not in skipped]
+    broken = [agents.get(a["agent"]) for a in broken_reports]
+    report_fix = 0
+
+    for a in broken_reports:  # each with the profile it was installed with, MCP server included or not
+        agent = agents.get(a["agent"])
+        name = a.get("profile", "coding")
+        profile = Profile(bot="bot" in name, guard="guard" in name, read_gate=a.get("read_gate", True),
+                          builtin_read=a.get("builtin_read", True))
+        mcp = a.get("read_gate", True) or bool(mcpreg.recorded_names(agent, home, data_dir, project))
+        report_fix = run_init([agent], home, data_dir, project, dry_run=False, say=say, profile=profile, mcp=mcp) or report_fix
+    report = build(home, data_dir, agent_name, project)
+    report["fixed"] = [a.name for a in broken]
+    report["skipped"] = [a["agent"] for a in skipped]
+    report["fix_exit_code"] = report_fix
     return report
 
 
@@ -499,7 +578,7 @@ def build(home: Path, data_dir: Path, agent_name: str | None, project: Path | No
                 "project": str(project) if project is not None else None, "installed": False, "ok": False,
                 "checks": [_check("data dir", FAIL, unsafe, fix)], "agents": [], "start": fix}
     checks = [_data_dir_check(data_dir, home), _caller_check()]
-    wrapper_checks, wrapper_ok = _wrapper_checks(data_dir, home)
+    wrapper_checks, wrapper_ok = _wrapper_checks(data_dir, home, agent_name)
     selected = [agents.get(agent_name)] if agent_name else agents.all_agents()
     elsewhere = project_installs(home, data_dir) if project is None else {}
     results = [check_agent(a, home, data_dir, wrapper_ok, agent_name is not None, project, elsewhere.get(a.name, []))
@@ -522,19 +601,20 @@ def build(home: Path, data_dir: Path, agent_name: str | None, project: Path | No
     if project is None:
         report["project_installs"] = [{"agent": name, "project": str(folder)} for name, folders in elsewhere.items() for folder in folders]
     if not any_installed:
-        report["start"] = _how_to_start(home, agent_name, project, report.get("project_installs") or [])
+        report["start"] = _how_to_start(home, agent_name, project, report.get("project_installs") or [], results)
     return report
 
 
-def _how_to_start(home: Path, agent_name: str | None, project: Path | None, installs: list[dict]) -> str:
-    """What to run when nothing is installed where doctor looked."""
+def _how_to_start(home: Path, agent_name: str | None, project: Path | None, installs: list[dict], results: list[dict] = ()) -> str:
+    """What to run when nothing is installed where doctor looked (for a host whose file init
+    refuses as it is, the edit that comes first)."""
     if installs:
         folders = list(dict.fromkeys(i["project"] for i in installs))
         return "; ".join(f"leanctx doctor --project {folder}" for folder in folders)
     detected = [a.name for a in agents.all_agents() if a.detect(home)]
     name = agent_name or (detected[0] if len(detected) == 1 else "claude" if not detected else "|".join(detected))
-    where = f" --project {project}" if project is not None else ""
-    return f"leanctx init --agent {name}{where}"
+    refused = [c["fix"] for r in results if r["agent"] == name for c in r["checks"] if c.get("init_refuses")]
+    return refused[0] if refused else f"leanctx init --agent {name}{_where(project)}"
 
 
 _MARK = {OK: "ok  ", FAIL: "FAIL", WARN: "warn", INFO: "info"}

@@ -27,15 +27,16 @@ from leanctx.installer.files import ConfigError
 ROUND_TRIP_TIMEOUT_S = 60.0
 
 
-def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None, bot: bool = False) -> list[dict]:
-    from leanctx.doctor import init_fix
+def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None, bot: bool = False, profile=None,
+           mcp: bool = True) -> list[dict]:
+    from leanctx.doctor import doctor_fix_command, init_command, init_fix, refused_fix
 
-    fix = init_fix(agent, project)
+    fix = init_fix(agent, project, profile, mcp)
     if getattr(agent, "mcp_in_extension", False):  # Pi: no MCP client, our extension starts the server
         command, args = mcpreg.server_command(project, bot, data_dir)
         return [{"name": "mcp server", "status": "ok", "fix": None,
                  "detail": f"started by the leanctx extension ({command} {' '.join(args)})"},
-                round_trip(command, args, {}, bot)]
+                round_trip(command, args, {}, bot, doctor_fix_command(agent, project))]
     manual = mcpreg.by_hand(agent, data_dir, project, bot)
     if manual:  # Goose: YAML that init does not edit; a text search for our command, no parse
         from leanctx.installer.install import display
@@ -49,7 +50,7 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
         if found:
             return [{"name": "mcp server", "status": "info", "fix": None,
                      "detail": f"{display(config, home)} names leanctx's server command (added by hand; leanctx does not parse YAML)"},
-                    round_trip(command, args, {}, bot)]
+                    round_trip(command, args, {}, bot, doctor_fix_command(agent, project))]
         return [{"name": "mcp server", "status": "info", "fix": manual,
                  "detail": f"leanctx's server is not in {display(config, home)}: leanctx does not edit YAML, add it by hand"}]
     if agent.mcp_config(home, project) is None:
@@ -59,7 +60,8 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
         name = mcpreg.chosen_name(agent, home, data_dir, project)  # `init --mcp-name` is remembered
         entry = mcpreg.registered(agent, home, project, name)
     except ConfigError as exc:
-        return [{"name": "mcp server", "status": "fail", "detail": str(exc), "fix": "fix the file's syntax"}]
+        return [{"name": "mcp server", "status": "fail", "detail": str(exc), "fix": refused_fix(exc, agent, home, project),
+                 "init_refuses": True}]
     from leanctx.doctor import path_check
     from leanctx.installer.install import display
 
@@ -70,10 +72,12 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
             return [{"name": "mcp server", "status": "fail",
                      "detail": f"leanctx is registered in {', '.join(hidden)}, but {agent.display_name} reads its servers from {path} only",
                      "fix": fix}]
-        return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)", "fix": fix}]
+        return [{"name": "mcp server", "status": "info", "detail": f"leanctx is not registered in {path} (init --no-mcp?)",
+                 "fix": init_fix(agent, project, profile)}]  # the init that registers it
     if not mcpreg.is_ours(entry):
         return [{"name": "mcp server", "status": "fail", "detail": f"the server named {name!r} in {path} is not leanctx's: {entry}",
-                 "fix": f"rename yours, or: leanctx init --agent {agent.name} --mcp-name NAME"}]
+                 "fix": f"rename yours, or register leanctx's under another name: "
+                        f"{init_command(agent, project, profile, mcp)} --mcp-name leanctx-ctx"}]
     want = mcpreg.wanted_entry(agent, data_dir, project, bot)
     if entry != want:
         profile, other = ("bot", "coding") if bot else ("coding", "bot")
@@ -91,7 +95,7 @@ def checks(agent: Agent, home: Path, data_dir: Path, project: Path | None = None
     if missing:
         return [missing]
     out = [{"name": "mcp server", "status": "ok", "detail": f"registered as {name!r} in {path}", "fix": None}]
-    out.append(round_trip(str(command), list(args or []), env or {}, bot))
+    out.append(round_trip(str(command), list(args or []), env or {}, bot, doctor_fix_command(agent, project)))
     return out
 
 
@@ -106,7 +110,7 @@ def _without_profile(entry: dict) -> dict:
     return old
 
 
-def round_trip(command: str, args: list[str], entry_env: dict, bot: bool = False) -> dict:
+def round_trip(command: str, args: list[str], entry_env: dict, bot: bool = False, fix: str = "leanctx doctor --fix") -> dict:
     from leanctx.cache.mcpserver import tools_for
 
     started = time.perf_counter()
@@ -114,15 +118,15 @@ def round_trip(command: str, args: list[str], entry_env: dict, bot: bool = False
         tools, first, second = _two_reads(command, args, entry_env)
     except Exception as exc:  # noqa: BLE001 - whatever broke, say it
         return {"name": "mcp round trip", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"[:300],
-                "fix": "run `leanctx mcp` by hand to see its error; reinstall leanctx if imports fail"}
+                "fix": f"run `{command} {' '.join(args)}` by hand to see its error; reinstall leanctx if imports fail"}
     ms = (time.perf_counter() - started) * 1000
     want = [t["name"] for t in tools_for("bot" if bot else "coding")]
     if tools != want:
         return {"name": "mcp round trip", "status": "fail", "detail": f"the server offers {tools}, this install wants {want}",
-                "fix": "leanctx doctor --fix"}
+                "fix": fix}
     if first != _CONTENT or not second.startswith("[unchanged]"):
         return {"name": "mcp round trip", "status": "fail", "detail": f"unexpected answers: {first[:60]!r} / {second[:60]!r}",
-                "fix": "leanctx doctor --fix"}
+                "fix": fix}
     return {"name": "mcp round trip", "status": "ok",
             "detail": f"tools {', '.join(tools)}; ctx_read returned the file, then the [unchanged] stub ({ms:.0f} ms)",
             "fix": None, "ms": round(ms, 1)}

@@ -143,7 +143,7 @@ def test_doctor_text_folds_a_passing_smoke_run_into_its_event_line(home: Path, d
     path.write_text(path.read_text().replace("exec \"$LEANCTX_PYTHON\"", "echo not-json; exec \"$LEANCTX_PYTHON\""))
     text = run_cli("doctor", "--agent", "cursor").stdout
     assert "  [ok  ] event sessionStart: wired to our wrapper\n  [FAIL] smoke sessionStart: " in text
-    assert "fix: leanctx doctor --fix" in text
+    assert "fix: leanctx doctor --agent cursor --fix   (rewrites the wrapper and the entries)" in text
 
 
 def test_doctor_unparseable_config(home: Path) -> None:
@@ -315,7 +315,7 @@ def test_doctor_fix_with_project_repairs_the_project_install(home: Path, tmp_pat
     path.write_text(json.dumps(value))
     code, report = doctor_json("--agent", "claude", "--project", str(project), env=env)
     stop = checks_by_name(report["agents"][0])["event Stop"]
-    assert code == 1 and stop["fix"] == f"leanctx init --agent claude --project {project}   (or: leanctx doctor --project {project} --fix)"
+    assert code == 1 and stop["fix"] == f"leanctx init --agent claude --project {project}   (or: leanctx doctor --agent claude --project {project} --fix)"
     code, report = doctor_json("--agent", "claude", "--project", str(project), "--fix", env=env)
     assert code == 0, json.dumps(report, indent=1)
     assert "Stop" in json.loads(path.read_text())["hooks"]

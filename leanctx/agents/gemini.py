@@ -183,16 +183,20 @@ class Gemini(GeminiShapeAgent):
         # GEMINI_CLI_HOME stands for the home folder, not the config folder
         return env_dir("GEMINI_CLI_HOME", home) / self.config_home
 
-    def hooks_switched_off(self, settings: dict) -> str | None:
+    def hooks_switched_off(self, settings: dict) -> tuple[str, str, str] | None:
         # `hooksConfig.enabled: false` runs no hook (verified on 0.61); `hooksConfig.disabled`
         # lists hooks by name or command that are skipped (bundle source)
         config = settings.get("hooksConfig")
         if not isinstance(config, dict):
             return None
         if config.get("enabled") is False:
-            return '"hooksConfig": {"enabled": false} turns off every hook, leanctx\'s included'
+            return ('"hooksConfig": {"enabled": false} turns off every hook, leanctx\'s included',
+                    'remove "enabled": false from "hooksConfig"', "hooksConfig")
         off = disabled_ours(config.get("disabled"))
-        return f'"hooksConfig.disabled" lists leanctx\'s hook(s): {", ".join(off)}' if off else None
+        if not off:
+            return None
+        return (f'"hooksConfig.disabled" lists leanctx\'s hook(s): {", ".join(off)}',
+                f'take {", ".join(chr(34) + n + chr(34) for n in off)} out of "hooksConfig.disabled"', "hooksConfig")
 
     def profile_events(self, bot: bool = False, guard: bool = False, read_gate: bool = False, mcp_name: str = MCP_SERVER,
                        builtin_read: bool = False) -> list[tuple[EventSpec, tuple[str, ...]]]:

@@ -42,8 +42,9 @@ class GeminiShapeAgent(ClaudeShapeAgent):
     def unparseable_effect(self, path: Path, home: Path) -> str:
         return self.broken_settings_effect or super().unparseable_effect(path, home)
 
-    def hooks_switched_off(self, settings: dict) -> str | None:
-        """Why this settings document keeps our hooks from running (None: it does not)."""
+    def hooks_switched_off(self, settings: dict) -> tuple[str, str, str] | None:
+        """(why this settings document keeps our hooks from running, the change that turns them
+        back on, the top-level key that holds the switch), or None when it does not."""
         return None
 
 

@@ -220,10 +220,11 @@ class Qwen(GeminiShapeAgent):
             ev.idle_clear_s = idle_clear_s(ev.cwd)
         return ev
 
-    def hooks_switched_off(self, settings: dict) -> str | None:
+    def hooks_switched_off(self, settings: dict) -> tuple[str, str, str] | None:
         # Claude Code's switch, which Qwen reads too (bundle source); `--bare` does the same per run
         if settings.get("disableAllHooks") is True:
-            return '"disableAllHooks": true turns off every hook, leanctx\'s included'
+            return ('"disableAllHooks": true turns off every hook, leanctx\'s included', 'remove "disableAllHooks": true',
+                    "disableAllHooks")
         return None
 
     def read_rule_note(self, server: str = MCP_SERVER) -> str:

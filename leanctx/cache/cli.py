@@ -52,7 +52,7 @@ Exit codes:
   0  the daemon ran and stopped cleanly (SIGTERM, `leanctx stop`, idle exit);
      or one already serves this data dir (said on stdout, nothing started);
      with --detach: a daemon is running when it returns
-  1  with --detach: the daemon did not come up (see the service log), or one is
+  1  with --detach: the daemon did not come up (see <data dir>/logs/service.log), or one is
      alive but not answering
   2  bad input or environment: --idle-exit or LEANCTX_IDLE_EXIT is not minutes
      >= 0, or the data dir or socket cannot be used (named in one line)""")

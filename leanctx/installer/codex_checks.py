@@ -14,7 +14,7 @@ from leanctx.installer.install import config_path
 from leanctx.installer.mcpreg import is_ours
 from leanctx.installer.trust import config_toml, trust_report
 
-TRUST_FIX = "start `codex`, open /hooks and trust the leanctx hooks; on a headless machine: leanctx init --agent codex{project} --trust"
+TRUST_FIX = "start `codex`, open /hooks and trust the leanctx hooks; on a headless machine: {init} --trust"
 
 
 def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list[dict]:
@@ -26,7 +26,10 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
         if data is not None:
             tomledit.values(toml_path, files.decode(toml_path, data))
     except ConfigError as exc:
-        return [{"name": "codex config.toml", "status": "fail", "detail": str(exc), "fix": f"fix the TOML syntax in {toml_path}"}]
+        from leanctx.doctor import refused_fix
+
+        return [{"name": "codex config.toml", "status": "fail", "detail": str(exc), "fix": refused_fix(exc, agent, home, project),
+                 "init_refuses": True}]
     hooks_path = config_path(agent, home, project)
     hooks_data = files.read_bytes(hooks_path)
     report = trust_report(agent, home, hooks_path, hooks_data.decode("utf-8") if hooks_data else "")
@@ -36,10 +39,24 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
     if bad:
         detail = ", ".join(f"{r['event']} {r['status']}" for r in bad)
         out.append({"name": "codex hook trust", "status": "fail", "detail": f"Codex will skip these hooks: {detail}",
-                    "fix": TRUST_FIX.format(project=f" --project {project}" if project is not None else "")})
+                    "fix": TRUST_FIX.format(init=_init_again(agent, home, project, hooks_data))})
     else:
         out.append({"name": "codex hook trust", "status": "ok", "detail": f"all {len(report)} leanctx hooks trusted"})
     return out
+
+
+def _init_again(agent: Agent, home: Path, project: Path | None, hooks_data: bytes | None) -> str:
+    """The init that states the installed profile again (a bare one would take --bot out)."""
+    from leanctx import doctor, paths
+    from leanctx.installer import hookconfig, mcpreg
+
+    try:
+        value = hookconfig.parse(config_path(agent, home, project), hooks_data or b"{}").value
+    except ConfigError:
+        return doctor.init_command(agent, project)
+    profile = doctor.installed_profile(doctor.wired_commands(agent, value))
+    mcp = profile.read_gate or bool(mcpreg.recorded_names(agent, home, paths.data_dir(), project))
+    return doctor.init_command(agent, project, profile, mcp)
 
 
 def _read_toml(path: Path, data: bytes | None) -> dict:

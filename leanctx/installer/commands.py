@@ -143,17 +143,23 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
     wrapper_change = _wrapper_change(data_dir, project)
     if wrapper_change:  # first, so no host ever calls a missing wrapper
         apply_install(wrapper_change, data_dir)
+    new_files: set[Path] = set()  # files this run created: a second change to one is still "created"
     for agent, hooks, trust_change, others in planned:
         done = [d for d in (apply_with_retry(c, apply_uninstall if c.removal else apply_install, data_dir) for c in hooks) if d]
         written = [d for d in done if not d.record_only]
-        where = display(written[0].path if written else done[0].path if done else _config(agent, home, project), home)
-        if agent.hook_file_mode is not None and len(agent.hook_file_names()) > 1:  # Cline: one file per event
-            where = display(agent.hook_folder(home, project), home)
-        verb = "wired" if written else "already wired"
-        say(f"{agent.display_name}: {verb} {len(profile.events(agent))} events ({profile.name} profile) in {where}")
+        events = f"{len(profile.events(agent))} events ({profile.name} profile)"
+        if written:
+            say(f"{agent.display_name}: wired {events}: {_files_written(written, new_files, home)}")
+        else:
+            where = display(done[0].path if done else _config(agent, home, project), home)
+            if agent.hook_file_mode is not None and len(agent.hook_file_names()) > 1:  # Cline: one file per event
+                where = display(agent.hook_folder(home, project), home)
+            say(f"{agent.display_name}: already wired {events} in {where}")
         if trust_change is not None:
-            apply_with_retry(trust_change, apply_install, data_dir)
-            say(f"  marked leanctx's hooks trusted in {display(trust_change.path, home)} (as Codex's /hooks screen does)")
+            done_trust = apply_with_retry(trust_change, apply_install, data_dir)
+            if done_trust is not None:
+                say(f"  {file_verb(done_trust, new_files)} {display(done_trust.path, home)}: "
+                    "marked leanctx's hooks trusted (as Codex's /hooks screen does)")
         elif agent.name == "codex" and written and not trust:
             say(f"  {CODEX_TRUST_HINT}")
         if agent.init_hint:
@@ -161,8 +167,7 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
         for other in others:
             done_other = apply_with_retry(other, apply_uninstall if other.removal else apply_install, data_dir)
             if done_other is not None and not done_other.record_only:
-                verb = "took out" if other.removal else "created" if done_other.old is None else "added"
-                say(f"  {verb} {_part_label(done_other.part)} {'from' if other.removal else 'in'} {display(done_other.path, home)}")
+                say(f"  {_one_file_written(done_other, new_files, home)}")
         manual = mcpreg.by_hand(agent, data_dir, project, profile.bot) if profile.read_gate else None
         if manual:  # a host whose MCP file init does not edit (Goose's YAML): the user adds the entry
             say(f"  MCP server not registered (leanctx does not edit {agent.display_name}'s YAML config); {manual}")
@@ -174,11 +179,47 @@ def _write_init(planned: list, home: Path, data_dir: Path, project: Path | None,
     retire_old_gate(data_dir)  # the old http gate's entries are replaced above: its port and secret go too
 
 
+def file_verb(done: Change, new_files: set[Path]) -> str:
+    """What a write did to its file: "created" one that did not exist before this run,
+    "updated" one that did, "removed" one it deleted."""
+    if done.new is None:
+        return "removed"
+    if done.old is None or done.target.real in new_files:
+        new_files.add(done.target.real)
+        return "created"
+    return "updated"
+
+
+def _one_file_written(done: Change, new_files: set[Path], home: Path) -> str:
+    """`created ~/.claude.json with the MCP server entry 'leanctx'` and the like."""
+    verb = file_verb(done, new_files)
+    label = _part_label(done.part)
+    shown = display(done.path, home)
+    if verb == "removed":
+        return f"removed {shown} (leanctx had created it for {label})"
+    if done.removal:
+        return f"{verb} {shown}: took out {label}"
+    return f"created {shown} with {label}" if verb == "created" else f"updated {shown}: {label}"
+
+
+def _files_written(written: list[Change], new_files: set[Path], home: Path) -> str:
+    """`created ~/.claude/settings.json`, or for a host with a file per event (Cline)
+    `created 6 files in ~/.cline/hooks`."""
+    verbs = [file_verb(d, new_files) for d in written]
+    folders = {d.path.parent for d in written}
+    if len(written) == 1 or len(folders) > 1:
+        return ", ".join(f"{verb} {display(d.path, home)}" for verb, d in zip(verbs, written))
+    counts = [(verb, verbs.count(verb)) for verb in ("created", "updated", "removed") if verb in verbs]
+    text = " and ".join(f"{verb} {n} file{'s' if n > 1 else ''}" for verb, n in counts)
+    return f"{text} in {display(folders.pop(), home)}"
+
+
 def _part_label(part: str) -> str:
     """What one of our parts of a file is, for init's report."""
     kind, _, name = part.partition(":")
     labels = {"mcp": f"the MCP server entry {name!r}", "mcp-approve": f"the approval of MCP server {name!r}",
-              "plugin": "the plugin's registration", "instructions": f"the {name} instructions"}
+              "plugin": "the plugin's registration", "instructions": f"the {name} instructions",
+              "trust": "the trust of leanctx's hooks", "hooks": "leanctx's hook entries"}
     return labels.get(kind, f"leanctx's {kind}")
 
 
@@ -238,7 +279,8 @@ def run_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: Pa
                         if done.note:
                             click.echo(f"{agent.display_name}: left our entry in {what} ({done.note})")
                         continue
-                    click.echo(f"{agent.display_name}: " + (f"removed {what} (leanctx had created it)" if done.new is None else f"took our entries out of {what}"))
+                    click.echo(f"{agent.display_name}: " + (f"removed {what} (leanctx had created it)" if done.new is None
+                                                            else f"updated {what}: took out {_part_label(done.part)}"))
             if not wrapper_in_use(home, data_dir) and (w := plan_wrapper_removal(data_dir)):
                 apply_uninstall(w, data_dir)
                 click.echo(f"Removed the hook wrapper {display(w.path, home)}")

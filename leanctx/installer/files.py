@@ -38,6 +38,16 @@ class ConfigError(Exception):
     """A config we must not touch; the message names the file (and line/column when parsing)."""
 
 
+class ParseError(ConfigError):
+    """A config that is not the JSON or TOML its host reads: init refuses it until the user
+    corrects it, so doctor's fix names the spot (`path:line:col`) and what the parser wanted."""
+
+    def __init__(self, path: Path, line: int, col: int, language: str, reason: str) -> None:
+        self.path, self.line, self.col, self.language, self.reason = path, line, col, language, reason
+        super().__init__(f"{path}:{line}:{col}: cannot parse{'' if language == 'JSON' else ' ' + language}"
+                         f"{': ' + reason if reason else ''}; left untouched")
+
+
 def sha256(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 

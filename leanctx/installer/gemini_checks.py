@@ -7,7 +7,7 @@ from pathlib import Path
 
 from leanctx.agents.geminishape import GeminiShapeAgent
 from leanctx.installer import jsonc
-from leanctx.installer.hostload import where
+from leanctx.installer.hostload import key_line, where
 
 
 def load_problems(agent: GeminiShapeAgent, home: Path, project: Path | None, read) -> list[dict]:
@@ -20,8 +20,9 @@ def load_problems(agent: GeminiShapeAgent, home: Path, project: Path | None, rea
             value = jsonc.loads(data.decode("utf-8-sig")) if data else None
         except (UnicodeDecodeError, jsonc.JsoncError):
             continue  # the syntax check names that file already
-        reason = agent.hooks_switched_off(value) if isinstance(value, dict) else None
-        if reason:
+        switched = agent.hooks_switched_off(value) if isinstance(value, dict) else None
+        if switched:
+            reason, change, key = switched
             out.append({"name": f"{agent.name} hooks enabled", "path": path, "reason": reason,
-                        "fix": f"remove that setting from {where(path, home, None)}"})
+                        "fix": f"{change} in {where(path, home, key_line(data, key))}"})
     return out

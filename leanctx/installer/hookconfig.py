@@ -30,7 +30,7 @@ def parse(path: Path, text: str | bytes) -> jsonc.Document:
     except UnicodeDecodeError as exc:
         raise files.not_utf8(path, exc) from None
     except jsonc.JsoncError as exc:
-        raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse: {exc.msg}; left untouched") from None
+        raise files.ParseError(path, exc.line, exc.col, "JSON", exc.msg) from None
     if not doc.is_object:
         raise ConfigError(f"{path}: top level is a JSON {type(doc.value).__name__}, expected an object; left untouched")
     return doc

@@ -159,6 +159,13 @@ def json_true_key(path: Path, data: bytes | None, key: str) -> int | None:
     return text.count("\n", 0, match.start()) + 1 if match else 0
 
 
+def key_line(data: bytes | None, key: str) -> int | None:
+    """The line of the first `"key":` in a JSON(C) file, for a fix message (None: not found)."""
+    text = (data or b"").decode("utf-8", "replace")
+    match = re.search(r'"' + re.escape(key) + r'"\s*:', text)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
 _TOML_HEADER = re.compile(r"^\s*\[\[?\s*(.+?)\s*\]\]?\s*(?:#.*)?$")
 _TOML_KEY = re.compile(r"""^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-.\s])+?)\s*=""")
 _TOML_KEY_PART = re.compile(r""""([^"]*)"|'([^']*)'|([^.\s]+)""")

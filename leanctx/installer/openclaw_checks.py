@@ -64,7 +64,8 @@ def load_problems(agent: Agent, home: Path, project: Path | None, read) -> list[
     allow = plugins.get("allow")
     if isinstance(allow, list) and pid not in allow:
         problem("openclaw plugin allowed", f"plugins.allow does not list {pid!r}, and only listed plugins load",
-                "run `leanctx init --agent openclaw` again (it adds the name to the list)")
+                "leanctx doctor --agent openclaw --fix (re-runs init with the profile installed; it adds the name to the list), "
+                "then restart the gateway")
     entry = (plugins.get("entries") or {}).get(pid) if isinstance(plugins.get("entries"), dict) else None
     if isinstance(entry, dict):
         if entry.get("enabled") is False:
@@ -201,7 +202,7 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
     if not want:
         return rows
     value, why = inspect(exe)
-    fix = "run `leanctx init --agent openclaw` again, then `openclaw gateway restart`"
+    fix = "leanctx doctor --agent openclaw --fix (re-runs init with the profile installed), then `openclaw gateway restart`"
     if value is None:
         rows.append({"name": "openclaw runtime", "status": "fail", "detail": why, "fix": fix})
         return rows

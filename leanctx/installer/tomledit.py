@@ -16,7 +16,7 @@ import tomlkit.exceptions
 from tomlkit.items import InlineTable, Table
 from tomlkit.toml_document import TOMLDocument
 
-from leanctx.installer.files import ConfigError
+from leanctx.installer.files import ConfigError, ParseError
 
 
 BOM = "\ufeff"
@@ -37,7 +37,8 @@ def parse(path: Path, text: str) -> TOMLDocument:
     try:
         return load(text)
     except tomlkit.exceptions.ParseError as exc:
-        raise ConfigError(f"{path}:{exc.line}:{exc.col}: cannot parse TOML; left untouched") from None
+        reason = re.sub(r" at line \d+ col \d+$", "", str(exc))  # the spot is in the message's path:line:col
+        raise ParseError(path, exc.line, exc.col, "TOML", reason) from None
 
 
 def values(path: Path, text: str) -> dict:

@@ -509,7 +509,7 @@ def test_a_gateway_whose_venv_is_gone_keeps_running_and_doctor_says_how_to_fix_i
     report = json.loads(proc.stdout)
     check = next(c for c in report["checks"] if c["name"] == "wrapper interpreter")
     assert proc.returncode == 1 and check["status"] == "fail" and "/gone/venv/bin/python3" in check["detail"]
-    assert check["fix"].startswith("leanctx init --agent")
-    assert run_cli("init", "--agent", "openclaw", "--bot", env=bot_env).returncode == 0  # the fix, followed
+    assert check["fix"].startswith("leanctx doctor --agent openclaw --fix")  # re-runs init with the bot profile
+    run_cli("doctor", "--agent", "openclaw", "--fix", env=bot_env)  # the fix, followed
     drive(plugin, [["before_prompt_build", {"prompt": "hi again", "messages": []}, ctx()]], bot_env, tmp_path)
     assert [t["text"] for t in thread(ANA, bot_env)["recent_turns"]] == ["hi again"]

@@ -80,7 +80,7 @@ def test_removing_one_block_keeps_the_other_in_a_file_we_created(home: Path, dat
     ok("init", "--agent", "codex", "--bot")
     agents_md = home / ".codex" / "AGENTS.md"
     out = ok("init", "--agent", "codex")  # the bot block goes, the read rule stays
-    assert "took out the conversation-state instructions from ~/.codex/AGENTS.md" in out
+    assert "updated ~/.codex/AGENTS.md: took out the conversation-state instructions" in out
     assert "<!-- leanctx:ctx-read -->" in agents_md.read_text()
     ok("init", "--agent", "codex", "--no-mcp")  # now the read rule goes too: the file was ours
     assert not agents_md.exists()
