@@ -36,14 +36,12 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
 
 from leanctx.agents.base import (
     CLAUDE_STYLE_EVENTS,
     POST_TOOL,
     PRE_COMPACT,
     PRE_TOOL,
-    PROMPT,
     SESSION_END,
     SESSION_START,
     STOP,
@@ -194,23 +192,18 @@ class VSCode(ClaudeShapeAgent):
         return normalized
 
     def synthetic_payload(self, event: str, cwd: str) -> dict:
-        session = "leanctx-doctor-00000000-0000-0000-0000-000000000000"
-        payload: dict[str, Any] = {
-            "timestamp": "2026-12-02T12:00:00.000Z",
-            "hook_event_name": event,
-            "session_id": session,
-            "transcript_path": os.path.join(cwd, f"{session}.jsonl"),
-            "cwd": cwd,
-        }
+        """Claude Code's smoke payload in VS Code's dialect: an ISO `timestamp` (what tells its
+        payloads apart), its own source, compaction trigger, subagent type and tool names."""
+        payload = super().synthetic_payload(event, cwd)
+        payload["timestamp"] = "2026-12-02T12:00:00.000Z"
+        payload.pop("last_assistant_message", None)  # VS Code's Stop carries no reply
         spec = self.event(event)
         kind = spec.kind if spec else ""
         if kind == SESSION_START:
             payload["source"] = "new"
-        elif kind == PROMPT:
-            payload["prompt"] = "leanctx doctor smoke test"
         elif kind in (SUBAGENT_START, SUBAGENT_STOP):
-            payload.update(agent_id="leanctx-doctor-subagent", agent_type="Plan")
-        if kind in (STOP, SUBAGENT_STOP):
+            payload["agent_type"] = "Plan"
+        if kind == SUBAGENT_STOP:
             payload["stop_hook_active"] = False
         elif kind == PRE_COMPACT:
             payload["trigger"] = "auto"
