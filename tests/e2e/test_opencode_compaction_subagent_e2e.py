@@ -25,8 +25,8 @@ import pytest
 
 from tests.e2e import hostcli
 from tests.e2e.fake_openai import FakeOpenAI, chat_results, function_call
-from tests.e2e.test_opencode_builtin_read_e2e import LINES, Setup, is_content, model_got_what_the_after_hook_saw, opencode_cli, source  # noqa: F401
-from tests.e2e.test_opencode_e2e import oc_env
+from tests.e2e.test_opencode_builtin_read_e2e import LINES, Setup, is_content, model_got_what_the_after_hook_saw, source  # noqa: F401
+from tests.e2e.test_opencode_e2e import Host, oc_env, opencode_cli  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.e2e
 
@@ -100,10 +100,10 @@ def test_reads_after_an_automatic_compaction_are_content_then_stubs_again(openco
     ]
     script = calls[:4] + [window_full(calls[4])] + calls[5:] + ["done"]
     with FakeOpenAI(script=script, model="fake-model", chat_usage=usage) as srv:
-        setup = Setup(hh, lean, srv.base_url)
+        setup = Setup(hh, lean, srv.base_url, Host("opencode"))
         with_limit(setup)
         try:
-            sessions = setup.run(opencode_cli, run_host)
+            sessions = setup.run(run_host)
             out = chat_results(srv)
             got = [out.get(c["call_id"], "") for c in calls]
             summaries = [r.body for r in srv.log if isinstance(r.body, dict) and is_compaction(r.body)]
@@ -148,9 +148,9 @@ def test_a_task_subagent_reads_what_its_parent_holds_and_the_parent_keeps_its_st
     parent_after = [read(big), cat()]                   # the parent's holding: stubs
     script = parent_before + [task] + sub + ["subagent finished"] + parent_after + ["done"]
     with FakeOpenAI(script=script, model="fake-model") as srv:
-        setup = Setup(hh, lean, srv.base_url)
+        setup = Setup(hh, lean, srv.base_url, Host("opencode"))
         try:
-            setup.run(opencode_cli, run_host)
+            setup.run(run_host)
             out = chat_results(srv)
             got = lambda group: [out.get(c["call_id"], "") for c in group]  # noqa: E731
             # the subagent's requests are its own conversation: its first user message is the task
@@ -256,7 +256,7 @@ def test_reads_after_a_compact_command_are_content_then_stubs_again(opencode_cli
     after = [read(), cat(), read(), cat()]         # after /compact: content, content, then stubs
     script = before + ["first done"] + after + ["second done"]
     with FakeOpenAI(script=script, model="fake-model") as srv:
-        setup = Setup(hh, lean, srv.base_url)
+        setup = Setup(hh, lean, srv.base_url, Host("opencode"))
         server = Server(opencode_cli, hh, lean, run_host)
         try:
             server.prompt("one")
@@ -295,7 +295,7 @@ def test_a_read_opencode_pruned_is_content_again_in_a_long_lived_server(opencode
     later = [read(files[0]), read(files[0])]          # pruned: content, then the stub
     script = first + ["one done", "two done", "three done"] + later + ["four done"]
     with FakeOpenAI(script=script, model="fake-model") as srv:
-        setup = Setup(hh, lean, srv.base_url)
+        setup = Setup(hh, lean, srv.base_url, Host("opencode"))
         prune = lambda text: text.replace('"autoupdate"', '"compaction": {"prune": true},\n  "autoupdate"')  # noqa: E731
         setup.config.write_text(prune(setup.config.read_text()))
         setup.before[setup.config] = prune(setup.before[setup.config].decode()).encode()
