@@ -122,7 +122,7 @@ def path_fix() -> str:
     folder = Path(sysconfig.get_path("scripts"))
     here = f"add {folder} to the PATH the host starts with (it holds this installation's leanctx-hook), or " \
         if (folder / "leanctx-hook").exists() else ""
-    return f"{here}install leanctx where the host finds it (pipx install leanctx-hooks)"
+    return f"{here}install leanctx where the host finds it (`pipx install .` in a clone of leanctx)"
 
 
 def _wrapper_checks(data_dir: Path, home: Path, agent_name: str | None = None) -> tuple[list[dict], bool]:
