@@ -183,7 +183,7 @@ def _part_label(part: str) -> str:
     kind, _, name = part.partition(":")
     labels = {"mcp": f"the MCP server entry {name!r}", "mcp-approve": f"the approval of MCP server {name!r}",
               "plugin": "the plugin's registration", "instructions": f"the {name} instructions",
-              "first-start": "the first-start marker (the host's first start then leaves the new config alone)"}
+              "first-start": "the host's first-start marker"}
     return labels.get(kind, f"leanctx's {kind}")
 
 
