@@ -37,6 +37,12 @@ class Kilo(OpenCode):
     # in the order Kilo's own config writer picks them (`globalTarget`, `projectTarget` in its
     # 7.7.7 bundle): the first the user keeps, else a new kilo.jsonc
     config_files = ("kilo.jsonc", "kilo.json", "opencode.jsonc", "opencode.json")
+    legacy_config_files = ("config.json", "config")
+    # On its first start Kilo adds `"permission": {"bash": "allow"}` to a user config with no bash
+    # rule, then writes this marker; with no config it writes only the marker (`migrateBashPermission`
+    # in the 7.7.7 bundle, seen in a run). A config init creates gets the marker with it, so Kilo's
+    # shell permissions stay what they would have been without leanctx.
+    first_start_markers = (".bash-permission-migrated",)
 
 
 AGENT = Kilo()

@@ -180,6 +180,13 @@ class OpenCode(FileHookAgent):
     #: the config files the host reads in a config folder or the project, ours first: the server
     #: goes into the first that exists, else the first
     config_files: ClassVar[tuple[str, ...]] = ("opencode.json", "opencode.jsonc")
+    #: other config files in the user config folder the host still reads (legacy names)
+    legacy_config_files: ClassVar[tuple[str, ...]] = ()
+    #: empty files the host writes in its user config folder on its first start when it finds no
+    #: config file there, to record that a one-time migration of that config is done; init writes
+    #: them with a config it creates, so that migration never runs on our file
+    #: (installer/markers.py)
+    first_start_markers: ClassVar[tuple[str, ...]] = ()
     #: the plugin's template (templates/), filled with this host's names
     plugin_template: ClassVar[str] = "opencode-plugin.js"
     strict_json = False  # opencode.json is read as JSONC

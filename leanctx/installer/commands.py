@@ -59,7 +59,7 @@ def _plan_init(
     name an earlier init gave it unless `mcp_name` says otherwise (then the old entry goes)."""
     from dataclasses import replace
 
-    from leanctx.installer import instructions, mcpapprove, mcpreg, pluginreg
+    from leanctx.installer import instructions, markers, mcpapprove, mcpreg, pluginreg
 
     planned = []
     for agent in selected:
@@ -80,7 +80,11 @@ def _plan_init(
             *mcpapprove.plans(agent, home, data_dir, project, keep=name if mcp else None),
             instructions.plan(agent, home, data_dir, project, want=mcp, spec=instructions.CTX_READ, server=name),
         ]
-        planned.append((agent, hooks, trust_change, [c for c in others if c is not None]))
+        others = [c for c in others if c is not None]
+        # a host's first-start markers go in before the config init creates, out after it
+        marks = markers.plan(agent, home, data_dir, project, others)
+        others = [c for c in marks if not c.removal] + others + [c for c in marks if c.removal]
+        planned.append((agent, hooks, trust_change, others))
     return planned
 
 
@@ -219,7 +223,8 @@ def _part_label(part: str) -> str:
     kind, _, name = part.partition(":")
     labels = {"mcp": f"the MCP server entry {name!r}", "mcp-approve": f"the approval of MCP server {name!r}",
               "plugin": "the plugin's registration", "instructions": f"the {name} instructions",
-              "trust": "the trust of leanctx's hooks", "hooks": "leanctx's hook entries"}
+              "trust": "the trust of leanctx's hooks", "hooks": "leanctx's hook entries",
+              "first-start": "the host's first-start marker"}
     return labels.get(kind, f"leanctx's {kind}")
 
 
@@ -300,17 +305,18 @@ def _plan_uninstall(selected: list[Agent], home: Path, data_dir: Path, project: 
             trust_change = plan_untrust(agent, home, data_dir, project)
             if trust_change is not None:
                 planned.append((agent, trust_change))
-        from leanctx.installer import instructions, mcpapprove, mcpreg, pluginreg
+        from leanctx.installer import instructions, markers, mcpapprove, mcpreg, pluginreg
 
-        for other in (
+        others = [c for c in (
             pluginreg.plan(agent, home, data_dir, project, want=False),
             instructions.plan(agent, home, data_dir, project, want=False),
             instructions.plan(agent, home, data_dir, project, want=False, spec=instructions.CTX_READ),
             *mcpreg.plan_unregister_all(agent, home, data_dir, project),
             *mcpapprove.plans(agent, home, data_dir, project),
-        ):
-            if other is not None:
-                planned.append((agent, other))
+        ) if c is not None]
+        # after the config: a host's first-start marker goes only with the config init created
+        others += markers.plan(agent, home, data_dir, project, others, uninstall=True)
+        planned += [(agent, c) for c in others]
         if agent.hook_file_mode is not None:
             from leanctx.installer import hookfiles
 

@@ -239,6 +239,8 @@ def unified_diff(change: Change, home: Path) -> str:
         tofile=f"b/{name}" if change.new is not None else "/dev/null",
     )
     out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    if not out and change.old != change.new:  # an empty file created or deleted: difflib says nothing
+        out = f"--- {'a/' + name if change.old is not None else '/dev/null'}\n+++ {'b/' + name if change.new is not None else '/dev/null'}\n"
     return out
 
 

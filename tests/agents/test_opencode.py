@@ -276,6 +276,84 @@ def test_kilo_takes_its_own_file_first_and_its_own_folders(home: Path, data_dir:
     assert kilo.rules_path(home, None) == (where / "AGENTS.md", "block")
 
 
+MARKER = ".bash-permission-migrated"
+
+
+def files_under(root: Path) -> dict:
+    """Every file and folder under `root` (leanctx's data dir and the folders it is in aside):
+    path -> bytes (None: a folder)."""
+    data = Path(os.environ["LEANCTX_HOME"])
+    return {p: None if p.is_dir() else p.read_bytes() for p in root.rglob("*")
+            if p != data and data not in p.parents and p not in data.parents}
+
+
+def test_kilo_gets_its_first_start_marker_with_a_config_init_creates(home: Path, data_dir: Path) -> None:
+    """On its first start Kilo 7.7.7 adds `"permission": {"bash": "allow"}` to a user config with
+    no bash rule, then writes the empty marker; with no config it writes only the marker. init
+    on a HOME with no Kilo config creates kilo.jsonc and the marker with it (the dry run shows
+    it); uninstall gives the HOME back as it was. OpenCode has no such migration: no marker."""
+    where = folder(home, "kilo")
+    before = files_under(home)
+    dry = run_cli("init", "--agent", "kilo", "--dry-run")
+    assert dry.returncode == 0 and f"--- /dev/null\n+++ b/~/.config/kilo/{MARKER}\n" in dry.stdout, dry.stdout
+    assert files_under(home) == before
+    first = run_cli("init", "--agent", "kilo")
+    assert first.returncode == 0 and "created the host's first-start marker" in first.stdout, first
+    assert (where / MARKER).read_bytes() == b"" and (where / MARKER).stat().st_mode & 0o777 == 0o644
+    assert '"leanctx"' in (where / "kilo.jsonc").read_text() and "permission" not in (where / "kilo.jsonc").read_text()
+    assert run_cli("init", "--agent", "kilo").returncode == 0 and (where / MARKER).read_bytes() == b""
+    assert run_cli("uninstall", "--agent", "kilo").returncode == 0
+    assert files_under(home) == before
+    assert run_cli("init", "--agent", "opencode").returncode == 0
+    assert not any(p.name == MARKER for p in home.rglob("*"))
+
+
+@pytest.mark.parametrize("existing", ["kilo.json", "opencode.jsonc", "config.json"])
+def test_kilo_config_of_the_users_gets_no_marker(existing: str, home: Path, data_dir: Path) -> None:
+    """A config file Kilo reads is there already: Kilo's first start would migrate it with or
+    without leanctx, so init writes no marker."""
+    where = folder(home, "kilo")
+    where.mkdir(parents=True)
+    (where / existing).write_text("{\n  // mine\n  \"model\": \"a/b\"\n}\n")
+    before = files_under(home)
+    assert run_cli("init", "--agent", "kilo").returncode == 0
+    assert not (where / MARKER).exists()
+    assert run_cli("uninstall", "--agent", "kilo").returncode == 0
+    assert files_under(home) == before
+
+
+def test_kilo_marker_that_exists_is_never_touched(home: Path, data_dir: Path) -> None:
+    """Kilo already ran once with no config (it wrote only the marker): init creates kilo.jsonc
+    and leaves the marker; uninstall keeps it."""
+    where = folder(home, "kilo")
+    where.mkdir(parents=True)
+    (where / MARKER).write_bytes(b"")
+    os.chmod(where / MARKER, 0o600)
+    stamp = (where / MARKER).stat().st_mtime_ns
+    assert run_cli("init", "--agent", "kilo").returncode == 0
+    assert (where / "kilo.jsonc").exists()
+    assert run_cli("uninstall", "--agent", "kilo").returncode == 0
+    assert not (where / "kilo.jsonc").exists()
+    assert (where / MARKER).read_bytes() == b"" and (where / MARKER).stat().st_mode & 0o777 == 0o600
+    assert (where / MARKER).stat().st_mtime_ns == stamp
+
+
+def test_kilo_marker_stays_when_the_config_init_created_stays(home: Path, data_dir: Path) -> None:
+    """The user put a setting of theirs into the kilo.jsonc init created: uninstall takes our
+    entry out and keeps the file, so the marker stays too (Kilo's state for that config), and
+    leanctx keeps no record of it."""
+    where = folder(home, "kilo")
+    assert run_cli("init", "--agent", "kilo").returncode == 0
+    config = where / "kilo.jsonc"
+    config.write_text(config.read_text().replace('"mcp": {', '"model": "a/b",\n  "mcp": {', 1))
+    assert run_cli("uninstall", "--agent", "kilo").returncode == 0
+    assert '"model": "a/b"' in config.read_text() and "leanctx" not in config.read_text()
+    assert (where / MARKER).read_bytes() == b""
+    assert not list((data_dir / "installed").glob("*.json"))
+    assert run_cli("init", "--agent", "kilo").returncode == 0 and run_cli("uninstall", "--agent", "kilo").returncode == 0
+    assert (where / MARKER).exists() and '"model": "a/b"' in config.read_text()
+
+
 # -- context losses: every tool call waits until leanctx has them on record ---------------------
 LOSS_DRIVER = r"""
 import fs from "node:fs";

@@ -309,3 +309,33 @@ def test_opencode_bot_profile_hands_a_new_session_the_thread(oc_host, host_home,
     assert second.count("[leanctx conversation state]") == 1 and "which mug did I pick" in second, second[-3000:]
     lean.assert_no_hook_errors()
     lean.run("uninstall", "--agent", host.name)
+
+
+def test_opencode_first_start_after_init_keeps_the_hosts_permission_defaults(oc_host, host_home, lean, run_host):
+    """On a fresh HOME, init creates the host's user config (the MCP entry). Kilo 7.7.7 runs a
+    one-time migration on its first start: a user config without a bash permission rule gets
+    `"permission": {"bash": "allow"}`, then it writes `~/.config/kilo/.bash-permission-migrated`
+    (with no config it writes only that marker). init writes the marker with the config it
+    creates, so the first `run` leaves our file as it was (but for the host's "$schema"). The
+    fake model's provider is in the project's config, which the migration
+    does not read."""
+    hh, host = host_home, oc_host
+    config_dir = host.config_dir(hh)
+    config = host.config_file(config_dir)
+    markers = [config_dir / name for name in host.agent.first_start_markers]
+    with FakeOpenAI(script=["hello"], model="fake-model") as srv:
+        provider = USER_CONFIG.replace("@URL@", srv.base_url).replace(',\n  "permission": {"*": "allow", "bash": "allow"}', "")
+        host.config_file(hh.proj).write_text(provider)
+        lean.run("init", "--agent", host.name)
+        assert config.exists() and all(m.read_bytes() == b"" for m in markers)
+        ours = json.loads(config.read_text())
+        run_opencode(host.cli, hh, lean, run_host, "say hello", host=host.name)
+        assert len(srv.log) >= 1
+    # the host adds only its "$schema" (OpenCode 1.18.33 and Kilo 7.7.7 both do); no "permission"
+    after = json.loads(config.read_text())
+    assert "permission" not in after and {k: v for k, v in after.items() if k != "$schema"} == ours, after
+    lean.run("uninstall", "--agent", host.name)
+    # the host's "$schema" keeps the file (it is no longer what init wrote), so the marker stays
+    # with it: the host's own state for that config, as its first start would have left it
+    assert not config.exists() or json.loads(config.read_text()).keys() == {"$schema"}
+    assert all(m.exists() == config.exists() for m in markers)
