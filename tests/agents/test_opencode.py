@@ -298,7 +298,7 @@ def test_kilo_gets_its_first_start_marker_with_a_config_init_creates(home: Path,
     assert dry.returncode == 0 and f"--- /dev/null\n+++ b/~/.config/kilo/{MARKER}\n" in dry.stdout, dry.stdout
     assert files_under(home) == before
     first = run_cli("init", "--agent", "kilo")
-    assert first.returncode == 0 and "created the host's first-start marker" in first.stdout, first
+    assert first.returncode == 0 and f"created ~/.config/kilo/{MARKER} with the host's first-start marker" in first.stdout, first
     assert (where / MARKER).read_bytes() == b"" and (where / MARKER).stat().st_mode & 0o777 == 0o644
     assert '"leanctx"' in (where / "kilo.jsonc").read_text() and "permission" not in (where / "kilo.jsonc").read_text()
     assert run_cli("init", "--agent", "kilo").returncode == 0 and (where / MARKER).read_bytes() == b""
