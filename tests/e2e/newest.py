@@ -103,6 +103,24 @@ def install(package: str, version: str) -> str | None:
     return None
 
 
+def does_not_run(host: str) -> str | None:
+    """Why the installed newest CLI does not even print its version (a platform package missing
+    from the registry leaves a launcher without its binary); None when it runs."""
+    from leanctx import agents, hostversions
+
+    agent = agents.get(host)
+    bin_dir = NEWEST / "node_modules" / ".bin"
+    if not agent.version_command or not (bin_dir / agent.version_command[0]).exists():
+        return None
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    if host == "openclaw":
+        return None
+    _, version, why = hostversions.installed(agent, env)
+    if version is not None:
+        return None
+    return f"installed, but it does not run: {why}"
+
+
 def run_host(host: str, files: tuple[str, ...], newest: str, pinned: str | None) -> list[tuple[str, str]]:
     """(test id, "passed"|"failed"|"skipped") for one host's e2e files against its newest CLI."""
     present = [str(E2E / f) for f in files if (E2E / f).exists()]
@@ -169,6 +187,11 @@ def main(argv: list[str]) -> int:
             continue
         if args.changed_only and row["newest"] == row["pinned"]:
             row["why"] = "newest is the pinned version: see the pinned run (.ci/run)"
+            continue
+        broken = does_not_run(row["host"])
+        if broken:
+            row["why"] = broken
+            print(broken, file=sys.stderr)
             continue
         row["results"] = run_host(row["host"], HOSTS[row["host"]][1], row["newest"], row["pinned"])
     when = datetime.date.today().isoformat()
