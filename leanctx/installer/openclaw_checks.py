@@ -22,7 +22,6 @@ from leanctx.agents.openclaw import STATE_TOOLS
 from leanctx.installer import jsonc
 from leanctx.installer.hostload import display
 
-CHECKED = "2026.9.6"
 INSPECT_TIMEOUT = 90
 START_SLACK_S = 2.0
 
@@ -118,15 +117,6 @@ def _openclaw() -> str | None:
     return shutil.which("openclaw")
 
 
-def _version(exe: str) -> str | None:
-    try:
-        cp = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    out = (cp.stdout or "").strip().split()
-    return out[1] if len(out) >= 2 and out[0] == "OpenClaw" else None
-
-
 def inspect(exe: str, env: dict | None = None) -> tuple[dict | None, str]:
     """OpenClaw's own runtime view of our plugin ({plugin, typedHooks, diagnostics}), or why not."""
     try:
@@ -189,10 +179,6 @@ def doctor_checks(agent: Agent, home: Path, project: Path | None = None) -> list
     scope = session_scope(agent, home, _disk)
     if scope is not None:
         rows.append(scope)
-    version = _version(exe)
-    note = "" if version == CHECKED else f" (leanctx's plugin was checked against {CHECKED})"
-    rows.append({"name": "openclaw version", "status": "ok" if version else "info",
-                 "detail": f"OpenClaw {version}{note}" if version else f"{exe} --version gave no version", "fix": None})
     try:
         wired, _files = hookfiles.read_wired(agent, home, None)
     except Exception:  # noqa: BLE001 - the plugin file check of the generic doctor reports it
